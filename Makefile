@@ -1,0 +1,39 @@
+# lm-eval-elitr developer entry points. `make install test` is what CI runs.
+PYTHON ?= python3
+PIP ?= $(PYTHON) -m pip
+# CPU wheel first, so that pip does not pull a multi-GB CUDA build through lm-eval[hf].
+TORCH_SPEC ?= torch==2.13.0
+export ELITR_BENCH_DATA_DIR ?= $(abspath $(CURDIR)/../shared/data)
+RESULTS ?= results
+
+.PHONY: install test test-fast lint format demo bench clean
+
+install:
+	$(PIP) install "$(TORCH_SPEC)"
+	$(PIP) install -e ".[dev]"
+
+test:
+	$(PYTHON) -m pytest
+
+test-fast:
+	$(PYTHON) -m pytest -m "not slow"
+
+lint:
+	$(PYTHON) -m ruff check elitr_bench tests bench
+	$(PYTHON) -m ruff format --check elitr_bench tests bench
+	$(PYTHON) -m mypy
+
+format:
+	$(PYTHON) -m ruff format elitr_bench tests bench
+	$(PYTHON) -m ruff check --fix elitr_bench tests bench
+
+# Offline end to end: the released GPT-4 answers through the real lm_eval CLI.
+demo:
+	lm_eval --model elitr-replay --model_args system=gpt-4 --tasks elitr_qa \
+		--output_path $(RESULTS)/demo --log_samples
+
+bench:
+	@for script in bench/*.py; do echo "== $$script"; $(PYTHON) $$script || exit 1; done
+
+clean:
+	rm -rf $(RESULTS) .pytest_cache .mypy_cache .ruff_cache build dist *.egg-info

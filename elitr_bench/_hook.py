@@ -1,0 +1,153 @@
+"""Start-up hook that plugs our tasks and models into lm-eval 0.4.x without flags.
+
+lm-eval 0.4.x reads no plugin entry points, so ``lm_eval --tasks elitr_qa`` would not
+find our tasks. A ``.pth`` file imports this module at interpreter start; it only
+installs an import watcher (a meta-path finder), so the cost at start-up is one tiny
+module. When lm-eval's task manager or model package is imported later, the watcher
+patches them:
+
+* ``TaskManager.__init__`` gets our task directory prepended to ``include_path``
+  (later include paths override earlier ones, so a user's ``--include_path`` wins);
+* our model classes are registered as lazy placeholders once ``lm_eval.models`` has
+  filled the model registry.
+
+Nothing is patched when lm-eval itself reads the ``lm_eval.tasks``/``lm_eval.models``
+entry point groups (it then finds us through pyproject's entry points), or when
+``ELITR_BENCH_NO_HOOK=1``. ``--include_path $(elitr-bench tasks-dir)`` remains the
+documented fallback.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import os
+import sys
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import Any
+
+DISABLE_ENV = "ELITR_BENCH_NO_HOOK"
+
+#: Model names registered lazily (name -> "module:Class").
+MODELS: dict[str, str] = {
+    "elitr-replay": "elitr_bench.models.replay:ReplayLM",
+}
+
+
+def tasks_dir() -> str:
+    """Directory holding our task YAML files."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "tasks")
+
+
+def _reads_entry_points(module: ModuleType, group: str) -> bool:
+    """Whether an lm-eval module already loads plugins of ``group`` itself."""
+    path = getattr(module, "__file__", None)
+    if not path:
+        return False
+    try:
+        with open(path, encoding="utf-8") as handle:
+            source = handle.read()
+    except OSError:
+        return False
+    return "entry_points" in source and f'"{group}"' in source
+
+
+def _patch_task_manager(module: ModuleType) -> None:
+    manager = getattr(module, "TaskManager", None)
+    if manager is None or getattr(manager, "_elitr_patched", False):
+        return
+    if _reads_entry_points(module, "lm_eval.tasks"):
+        return
+    original = manager.__init__
+
+    def __init__(self: Any, *args: Any, include_path: Any = None, **kwargs: Any) -> None:
+        ours = tasks_dir()
+        if include_path is None:
+            paths: list[Any] = [ours]
+        elif isinstance(include_path, (list, tuple)):
+            paths = [ours, *include_path]
+        else:
+            paths = [ours, include_path]
+        original(self, *args, include_path=paths, **kwargs)
+
+    __init__.__doc__ = original.__doc__
+    manager.__init__ = __init__
+    manager._elitr_patched = True
+
+
+def register_models(registry: Any) -> None:
+    """Register our model classes as lazy placeholders in lm-eval's model registry."""
+    for name, target in MODELS.items():
+        if name not in registry:
+            registry.register(name, target=target)
+
+
+def _patch_models(module: ModuleType) -> None:
+    from lm_eval.api import registry
+
+    if _reads_entry_points(registry, "lm_eval.models"):
+        return
+    register_models(registry.model_registry)
+
+
+_PATCHES: dict[str, Callable[[ModuleType], None]] = {
+    "lm_eval.tasks.manager": _patch_task_manager,
+    "lm_eval.models": _patch_models,
+}
+
+
+class _PatchingLoader(importlib.abc.Loader):
+    """Runs the real loader, then our patch on the fresh module."""
+
+    def __init__(self, inner: importlib.abc.Loader, patch: Callable[[ModuleType], None]) -> None:
+        self._inner = inner
+        self._patch = patch
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        return self._inner.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        self._inner.exec_module(module)
+        try:
+            self._patch(module)
+        except Exception as exc:  # never break lm-eval because of the plugin
+            print(f"lm-eval-elitr: start-up hook skipped ({exc!r})", file=sys.stderr)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class _Watcher(importlib.abc.MetaPathFinder):
+    """Meta-path finder that only reacts to the few lm-eval modules we patch."""
+
+    def find_spec(
+        self,
+        fullname: str,
+        path: Sequence[str] | None,
+        target: ModuleType | None = None,
+    ) -> importlib.machinery.ModuleSpec | None:
+        patch = _PATCHES.get(fullname)
+        if patch is None:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None:
+            return None
+        spec.loader = _PatchingLoader(spec.loader, patch)
+        return spec
+
+
+def install() -> None:
+    """Install the import watcher once (no-op when disabled or already installed)."""
+    if os.environ.get(DISABLE_ENV, "") not in ("", "0"):
+        return
+    if any(isinstance(finder, _Watcher) for finder in sys.meta_path):
+        return
+    for name, patch in _PATCHES.items():
+        module = sys.modules.get(name)
+        if module is not None:  # lm-eval was imported before us (rare): patch in place
+            patch(module)
+    sys.meta_path.insert(0, _Watcher())
+
+
+install()

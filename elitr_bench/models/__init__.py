@@ -1,0 +1,1 @@
+"""lm-eval model classes shipped by the plugin (registered lazily by name)."""

@@ -1,0 +1,127 @@
+"""Fitting prompts into the model's context window, checked before any generation.
+
+lm-eval's ``hf`` and ``vllm`` back ends silently cut prompts from the left to fit
+``max_length - max_gen_toks``: for ELITR that removes the start of the meeting and
+with it the answers to "Beginning" questions, while the run still reports a score.
+We count every prompt's tokens with the model's own tokenizer first and apply the
+user's explicit ``overlength`` policy instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from elitr_bench.data.errors import ElitrBenchError
+
+log = logging.getLogger(__name__)
+
+#: Marker inserted where ``truncate_middle`` removed part of a transcript.
+ELISION = "\n[...]\n"
+
+
+class ContextLengthError(ElitrBenchError):
+    """Prompts longer than the model's context, with ``overlength=error``."""
+
+
+@dataclass(frozen=True)
+class TokenCounter:
+    """The model's tokenizer and limit, as far as lm-eval exposes them.
+
+    Attributes:
+        encode: Text to token ids, as the model's ``generate_until`` tokenizes prompts.
+        decode: Token ids back to text (for ``truncate_middle``).
+        max_length: The model's context length in tokens.
+        default_max_gen_toks: Generation budget when a request does not set one.
+    """
+
+    encode: Callable[[str], list[int]]
+    decode: Callable[[list[int]], str]
+    max_length: int
+    default_max_gen_toks: int
+
+    def budget(self, gen_kwargs: dict[str, Any]) -> int:
+        """Prompt tokens that fit once the generation budget is reserved."""
+        max_gen = int(gen_kwargs.get("max_gen_toks", self.default_max_gen_toks))
+        return self.max_length - max_gen
+
+
+def active_model() -> Any | None:
+    """The model lm-eval's ``evaluate()`` is running, when called from inside it.
+
+    lm-eval hands tasks no model handle (only the bound ``apply_chat_template`` with
+    ``--apply_chat_template``), so we read ``lm`` from the ``evaluate`` frame that is
+    building requests. This relies on lm-eval 0.4.x's evaluator calling
+    ``task.build_all_requests`` from ``lm_eval.evaluator.evaluate``; when that changes
+    we return None and the check is skipped with a warning, never a wrong answer.
+    """
+    frame = sys._getframe(1)
+    while frame is not None:
+        if (
+            frame.f_code.co_name == "evaluate"
+            and frame.f_globals.get("__name__") == "lm_eval.evaluator"
+        ):
+            return frame.f_locals.get("lm")
+        frame = frame.f_back  # type: ignore[assignment]
+    return None
+
+
+def token_counter(lm: Any) -> TokenCounter | None:
+    """Build a counter for local models that truncate prompts (hf, vllm and kin).
+
+    API models (lm-eval's ``TemplateAPI`` family) return None: the server enforces its
+    own limit and fails loudly, and their prompts are JSON message lists whose token
+    count the client cannot know.
+    """
+    if lm is None:
+        return None
+    try:
+        from lm_eval.models.api_models import TemplateAPI
+
+        if isinstance(lm, TemplateAPI):
+            return None
+    except ImportError:  # pragma: no cover - optional extras missing
+        pass
+    encode = getattr(lm, "tok_encode", None)
+    decode = getattr(lm, "tok_decode", None)
+    try:
+        max_length = int(lm.max_length)
+    except (AttributeError, TypeError, ValueError):
+        return None
+    if encode is None or decode is None:
+        return None
+    return TokenCounter(
+        encode=lambda text: list(encode(text)),
+        decode=lambda ids: str(decode(ids)),
+        max_length=max_length,
+        default_max_gen_toks=int(getattr(lm, "max_gen_toks", 256)),
+    )
+
+
+def middle_cut(counter: TokenCounter, transcript: str, remove: int) -> str:
+    """Drop about ``remove`` tokens from the middle of a transcript, keeping both ends.
+
+    Beginning and end are kept because answers lie there as often as in the middle
+    (Table 1), and the cut is marked so a reader of the samples sees it.
+    """
+    ids = counter.encode(transcript)
+    keep = max(len(ids) - remove, 0)
+    head = keep // 2
+    tail = keep - head
+    return counter.decode(ids[:head]) + ELISION + (counter.decode(ids[-tail:]) if tail else "")
+
+
+def overlength_message(task: str, over: list[tuple[str, int]], limit: int) -> str:
+    """One-line error listing offending meetings, their token counts and the limit."""
+    worst: dict[str, int] = {}
+    for meeting_id, tokens in over:
+        worst[meeting_id] = max(tokens, worst.get(meeting_id, 0))
+    listing = ", ".join(f"{m} ({n} tokens)" for m, n in sorted(worst.items()))
+    return (
+        f"{task}: {len(over)} prompt(s) exceed the model's context of {limit} tokens "
+        f"(after reserving max_gen_toks): {listing}; use a longer-context model or "
+        "--model_args max_length=..., or pass --metadata overlength=skip|truncate_middle"
+    )

@@ -1,0 +1,251 @@
+"""The lm-eval task class behind every ELITR-Bench QA task.
+
+A Python class (``class: !function ...`` in the YAML) rather than plain YAML because
+YAML cannot express what the benchmark needs: the prompt is built from a transcript
+that lives outside the documents, options come from ``--metadata`` with validation,
+and prompts are checked against the model's context before generation.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any, cast
+
+import datasets
+from lm_eval.api.task import ConfigurableTask
+
+from elitr_bench import prompts
+from elitr_bench.data import Question, load_benchmark
+from elitr_bench.data.records import MODES, SETTINGS, SPLITS, Mode, Setting, Split
+from elitr_bench.tasks import context
+from elitr_bench.tasks.metrics import rouge_l, token_f1
+from elitr_bench.tasks.options import OptionError, TaskOptions
+
+log = logging.getLogger(__name__)
+
+DocKey = tuple[str, str]
+
+
+def question_doc(question: Question, mode: Mode) -> dict[str, Any]:
+    """One lm-eval document per question; the transcript is referenced, not copied.
+
+    Keeping the 20-60 kB transcript out of the document keeps logged samples small (the
+    prompt is logged once, under ``arguments``).
+    """
+    return {
+        "meeting_id": question.meeting_id,
+        "question_id": question.question_id,
+        "question": question.question,
+        "answer": question.answer,
+        "question_type": question.question_type,
+        "answer_position": question.answer_position,
+        "split": question.split,
+        "setting": question.setting,
+        "mode": mode,
+        "turn": question.turn,
+    }
+
+
+def doc_key(doc: dict[str, Any]) -> DocKey:
+    """Identity of a question within one task."""
+    return (str(doc["meeting_id"]), str(doc["question_id"]))
+
+
+class ElitrQATask(ConfigurableTask):
+    """Single-turn ELITR-Bench question answering over one meeting transcript.
+
+    The YAML chooses the question set (``dataset_name``: ``qa``/``conv``), the split
+    (``test_split``: ``dev``/``test2``) and the mode (``dataset_kwargs.mode``).
+    """
+
+    def __init__(
+        self,
+        data_dir: str | None = None,
+        cache_dir: str | None = None,
+        download_mode: str | None = None,
+        config: dict[str, Any] | None = None,
+    ) -> None:
+        cfg = {k: v for k, v in (config or {}).items() if k != "class"}
+        self.options = TaskOptions.from_metadata(cfg.get("metadata"))
+        self.setting = cast(Setting, self._pick(cfg, "dataset_name", SETTINGS))
+        self.split = cast(Split, self._pick(cfg, "test_split", SPLITS))
+        mode = (cfg.get("dataset_kwargs") or {}).get("mode", "st")
+        self.mode = cast(Mode, mode if mode in MODES else "st")
+        self._transcripts: dict[str, str] = {}
+        self._prompt_tokens: dict[DocKey, int] = {}
+        self._overlength: dict[DocKey, str] = {}
+        super().__init__(data_dir=data_dir, cache_dir=cache_dir, download_mode=download_mode, config=cfg)
+
+    @staticmethod
+    def _pick(cfg: dict[str, Any], key: str, allowed: tuple[str, ...]) -> str:
+        value = cfg.get(key)
+        if value not in allowed:
+            raise OptionError(
+                f"task {cfg.get('task')}: {key}={value!r} in its YAML, expected one of {allowed}"
+            )
+        return str(value)
+
+    # ------------------------------------------------------------------ data
+    def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        """Build the documents from the pinned ELITR-Bench files (no HF hub access)."""
+        bench = load_benchmark()
+        questions = bench.questions(self.setting, self.split)
+        self._transcripts = {
+            q.meeting_id: bench.meetings[q.meeting_id].transcript for q in questions
+        }
+        docs = [question_doc(q, self.mode) for q in questions]
+        self.dataset = datasets.DatasetDict({self.split: datasets.Dataset.from_list(docs)})
+
+    def transcript(self, doc: dict[str, Any]) -> str:
+        """Transcript the document's question is asked about."""
+        return self._transcripts[str(doc["meeting_id"])]
+
+    # ---------------------------------------------------------------- prompts
+    def messages(self, doc: dict[str, Any], transcript: str | None = None) -> list[prompts.ChatMessage]:
+        """Chat messages for one document (single-turn: Fig. 5 plus the question)."""
+        return prompts.conversation(
+            self.transcript(doc) if transcript is None else transcript,
+            [str(doc["question"])],
+            [],
+            prompt_role=self.options.prompt_role,
+            qa_markers=self.options.qa_markers,
+        )
+
+    def render(
+        self,
+        messages: list[prompts.ChatMessage],
+        *,
+        system_instruction: str | None,
+        chat_template: Callable[..., str] | None,
+    ) -> str:
+        """Render messages with the model's chat template, or as plain text without one."""
+        if system_instruction:
+            if messages and messages[0].role == "system":
+                messages = [
+                    prompts.ChatMessage("system", system_instruction + "\n\n" + messages[0].content),
+                    *messages[1:],
+                ]
+            else:
+                messages = [prompts.ChatMessage("system", system_instruction), *messages]
+        if chat_template is not None:
+            return chat_template([m.as_dict() for m in messages], add_generation_prompt=True)
+        return prompts.render_plain(messages)
+
+    def fewshot_context(  # type: ignore[override]
+        self,
+        doc: dict[str, Any],
+        num_fewshot: int = 0,
+        system_instruction: str | None = None,
+        apply_chat_template: bool = False,
+        fewshot_as_multiturn: bool = False,
+        chat_template: Callable[..., str] | None = None,
+        gen_prefix: str | None = None,
+    ) -> str:
+        """Build the prompt; ELITR-Bench is zero-shot, so ``num_fewshot`` must be 0."""
+        if num_fewshot:
+            raise OptionError(f"{self.config.task}: ELITR-Bench is zero-shot; drop --num_fewshot")
+        self._render_args = (system_instruction, chat_template if apply_chat_template else None)
+        return self.render(
+            self.messages(doc),
+            system_instruction=system_instruction,
+            chat_template=chat_template if apply_chat_template else None,
+        )
+
+    # ------------------------------------------------------- context checks
+    def build_all_requests(self, **kwargs: Any) -> None:
+        """Build requests as lm-eval does, then fit them to the model's context."""
+        super().build_all_requests(**kwargs)
+        counter = context.token_counter(context.active_model())
+        if counter is None:
+            return
+        self._fit_to_context(counter)
+
+    def _fit_to_context(self, counter: context.TokenCounter) -> None:
+        system_instruction, chat_template = getattr(self, "_render_args", (None, None))
+        over: list[tuple[str, int]] = []
+        keep = []
+        for inst in self._instances or []:
+            ctx, gen_kwargs = inst.args[0], inst.args[1]
+            key = doc_key(inst.doc)
+            n_tokens = len(counter.encode(ctx))
+            self._prompt_tokens[key] = n_tokens
+            budget = counter.budget(gen_kwargs)
+            if n_tokens <= budget:
+                keep.append(inst)
+                continue
+            policy = self.options.overlength
+            if policy == "error":
+                over.append((key[0], n_tokens))
+            elif policy == "skip":
+                self._overlength[key] = "skipped"
+            else:
+                inst.arguments = (
+                    self._truncated_prompt(inst.doc, counter, n_tokens - budget, system_instruction, chat_template, budget),
+                    gen_kwargs,
+                )
+                self._overlength[key] = "truncated"
+                self._prompt_tokens[key] = len(counter.encode(inst.arguments[0]))
+                keep.append(inst)
+        if over:
+            raise context.ContextLengthError(
+                context.overlength_message(str(self.config.task), over, counter.max_length)
+            )
+        if not keep:
+            raise context.ContextLengthError(
+                f"{self.config.task}: every prompt exceeds the model's context of "
+                f"{counter.max_length} tokens and overlength=skip left nothing to run"
+            )
+        self._instances = keep
+        if self._overlength:
+            log.warning(
+                "%s: %d prompt(s) over the context were %s",
+                self.config.task,
+                len(self._overlength),
+                self.options.overlength,
+            )
+
+    def _truncated_prompt(
+        self,
+        doc: dict[str, Any],
+        counter: context.TokenCounter,
+        excess: int,
+        system_instruction: str | None,
+        chat_template: Callable[..., str] | None,
+        budget: int,
+    ) -> str:
+        transcript = self.transcript(doc)
+        remove = excess
+        for _ in range(4):  # re-tokenising joined text can shift counts by a few tokens
+            text = self.render(
+                self.messages(doc, context.middle_cut(counter, transcript, remove + 8)),
+                system_instruction=system_instruction,
+                chat_template=chat_template,
+            )
+            over = len(counter.encode(text)) - budget
+            if over <= 0:
+                return text
+            remove += over
+        raise context.ContextLengthError(
+            f"{self.config.task}: cannot fit {doc['meeting_id']} into {budget} tokens even "
+            "after cutting its transcript; raise max_length or lower max_gen_toks"
+        )
+
+    # --------------------------------------------------------------- scoring
+    def process_results(self, doc: dict[str, Any], results: list[Any]) -> dict[str, float]:
+        """Per-question metrics; skipped prompts only add to ``overlength_skipped``."""
+        key = doc_key(doc)
+        status = self._overlength.get(key)
+        if not results:
+            return {"overlength_skipped": 1.0}
+        response = results[0]
+        text = response if isinstance(response, str) else str(response.get("response", ""))
+        scores: dict[str, float] = {
+            "f1": token_f1(text, str(doc["answer"])),
+            "rouge_l": rouge_l(text, str(doc["answer"])),
+            "overlength_skipped": 0.0,
+            "overlength_truncated": float(status == "truncated"),
+        }
+        if key in self._prompt_tokens:
+            scores["prompt_tokens"] = float(self._prompt_tokens[key])
+        return scores

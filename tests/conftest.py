@@ -1,0 +1,41 @@
+"""Shared test set-up: real data from ../shared/data, a tiny random Llama, the CLI."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+os.environ.setdefault("ELITR_BENCH_DATA_DIR", str(ROOT.parent / "shared" / "data"))
+# Keep every cache of the test session away from the user's real cache.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path_factory.getbasetemp() / "elitr-cache"
+    monkeypatch.setenv("ELITR_BENCH_CACHE", str(cache))
+
+
+@pytest.fixture(scope="session")
+def tiny_llama(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A random 2-layer Llama with a BPE tokenizer trained here, chat template included."""
+    from tests.support.tiny_model import build_tiny_llama
+
+    return build_tiny_llama(tmp_path_factory.mktemp("tiny-llama"))
+
+
+def run_lm_eval(args: list[str], *, env: dict[str, str] | None = None, timeout: int = 600) -> subprocess.CompletedProcess[str]:
+    """Run the real ``lm_eval`` console script in a fresh interpreter."""
+    full_env = {**os.environ, **(env or {})}
+    exe = Path(sys.executable).with_name("lm_eval")
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "lm_eval"]
+    return subprocess.run(
+        [*cmd, *args], capture_output=True, text=True, env=full_env, timeout=timeout, check=False
+    )
