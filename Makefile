@@ -30,6 +30,7 @@ format:
 # Offline end to end: the released GPT-4 answers through the real lm_eval CLI.
 demo:
 	lm_eval --model elitr-replay --model_args system=gpt-4 --tasks elitr_qa \
+		--metadata '{"judge": "replay"}' \
 		--output_path $(RESULTS)/demo --log_samples
 
 bench:

@@ -18,7 +18,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
 @pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolated_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cache = tmp_path_factory.getbasetemp() / "elitr-cache"
     monkeypatch.setenv("ELITR_BENCH_CACHE", str(cache))
 
@@ -31,7 +33,9 @@ def tiny_llama(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_llama(tmp_path_factory.mktemp("tiny-llama"))
 
 
-def run_lm_eval(args: list[str], *, env: dict[str, str] | None = None, timeout: int = 600) -> subprocess.CompletedProcess[str]:
+def run_lm_eval(
+    args: list[str], *, env: dict[str, str] | None = None, timeout: int = 600
+) -> subprocess.CompletedProcess[str]:
     """Run the real ``lm_eval`` console script in a fresh interpreter."""
     full_env = {**os.environ, **(env or {})}
     exe = Path(sys.executable).with_name("lm_eval")

@@ -82,7 +82,5 @@ def read_tar_in_zip(path: Path, member: str) -> dict[str, bytes]:
                 if handle is not None:
                     files[info.name] = handle.read()
     except (tarfile.TarError, EOFError) as exc:
-        raise DataError(
-            f"{path}:{member}: corrupt tar archive ({exc}); replace the file"
-        ) from None
+        raise DataError(f"{path}:{member}: corrupt tar archive ({exc}); replace the file") from None
     return files

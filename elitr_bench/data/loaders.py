@@ -60,7 +60,9 @@ def _field(record: Mapping[str, Any], key: str, where: str) -> Any:
     try:
         return record[key]
     except (KeyError, TypeError):
-        raise DataError(f"{where}: missing field {key!r}; the file is not the pinned release") from None
+        raise DataError(
+            f"{where}: missing field {key!r}; the file is not the pinned release"
+        ) from None
 
 
 def _meetings_of(payload: Any, where: str) -> list[Mapping[str, Any]]:
@@ -92,7 +94,10 @@ def parse_questions(payload: Any, setting: Setting, split: Split, where: str) ->
                     question_type=cast(
                         Any,
                         _check_choice(
-                            _field(item, "question-type", here), QUESTION_TYPES, "question-type", here
+                            _field(item, "question-type", here),
+                            QUESTION_TYPES,
+                            "question-type",
+                            here,
                         ),
                     ),
                     answer_position=cast(
@@ -176,11 +181,15 @@ def _load_benchmark_uncached() -> Benchmark:
                 parse_questions(payload, setting, split, f"{questions_zip.name}:{member}")
             )
     meetings: dict[str, Meeting] = {}
-    for source, split in ((TRANSCRIPTS_DEV, "dev"), (TRANSCRIPTS_TEST, "test2")):
+    archives: tuple[tuple[Source, Split], ...] = (
+        (TRANSCRIPTS_DEV, "dev"),
+        (TRANSCRIPTS_TEST, "test2"),
+    )
+    for source, archive_split in archives:
         path = store.resolve(source)
         member = source.filename.removesuffix(".zip")
         files = read_tar_in_zip(path, member)
-        meetings.update(parse_transcripts(files, cast(Split, split), f"{path.name}:{member}"))
+        meetings.update(parse_transcripts(files, archive_split, f"{path.name}:{member}"))
     for (setting, split), items in sets.items():
         for question in items:
             meeting = meetings.get(question.meeting_id)

@@ -99,7 +99,13 @@ class ReplayLM(LM):
                         f"elitr-replay: task {request.task_name} is not an ELITR-Bench task "
                         f"(its documents lack {field!r}); replay only serves elitr_* tasks"
                     )
-            key = (doc["setting"], doc["split"], doc["mode"], doc["meeting_id"], str(doc["question_id"]))
+            key = (
+                doc["setting"],
+                doc["split"],
+                doc["mode"],
+                doc["meeting_id"],
+                str(doc["question_id"]),
+            )
             if key not in self._answers:
                 raise ReplayError(
                     f"elitr-replay: {self.system} released no {key[2]} answer for "

@@ -64,7 +64,9 @@ class TaskOptions:
         """Parse the options we own out of a task's merged metadata; others are ignored."""
         meta = dict(metadata or {})
         return cls(
-            prompt_role=cast(PromptRole, _choice("prompt_role", meta.get("prompt_role", "user"), _ROLES)),
+            prompt_role=cast(
+                PromptRole, _choice("prompt_role", meta.get("prompt_role", "user"), _ROLES)
+            ),
             qa_markers=_as_bool("qa_markers", meta.get("qa_markers", False)),
             overlength=cast(
                 Overlength, _choice("overlength", meta.get("overlength", "error"), _OVERLENGTH)

@@ -25,6 +25,30 @@ from elitr_bench.tasks.options import OptionError, TaskOptions
 log = logging.getLogger(__name__)
 
 DocKey = tuple[str, str]
+JUDGE_FILTER = "elitr_judge"
+
+
+def judge_spec_for(metadata: dict[str, Any]) -> str:
+    """The run's judge spec from ``--metadata judge=...``, ``ELITR_JUDGE`` or the default.
+
+    The spec is parsed here, while lm-eval builds tasks, so that a typo or unknown
+    backend fails in the first seconds. With the replay model the replayed system (from
+    ``--model_args system=...``, which lm-eval merges into metadata) is passed on to the
+    replay judge, because a few released answers are shared by two systems.
+    """
+    import elitr_bench.judges.lm_eval_filter  # noqa: F401  (registers the filter)
+    from elitr_bench.judges import parse_judge_spec, resolve_judge_spec
+
+    spec = resolve_judge_spec(str(metadata["judge"]) if metadata.get("judge") else None)
+    if spec.lower() in ("none", "off", "skip"):
+        return "none"
+    config = parse_judge_spec(spec)
+    if config.backend == "replay" and not config.system and metadata.get("system"):
+        from elitr_bench.models.replay import all_systems, canonical_system
+
+        spec = f"{spec},system={canonical_system(str(metadata['system']), all_systems())}"
+        parse_judge_spec(spec)
+    return spec
 
 
 def question_doc(question: Question, mode: Mode) -> dict[str, Any]:
@@ -75,7 +99,20 @@ class ElitrQATask(ConfigurableTask):
         self._transcripts: dict[str, str] = {}
         self._prompt_tokens: dict[DocKey, int] = {}
         self._overlength: dict[DocKey, str] = {}
-        super().__init__(data_dir=data_dir, cache_dir=cache_dir, download_mode=download_mode, config=cfg)
+        self._held_back: list[Any] = []
+        self.judge_spec = judge_spec_for(cfg.get("metadata") or {})
+        cfg["filter_list"] = [
+            {
+                "name": "none",
+                "filter": [
+                    {"function": "take_first"},
+                    {"function": JUDGE_FILTER, "judge": self.judge_spec},
+                ],
+            }
+        ]
+        super().__init__(
+            data_dir=data_dir, cache_dir=cache_dir, download_mode=download_mode, config=cfg
+        )
 
     @staticmethod
     def _pick(cfg: dict[str, Any], key: str, allowed: tuple[str, ...]) -> str:
@@ -102,7 +139,9 @@ class ElitrQATask(ConfigurableTask):
         return self._transcripts[str(doc["meeting_id"])]
 
     # ---------------------------------------------------------------- prompts
-    def messages(self, doc: dict[str, Any], transcript: str | None = None) -> list[prompts.ChatMessage]:
+    def messages(
+        self, doc: dict[str, Any], transcript: str | None = None
+    ) -> list[prompts.ChatMessage]:
         """Chat messages for one document (single-turn: Fig. 5 plus the question)."""
         return prompts.conversation(
             self.transcript(doc) if transcript is None else transcript,
@@ -123,7 +162,9 @@ class ElitrQATask(ConfigurableTask):
         if system_instruction:
             if messages and messages[0].role == "system":
                 messages = [
-                    prompts.ChatMessage("system", system_instruction + "\n\n" + messages[0].content),
+                    prompts.ChatMessage(
+                        "system", system_instruction + "\n\n" + messages[0].content
+                    ),
                     *messages[1:],
                 ]
             else:
@@ -132,7 +173,7 @@ class ElitrQATask(ConfigurableTask):
             return chat_template([m.as_dict() for m in messages], add_generation_prompt=True)
         return prompts.render_plain(messages)
 
-    def fewshot_context(  # type: ignore[override]
+    def fewshot_context(
         self,
         doc: dict[str, Any],
         num_fewshot: int = 0,
@@ -153,8 +194,21 @@ class ElitrQATask(ConfigurableTask):
         )
 
     # ------------------------------------------------------- context checks
+    @property
+    def predict_only(self) -> bool:
+        """Whether lm-eval's ``--predict_only`` replaced our metrics by ``bypass``."""
+        return any(m.get("metric") == "bypass" for m in self.config.metric_list or [])
+
     def build_all_requests(self, **kwargs: Any) -> None:
-        """Build requests as lm-eval does, then fit them to the model's context."""
+        """Check the judge is usable, build requests as lm-eval does, fit them to the context.
+
+        The judge check runs here, after ``--predict_only`` is known and before any
+        generation, so a missing API key fails now rather than after hours of decoding.
+        """
+        if not self.predict_only and self.judge_spec != "none":
+            from elitr_bench.judges import check_judge_ready, parse_judge_spec
+
+            check_judge_ready(parse_judge_spec(self.judge_spec))
         super().build_all_requests(**kwargs)
         counter = context.token_counter(context.active_model())
         if counter is None:
@@ -164,8 +218,9 @@ class ElitrQATask(ConfigurableTask):
     def _fit_to_context(self, counter: context.TokenCounter) -> None:
         system_instruction, chat_template = getattr(self, "_render_args", (None, None))
         over: list[tuple[str, int]] = []
-        keep = []
-        for inst in self._instances or []:
+        keep: list[Any] = []
+        instances: list[Any] = list(getattr(self, "_instances", None) or [])
+        for inst in instances:
             ctx, gen_kwargs = inst.args[0], inst.args[1]
             key = doc_key(inst.doc)
             n_tokens = len(counter.encode(ctx))
@@ -179,9 +234,17 @@ class ElitrQATask(ConfigurableTask):
                 over.append((key[0], n_tokens))
             elif policy == "skip":
                 self._overlength[key] = "skipped"
+                self._held_back.append(inst)
             else:
                 inst.arguments = (
-                    self._truncated_prompt(inst.doc, counter, n_tokens - budget, system_instruction, chat_template, budget),
+                    self._truncated_prompt(
+                        inst.doc,
+                        counter,
+                        n_tokens - budget,
+                        system_instruction,
+                        chat_template,
+                        budget,
+                    ),
                     gen_kwargs,
                 )
                 self._overlength[key] = "truncated"
@@ -231,15 +294,38 @@ class ElitrQATask(ConfigurableTask):
             "after cutting its transcript; raise max_length or lower max_gen_toks"
         )
 
+    def apply_filters(self) -> list[Any] | None:
+        """Put skipped requests back (with an empty answer) before lm-eval scores them.
+
+        lm-eval 0.4.x collects ``task.instances`` for the model right after
+        ``build_all_requests`` but expects one request per document when it logs
+        samples, so skipped requests are held back from the model and returned here.
+        """
+        if self._held_back:
+            for inst in self._held_back:
+                inst.resps = [""] * (inst.repeats or 1)
+            current: list[Any] = list(getattr(self, "_instances", None) or [])
+            self._instances = sorted([*current, *self._held_back], key=lambda i: (i.doc_id, i.idx))
+            self._held_back = []
+        if self.predict_only:  # --predict_only: keep the answers, skip the paid judge
+            from lm_eval.filters import build_filter_ensemble
+
+            self._filters = [build_filter_ensemble("none", [["take_first", None]])]
+        return super().apply_filters()
+
     # --------------------------------------------------------------- scoring
     def process_results(self, doc: dict[str, Any], results: list[Any]) -> dict[str, float]:
         """Per-question metrics; skipped prompts only add to ``overlength_skipped``."""
         key = doc_key(doc)
         status = self._overlength.get(key)
-        if not results:
+        if status == "skipped" or not results:
             return {"overlength_skipped": 1.0}
+        from elitr_bench.judges import judge_metrics
+        from elitr_bench.judges.metrics import judged_entry
+
         response = results[0]
-        text = response if isinstance(response, str) else str(response.get("response", ""))
+        judged = None if isinstance(response, str) else judged_entry(response)
+        text = response if judged is None else str(judged.get("response", ""))
         scores: dict[str, float] = {
             "f1": token_f1(text, str(doc["answer"])),
             "rouge_l": rouge_l(text, str(doc["answer"])),
@@ -248,4 +334,6 @@ class ElitrQATask(ConfigurableTask):
         }
         if key in self._prompt_tokens:
             scores["prompt_tokens"] = float(self._prompt_tokens[key])
+        if judged is not None:
+            scores.update(judge_metrics(judged))
         return scores

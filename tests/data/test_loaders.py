@@ -10,8 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from elitr_bench.data import DataError, load_benchmark, load_released_responses, released_systems
-from elitr_bench.data import sources, store
+from elitr_bench.data import (
+    DataError,
+    load_benchmark,
+    load_released_responses,
+    released_systems,
+    sources,
+    store,
+)
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
@@ -21,8 +27,18 @@ def test_counts_match_the_paper_table_1() -> None:
     dev, test = bench.questions("qa", "dev"), bench.questions("qa", "test2")
     assert (len(bench.meetings_of("dev")), len(dev)) == (10, 141)
     assert (len(bench.meetings_of("test2")), len(test)) == (8, 130)
-    assert Counter(q.question_type for q in dev) == {"what": 59, "who": 51, "when": 21, "howmany": 10}
-    assert Counter(q.question_type for q in test) == {"what": 57, "who": 45, "when": 20, "howmany": 8}
+    assert Counter(q.question_type for q in dev) == {
+        "what": 59,
+        "who": 51,
+        "when": 21,
+        "howmany": 10,
+    }
+    assert Counter(q.question_type for q in test) == {
+        "what": 57,
+        "who": 45,
+        "when": 20,
+        "howmany": 8,
+    }
     # Table 1's position column is lost in the paper's text extraction; these are the
     # released annotations, and they must sum to the question counts.
     assert Counter(q.answer_position for q in dev) == {"B": 45, "M": 29, "E": 32, "S": 35}
@@ -33,7 +49,9 @@ def test_qa_and_conv_differ_on_16_dev_and_17_test_questions() -> None:
     bench = load_benchmark()
     for split, expected in (("dev", 16), ("test2", 17)):
         qa, conv = bench.questions("qa", split), bench.questions("conv", split)
-        assert [(q.meeting_id, q.question_id) for q in qa] == [(q.meeting_id, q.question_id) for q in conv]
+        assert [(q.meeting_id, q.question_id) for q in qa] == [
+            (q.meeting_id, q.question_id) for q in conv
+        ]
         assert sum(a.question != b.question for a, b in zip(qa, conv, strict=True)) == expected
 
 
@@ -61,7 +79,9 @@ def test_released_responses_and_scores() -> None:
     everything = load_released_responses("qa", "test2", "st", "all-eval")
     assert len(everything) == 390
     assert {r.system for r in everything} == {"GPT-4", "LongAlpaca-7B", "Vicuna-13B-v1.5"}
-    assert all(set(r.scores) == {"gpt4", "prometheus", "gold_human", "silver_human"} for r in everything)
+    assert all(
+        set(r.scores) == {"gpt4", "prometheus", "gold_human", "silver_human"} for r in everything
+    )
     assert all(r.scores["prometheus"] % 2 == 0 for r in everything)  # released already doubled
     systems = released_systems()
     assert "GPT-3.5" in systems[("qa", "dev", "st")]
@@ -85,8 +105,12 @@ def _mirror(tmp_path: Path, skip: str | None = None) -> Path:
     return tmp_path
 
 
-def test_missing_file_names_the_file_and_the_remedy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ELITR_BENCH_DATA_DIR", str(_mirror(tmp_path, skip=sources.QUESTIONS.relpath)))
+def test_missing_file_names_the_file_and_the_remedy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(
+        "ELITR_BENCH_DATA_DIR", str(_mirror(tmp_path, skip=sources.QUESTIONS.relpath))
+    )
     with pytest.raises(DataError) as err:
         load_benchmark()
     message = str(err.value)
@@ -129,7 +153,13 @@ def _valid_payloads() -> dict[str, str]:
     meeting = {
         "id": "meeting_en_dev_001",
         "questions": [
-            {"id": "1", "question-type": "who", "answer-position": "B", "question": "Q?", "groundtruth-answer": "A"}
+            {
+                "id": "1",
+                "question-type": "who",
+                "answer-position": "B",
+                "question": "Q?",
+                "groundtruth-answer": "A",
+            }
         ],
     }
     names = [f"elitr-bench-{s}_{p}.json" for s in ("qa", "conv") for p in ("dev", "test2")]
@@ -146,10 +176,14 @@ def test_corrupt_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         load_benchmark()
 
 
-def test_bad_field_value_names_the_question(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bad_field_value_names_the_question(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     root = _mirror(tmp_path, skip=sources.QUESTIONS.relpath)
     payloads = _valid_payloads()
-    payloads["elitr-bench-qa_dev.json"] = payloads["elitr-bench-qa_dev.json"].replace('"who"', '"whom"')
+    payloads["elitr-bench-qa_dev.json"] = payloads["elitr-bench-qa_dev.json"].replace(
+        '"who"', '"whom"'
+    )
     _questions_zip(root / sources.QUESTIONS.relpath, payloads)
     monkeypatch.setenv("ELITR_BENCH_DATA_DIR", str(root))
     monkeypatch.setenv("ELITR_BENCH_SKIP_VERIFY", "1")
@@ -171,7 +205,9 @@ def test_question_without_transcript(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 
 # ------------------------------------------------------------- download path
-def test_download_into_cache_once_and_verify(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_download_into_cache_once_and_verify(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("ELITR_BENCH_DATA_DIR")
     monkeypatch.setenv("ELITR_BENCH_CACHE", str(tmp_path / "cache"))
     good = sources.Source(
@@ -209,6 +245,14 @@ def test_no_download_when_forbidden(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 def test_nothing_unzipped_in_the_repo() -> None:
     repo = Path(__file__).resolve().parents[2]
-    leaked = [p for p in repo.rglob("*") if ".git" not in p.parts and (p.name.startswith("elitr-bench-") and p.suffix == ".json" or p.name.startswith("transcript_MAN"))]
+    leaked = [
+        p
+        for p in repo.rglob("*")
+        if ".git" not in p.parts
+        and (
+            (p.name.startswith("elitr-bench-") and p.suffix == ".json")
+            or p.name.startswith("transcript_MAN")
+        )
+    ]
     assert leaked == []
     assert shutil.which("lm_eval") is not None

@@ -1,0 +1,64 @@
+"""Judge throughput against a loopback OpenAI-compatible server with 200 ms latency.
+
+Judges the benchmark's size (271 items) sequentially (concurrency=1) and with the default
+concurrency, prints both times and their ratio in one run, then re-runs on the warm cache
+and checks that it sends zero requests. Offline: the server binds 127.0.0.1 only.
+
+    python bench/judge_throughput.py [--items 271] [--latency 0.2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT)]
+
+from elitr_bench.judges import parse_judge_spec  # noqa: E402
+from elitr_bench.judges.config import JudgeConfig  # noqa: E402
+from elitr_bench.judges.engine import JudgeItem, judge_items  # noqa: E402
+from tests.support.openai_server import LoopbackOpenAI, RecordedRequest, Reply  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--items", type=int, default=271)
+    parser.add_argument("--latency", type=float, default=0.2)
+    args = parser.parse_args()
+    os.environ.setdefault("OPENAI_API_KEY", "sk-bench-not-a-real-key")
+
+    def handler(req: RecordedRequest) -> Reply:
+        return Reply(content="Feedback: fine. \\boxed{7}", delay=args.latency)
+
+    items = [
+        JudgeItem(f"Question {i}?", f"Response {i}", f"Reference {i}") for i in range(args.items)
+    ]
+    with LoopbackOpenAI(handler) as server, tempfile.TemporaryDirectory() as tmp:
+        base = f"openai:gpt-4-0613,base_url={server.base_url},progress=false"
+
+        def timed(config: JudgeConfig) -> tuple[float, int]:
+            before = len(server.requests)
+            start = time.perf_counter()
+            run = judge_items(items, config)
+            assert run.summary["judge_scored"] == args.items
+            return time.perf_counter() - start, len(server.requests) - before
+
+        seq_s, seq_n = timed(parse_judge_spec(f"{base},concurrency=1,cache={tmp}/seq.sqlite"))
+        default = parse_judge_spec(f"{base},cache={tmp}/par.sqlite")
+        par_s, par_n = timed(default)
+        cached_s, cached_n = timed(default)
+    print(f"items={args.items} latency={args.latency * 1000:.0f}ms")
+    print(f"sequential (concurrency=1): {seq_s:7.2f} s  requests={seq_n}")
+    print(f"default (concurrency={default.concurrency}):   {par_s:7.2f} s  requests={par_n}")
+    print(f"speed-up: {seq_s / par_s:.1f}x (target >= 10x)")
+    print(f"cached re-run: {cached_s:7.2f} s  requests={cached_n} (target 0)")
+    return 0 if cached_n == 0 and seq_s / par_s >= 10 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

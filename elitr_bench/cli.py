@@ -1,0 +1,94 @@
+"""``elitr-bench``: the plugin's own commands next to ``lm_eval``.
+
+Sub-commands of other areas (judges, noise, reports) register themselves through a
+``register(subparsers)`` function so that this module stays a thin dispatcher.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+
+from elitr_bench import __version__
+from elitr_bench.data.errors import ElitrBenchError
+
+#: Modules contributing sub-commands through ``register(subparsers)``.
+COMMAND_MODULES: tuple[str, ...] = (
+    "elitr_bench.data.commands",
+    "elitr_bench.judges.commands",
+    "elitr_bench.noise.commands",
+    "elitr_bench.report.commands",
+)
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _run(args: argparse.Namespace) -> int:
+    """``elitr-bench run ...``: lm-eval's CLI with the plugin loaded for sure."""
+    import elitr_bench._hook as hook
+
+    hook.install()
+    from lm_eval.__main__ import cli_evaluate
+
+    lm_eval_args = list(args.lm_eval_args)
+    if lm_eval_args[:1] == ["--"]:
+        lm_eval_args = lm_eval_args[1:]
+    sys.argv = ["lm_eval", *lm_eval_args]
+    cli_evaluate()
+    return 0
+
+
+def _tasks_dir(args: argparse.Namespace) -> int:
+    """Print our task folder, for ``lm_eval --include_path $(elitr-bench tasks-dir)``."""
+    from elitr_bench.tasks import TASKS_DIR
+
+    print(TASKS_DIR)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full ``elitr-bench`` parser, with every area's sub-commands."""
+    parser = argparse.ArgumentParser(
+        prog="elitr-bench", description="ELITR-Bench and friends for lm-evaluation-harness."
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    run = sub.add_parser(
+        "run",
+        help="run lm_eval with the plugin loaded (arguments go to lm_eval unchanged)",
+        add_help=False,
+    )
+    run.add_argument("lm_eval_args", nargs=argparse.REMAINDER)
+    run.set_defaults(handler=_run)
+
+    tasks_dir = sub.add_parser("tasks-dir", help="print the folder holding our task YAML files")
+    tasks_dir.set_defaults(handler=_tasks_dir)
+
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+            continue
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console entry point; bad input exits 2 with one line, not a traceback."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Handler = args.handler
+    try:
+        return int(handler(args) or 0)
+    except ElitrBenchError as exc:
+        print(f"elitr-bench: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,61 @@
+"""The completion-backend protocol shared by every LLM judge backend.
+
+Backends only turn a prompt into text; caching, rate limiting, retries, prompts and
+score parsing live elsewhere so that each can be swapped or reused on its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from elitr_bench.judges.cache import Completion
+
+
+@dataclass(frozen=True)
+class CompletionRequest:
+    """One prompt to complete with explicit sampling parameters.
+
+    Attributes:
+        prompt: Full judge prompt (sent as a single user message to chat models).
+        temperature: Sampling temperature (0 = greedy).
+        top_p: Nucleus mass.
+        max_tokens: Output token limit.
+        seed: Seed to send, or None.
+    """
+
+    prompt: str
+    temperature: float
+    top_p: float
+    max_tokens: int
+    seed: int | None
+
+
+class RetryableError(Exception):
+    """A transient failure (429, 5xx, timeout, connection); ``retry_after`` in seconds."""
+
+    def __init__(
+        self, message: str, retry_after: float | None = None, status: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+        self.status = status
+
+
+class FatalBackendError(Exception):
+    """A failure retrying cannot fix (bad key, unknown model, malformed request)."""
+
+
+class CompletionBackend(Protocol):
+    """Turns prompts into completions; safe to call concurrently from one event loop."""
+
+    kind: str
+    model: str
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        """Return the completion or raise RetryableError / FatalBackendError."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections or models."""
+        ...

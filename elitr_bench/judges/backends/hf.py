@@ -1,0 +1,141 @@
+"""Local transformers judge (e.g. Prometheus-13B-v1.0, Sec. 6.1) with batched generation.
+
+Concurrent ``complete`` calls are gathered into batches of up to ``batch_size`` prompts
+with the same sampling parameters and generated together in a worker thread, so the
+engine's per-item concurrency turns into GPU/CPU batching without a second code path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from elitr_bench.judges.backends.base import CompletionRequest, FatalBackendError
+from elitr_bench.judges.cache import Completion
+from elitr_bench.judges.config import JudgeConfig
+
+
+class HFBackend:
+    """Batched ``model.generate`` over a causal LM loaded with transformers."""
+
+    kind = "hf"
+
+    def __init__(self, config: JudgeConfig) -> None:
+        self.model = config.model
+        self._config = config
+        self._batch_size = config.batch_size
+        self._lm: Any = None
+        self._tok: Any = None
+        self._queue: asyncio.Queue[tuple[CompletionRequest, asyncio.Future[Completion]]] | None = (
+            None
+        )
+        self._worker: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.batches: list[int] = []  # sizes of generated batches (observability, tests)
+
+    def _load(self) -> None:
+        if self._lm is not None:
+            return
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        try:
+            tok = AutoTokenizer.from_pretrained(self.model)
+            lm = AutoModelForCausalLM.from_pretrained(self.model)
+        except OSError as exc:
+            raise FatalBackendError(f"judge hf: cannot load {self.model!r}: {exc}") from None
+        if self._config.device:
+            lm = lm.to(self._config.device)  # type: ignore[arg-type]
+        lm.eval()
+        tok.padding_side = "left"  # decoder-only batching needs left padding
+        if tok.pad_token is None:
+            tok.pad_token = tok.eos_token
+        self._tok, self._lm = tok, lm
+
+    def format_prompt(self, prompt: str) -> str:
+        """Wrap the prompt in the tokenizer's chat template when it has one."""
+        if getattr(self._tok, "chat_template", None):
+            text: str = self._tok.apply_chat_template(
+                [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
+            )
+            return text
+        return prompt
+
+    def _generate(self, requests: list[CompletionRequest]) -> list[Completion]:
+        import torch
+
+        self._load()
+        first = requests[0]
+        texts = [self.format_prompt(r.prompt) for r in requests]
+        enc = self._tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+        enc = {k: v.to(self._lm.device) for k, v in enc.items()}
+        gen: dict[str, Any] = {
+            "max_new_tokens": first.max_tokens,
+            "pad_token_id": self._tok.pad_token_id,
+        }
+        if first.temperature > 0:
+            gen.update(do_sample=True, temperature=first.temperature, top_p=first.top_p)
+        else:
+            gen.update(do_sample=False)
+        if first.seed is not None:
+            torch.manual_seed(first.seed)
+        with torch.no_grad():
+            out = self._lm.generate(**enc, **gen)
+        width = enc["input_ids"].shape[1]
+        results = []
+        for row, mask in zip(out, enc["attention_mask"], strict=True):
+            new = row[width:]
+            text = self._tok.decode(new, skip_special_tokens=True)
+            n_new = int((new != self._tok.pad_token_id).sum())
+            results.append(
+                Completion(text=text, prompt_tokens=int(mask.sum()), completion_tokens=n_new)
+            )
+        self.batches.append(len(requests))
+        return results
+
+    async def _run(self) -> None:
+        assert self._queue is not None
+        while True:
+            item = await self._queue.get()
+            batch = [item]
+            # Let the other concurrent callers enqueue before cutting the batch.
+            await asyncio.sleep(0)
+            while len(batch) < self._batch_size and not self._queue.empty():
+                batch.append(self._queue.get_nowait())
+            groups: dict[
+                tuple[Any, ...], list[tuple[CompletionRequest, asyncio.Future[Completion]]]
+            ] = {}
+            for req, fut in batch:
+                key = (req.temperature, req.top_p, req.max_tokens, req.seed)
+                groups.setdefault(key, []).append((req, fut))
+            for members in groups.values():
+                try:
+                    outs = await asyncio.to_thread(self._generate, [r for r, _ in members])
+                except Exception as exc:  # hand the failure to every waiting caller
+                    for _, fut in members:
+                        if not fut.done():
+                            fut.set_exception(exc)
+                    continue
+                for (_, fut), comp in zip(members, outs, strict=True):
+                    if not fut.done():
+                        fut.set_result(comp)
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        """Queue the prompt for the next batch and wait for its completion."""
+        loop = asyncio.get_running_loop()
+        if self._queue is None or self._loop is not loop:
+            # A worker belongs to one event loop; a judge reused by a later run starts anew.
+            self._queue, self._loop = asyncio.Queue(), loop
+            self._worker = asyncio.create_task(self._run())
+        fut: asyncio.Future[Completion] = loop.create_future()
+        await self._queue.put((request, fut))
+        return await fut
+
+    async def aclose(self) -> None:
+        """Stop the batching worker (the model stays loaded for reuse)."""
+        if self._worker is not None:
+            self._worker.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._worker
+            self._worker = None
+            self._queue = None

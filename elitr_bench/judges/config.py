@@ -1,0 +1,405 @@
+"""Judge specs: parsing ``openai:gpt-4-0613,rubric=...`` strings, readiness checks, run setting.
+
+A judge is named by one string so that it travels unchanged through ``--metadata``,
+environment variables and result files. Parsing is strict (unknown backends and options
+fail with one line) because a typo in a judge option would otherwise silently change
+what a reported score means.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import ipaddress
+import os
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from elitr_bench.judges.errors import JudgeConfigError, JudgeNotReadyError
+from elitr_bench.judges.rubrics import RUBRICS, Rubric
+
+DEFAULT_JUDGE_SPEC = "openai:gpt-4-0613"
+"""The paper's judge (Sec. 4, footnote 9) with the Fig. 6/7 rubric."""
+
+ENV_JUDGE = "ELITR_JUDGE"
+ENV_CACHE = "ELITR_JUDGE_CACHE"
+
+BACKENDS = ("openai", "hf", "replay", "lexical")
+_NEEDS_TARGET = {"openai": "a model name, e.g. openai:gpt-4-0613", "hf": "a path or hub id"}
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    """Everything that defines a judge and how it is run.
+
+    Sampling defaults follow the paper (App. B: nucleus sampling, temperature 0.6,
+    top-p 0.9); the seed (2023, the paper's first seed, App. C.1) is sent to the API.
+
+    Attributes:
+        backend: ``openai``, ``hf``, ``replay`` or ``lexical``.
+        model: Model name (openai), path or hub id (hf); ``""`` for replay and lexical.
+        rubric: Rubric name (``gpt4-rubric`` or ``prometheus-rubric``).
+        temperature: Sampling temperature (0 = greedy).
+        top_p: Nucleus sampling mass.
+        seed: Seed passed to the backend; sample ``i`` / re-ask ``j`` use a derived seed.
+        samples: Number of judgements per item (mean and spread are reported).
+        reask: Extra attempts for an output without a valid score before it is unscored.
+        max_tokens: Output token limit per judgement.
+        concurrency: Requests in flight at once.
+        rpm: Requests-per-minute limit (0 = none).
+        tpm: Tokens-per-minute limit (0 = none).
+        timeout: Per-request timeout in seconds.
+        retries: Retries of a failed request (429, 5xx, timeout, connection).
+        backoff: Base of the exponential back-off in seconds.
+        cache: Cache location: a path, ``off``, or ``""`` for the default location.
+        base_url: OpenAI-compatible endpoint (else ``OPENAI_BASE_URL`` / the SDK default).
+        api_key_env: Name of the environment variable holding the key (never the key).
+        azure: Use Azure OpenAI (``AZURE_OPENAI_ENDPOINT``/``AZURE_OPENAI_API_KEY``).
+        api_version: Azure API version.
+        batch_size: Prompts per generation batch (hf).
+        device: Torch device for hf (``""`` = auto).
+        price_in: USD per 1M prompt tokens (None = price table).
+        price_out: USD per 1M completion tokens (None = price table).
+        system: Released system name to disambiguate replay matches.
+        progress: Show a tqdm progress bar.
+    """
+
+    backend: str
+    model: str = ""
+    rubric: str = "gpt4-rubric"
+    temperature: float = 0.6
+    top_p: float = 0.9
+    seed: int | None = 2023
+    samples: int = 1
+    reask: int = 1
+    max_tokens: int = 1024
+    concurrency: int = 16
+    rpm: float = 0.0
+    tpm: float = 0.0
+    timeout: float = 120.0
+    retries: int = 6
+    backoff: float = 1.0
+    cache: str = ""
+    base_url: str = ""
+    api_key_env: str = "OPENAI_API_KEY"
+    azure: bool = False
+    api_version: str = "2024-06-01"
+    batch_size: int = 8
+    device: str = ""
+    price_in: float | None = None
+    price_out: float | None = None
+    system: str = ""
+    progress: bool = True
+    spec: str = field(default="", compare=False)
+
+    @property
+    def rubric_obj(self) -> Rubric:
+        """The rubric this judge uses."""
+        return RUBRICS[self.rubric]
+
+    @property
+    def is_llm(self) -> bool:
+        """Whether this judge sends prompts to a language model."""
+        return self.backend in ("openai", "hf")
+
+    def identity(self) -> dict[str, Any]:
+        """What a reported score depends on: backend, model, rubric, sampling, prompt hash.
+
+        Contains no secrets (the key's *variable name* is not even included).
+        """
+        ident: dict[str, Any] = {
+            "backend": self.backend,
+            "model": self.model,
+            "rubric": self.rubric,
+            "prompt_hash": self.rubric_obj.prompt_hash,
+        }
+        if self.is_llm:
+            ident["sampling"] = {
+                "temperature": self.temperature,
+                "top_p": self.top_p,
+                "seed": self.seed,
+                "max_tokens": self.max_tokens,
+                "samples": self.samples,
+                "reask": self.reask,
+            }
+        if self.backend == "lexical":
+            ident["note"] = "non-LLM fallback: token-F1 vs reference mapped to the scale"
+        if self.backend == "replay":
+            ident["source"] = "released ELITR-Bench judge scores"
+        return ident
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict of all fields (for logs and result files; holds no secrets)."""
+        return asdict(self)
+
+
+_BOOL_TRUE = {"1", "true", "yes", "on"}
+_BOOL_FALSE = {"0", "false", "no", "off"}
+_OPTION_TYPES: dict[str, str] = {
+    f.name: str(f.type) for f in fields(JudgeConfig) if f.name not in ("backend", "model", "spec")
+}
+_OPTION_ALIASES = {"max_new_tokens": "max_tokens", "n": "samples", "k": "samples"}
+
+
+def _convert(name: str, raw: str, spec: str) -> Any:
+    kind = _OPTION_TYPES[name]
+    try:
+        if kind == "bool":
+            low = raw.lower()
+            if low in _BOOL_TRUE:
+                return True
+            if low in _BOOL_FALSE:
+                return False
+            raise ValueError(raw)
+        if kind == "int":
+            return int(raw)
+        if kind == "int | None":
+            return None if raw.lower() in ("none", "") else int(raw)
+        if kind == "float":
+            return float(raw)
+        if kind == "float | None":
+            return None if raw.lower() in ("none", "") else float(raw)
+    except ValueError:
+        raise JudgeConfigError(
+            f"judge spec {spec!r}: option {name}={raw!r} is not a valid {kind}"
+        ) from None
+    return raw
+
+
+def parse_judge_spec(spec: str) -> JudgeConfig:
+    """Parse ``<backend>[:<model>][,option=value...]`` into a :class:`JudgeConfig`.
+
+    Examples: ``openai:gpt-4-0613``, ``hf:/models/prometheus-13b,rubric=prometheus-rubric``,
+    ``replay``, ``lexical``, ``openai:gpt-4o-mini,temperature=0,samples=3,rpm=500``.
+    ``price=IN:OUT`` sets both per-1M-token prices. ``none`` is not a judge: use
+    :func:`resolve_run_judge` for specs that may disable judging.
+
+    Raises:
+        JudgeConfigError: Unknown backend or option, bad value, or an API key in the spec.
+    """
+    text = spec.strip()
+    if not text:
+        raise JudgeConfigError("empty judge spec; use e.g. --judge openai:gpt-4-0613")
+    head, *option_parts = text.split(",")
+    backend, _, model = head.partition(":")
+    backend = backend.strip().lower()
+    model = model.strip()
+    if backend not in BACKENDS:
+        raise JudgeConfigError(
+            f"judge spec {spec!r}: unknown backend {backend!r}; "
+            f"use one of {', '.join(BACKENDS)} (or 'none' to skip judging)"
+        )
+    if backend in _NEEDS_TARGET and not model:
+        raise JudgeConfigError(
+            f"judge spec {spec!r}: backend {backend} needs {_NEEDS_TARGET[backend]}"
+        )
+    if backend not in _NEEDS_TARGET and model:
+        raise JudgeConfigError(
+            f"judge spec {spec!r}: backend {backend} takes no model; drop ':{model}'"
+        )
+    values: dict[str, Any] = {}
+    for part in option_parts:
+        part = part.strip()
+        if not part:
+            continue
+        key, eq, raw = part.partition("=")
+        key = key.strip().lower().replace("-", "_")
+        raw = raw.strip()
+        if not eq:
+            raise JudgeConfigError(f"judge spec {spec!r}: option {part!r} must be key=value")
+        if key in ("api_key", "key", "token"):
+            raise JudgeConfigError(
+                f"judge spec {spec!r}: never put API keys in a judge spec; export "
+                "OPENAI_API_KEY (or name another variable with api_key_env=VAR)"
+            )
+        key = _OPTION_ALIASES.get(key, key)
+        if key == "price":
+            p_in, colon, p_out = raw.partition(":")
+            if not colon:
+                raise JudgeConfigError(
+                    f"judge spec {spec!r}: price must be IN:OUT (USD per 1M tokens), "
+                    "e.g. price=30:60"
+                )
+            values["price_in"] = _convert("price_in", p_in, spec)
+            values["price_out"] = _convert("price_out", p_out, spec)
+            continue
+        if key not in _OPTION_TYPES:
+            raise JudgeConfigError(
+                f"judge spec {spec!r}: unknown option {key!r}; known options: "
+                f"{', '.join(sorted([*_OPTION_TYPES, 'price']))}"
+            )
+        values[key] = _convert(key, raw, spec)
+    config = JudgeConfig(backend=backend, model=model, spec=text, **values)
+    _validate(config, spec)
+    return config
+
+
+def _validate(config: JudgeConfig, spec: str) -> None:
+    def bad(msg: str) -> JudgeConfigError:
+        return JudgeConfigError(f"judge spec {spec!r}: {msg}")
+
+    if config.rubric not in RUBRICS:
+        raise bad(f"unknown rubric {config.rubric!r}; use one of {', '.join(RUBRICS)}")
+    if not 0.0 <= config.temperature <= 2.0:
+        raise bad(f"temperature={config.temperature} must be in [0, 2]")
+    if not 0.0 < config.top_p <= 1.0:
+        raise bad(f"top_p={config.top_p} must be in (0, 1]")
+    for name in ("samples", "concurrency", "max_tokens", "batch_size"):
+        if getattr(config, name) < 1:
+            raise bad(f"{name}={getattr(config, name)} must be >= 1")
+    for name in ("reask", "retries"):
+        if getattr(config, name) < 0:
+            raise bad(f"{name}={getattr(config, name)} must be >= 0")
+    for name in ("rpm", "tpm", "backoff"):
+        if getattr(config, name) < 0:
+            raise bad(f"{name}={getattr(config, name)} must be >= 0")
+    if config.timeout <= 0:
+        raise bad(f"timeout={config.timeout} must be > 0")
+    if config.backend != "openai" and (config.azure or config.base_url):
+        raise bad("azure/base_url apply to the openai backend only")
+    if config.system and config.backend != "replay":
+        raise bad("system= applies to the replay backend only")
+
+
+def with_options(config: JudgeConfig, **changes: Any) -> JudgeConfig:
+    """Return a copy with some options changed (validated like a parsed spec)."""
+    new = replace(config, **changes)
+    _validate(new, config.spec or config.backend)
+    return new
+
+
+def resolve_judge_spec(spec: str | None, env: Mapping[str, str] | None = None) -> str:
+    """Pick the run's judge spec: explicit value, else ``ELITR_JUDGE``, else the default."""
+    environ = os.environ if env is None else env
+    if spec is not None and spec.strip():
+        return spec.strip()
+    from_env = environ.get(ENV_JUDGE, "").strip()
+    return from_env or DEFAULT_JUDGE_SPEC
+
+
+def resolve_run_judge(spec: str | None) -> JudgeConfig | None:
+    """Like :func:`parse_judge_spec` but ``none`` (any case) means "do not judge"."""
+    text = resolve_judge_spec(spec)
+    if text.lower() in ("none", "off", "skip"):
+        return None
+    return parse_judge_spec(text)
+
+
+# --- process-level run setting (read by the lm-eval filter) -----------------------------
+
+_UNSET: Any = object()
+_RUN_JUDGE: Any = _UNSET
+
+
+def set_run_judge(spec: str | JudgeConfig | None) -> JudgeConfig | None:
+    """Set the judge used by the ``elitr_judge`` filter in this process.
+
+    ``None`` or ``"none"`` disables judging (items get status ``skipped``). Callers that
+    want the env/default fallback pass the result of :func:`resolve_judge_spec`.
+
+    Returns:
+        The parsed config (None when judging is disabled).
+    """
+    global _RUN_JUDGE
+    if spec is None or isinstance(spec, JudgeConfig):
+        _RUN_JUDGE = spec
+    elif spec.strip().lower() in ("none", "off", "skip", ""):
+        _RUN_JUDGE = None
+    else:
+        _RUN_JUDGE = parse_judge_spec(spec)
+    return _RUN_JUDGE
+
+
+def get_run_judge() -> JudgeConfig | None:
+    """The judge for this run; if never set, ``ELITR_JUDGE`` or the default judge."""
+    if _RUN_JUDGE is _UNSET:
+        return resolve_run_judge(None)
+    return _RUN_JUDGE
+
+
+def reset_run_judge() -> None:
+    """Forget any judge set with :func:`set_run_judge` (tests, long-lived processes)."""
+    global _RUN_JUDGE
+    _RUN_JUDGE = _UNSET
+
+
+# --- readiness ------------------------------------------------------------------------
+
+
+def _is_loopback(url: str) -> bool:
+    host = urlparse(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def effective_base_url(config: JudgeConfig, env: Mapping[str, str] | None = None) -> str:
+    """Endpoint the openai backend will call ("" = the SDK's default)."""
+    environ = os.environ if env is None else env
+    return config.base_url or environ.get("OPENAI_BASE_URL", "")
+
+
+def check_judge_ready(config: JudgeConfig | None, env: Mapping[str, str] | None = None) -> None:
+    """Fail fast, without network calls, when the judge cannot run here.
+
+    Meant to be called before generation so that a missing API key does not surface
+    only after hours of model inference.
+
+    Raises:
+        JudgeNotReadyError: One line naming what is missing and how to fix it.
+    """
+    if config is None:
+        return
+    environ = os.environ if env is None else env
+    if config.backend == "openai":
+        if importlib.util.find_spec("openai") is None:
+            raise JudgeNotReadyError(
+                "judge openai: the 'openai' package is not installed; pip install openai"
+            )
+        if config.azure:
+            missing = [
+                v for v in ("AZURE_OPENAI_ENDPOINT", config.api_key_env) if not environ.get(v)
+            ]
+            if config.api_key_env == "OPENAI_API_KEY" and environ.get("AZURE_OPENAI_API_KEY"):
+                missing = [v for v in missing if v != "OPENAI_API_KEY"]
+            if missing:
+                raise JudgeNotReadyError(
+                    f"judge {config.spec or 'openai'} (azure): set {' and '.join(missing)} "
+                    "in the environment"
+                )
+            return
+        base = effective_base_url(config, environ)
+        if base:
+            parsed = urlparse(base)
+            if parsed.scheme not in ("http", "https") or not parsed.netloc:
+                raise JudgeNotReadyError(
+                    f"judge {config.spec or 'openai'}: base URL {base!r} is not an http(s) URL; "
+                    "fix OPENAI_BASE_URL or base_url="
+                )
+        if not environ.get(config.api_key_env) and not (base and _is_loopback(base)):
+            raise JudgeNotReadyError(
+                f"judge {config.spec or 'openai'}: no API key; export {config.api_key_env} "
+                "(or pass --judge replay / lexical / none to avoid API calls)"
+            )
+    elif config.backend == "hf":
+        if importlib.util.find_spec("transformers") is None:
+            raise JudgeNotReadyError("judge hf: the 'transformers' package is not installed")
+        if (
+            config.model.startswith(("/", ".", "~"))
+            and not Path(config.model).expanduser().exists()
+        ):
+            raise JudgeNotReadyError(f"judge hf: model path {config.model!r} does not exist")
+    elif config.backend == "replay":
+        from elitr_bench.data import load_released_responses
+
+        try:
+            load_released_responses("qa", "test2", "st", "all-eval")
+        except Exception as exc:  # the data layer's message already names the fix
+            raise JudgeNotReadyError(
+                f"judge replay: released responses unavailable: {exc}"
+            ) from None

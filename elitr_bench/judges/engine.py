@@ -1,0 +1,509 @@
+"""Judge many items concurrently and summarise the scores.
+
+Every backend sits behind one :class:`Judge` protocol: the two LLM backends (``openai``,
+``hf``) share :class:`LLMJudge` (prompt building, strict parsing, re-asking, k samples);
+``replay`` returns the released scores of released responses; ``lexical`` is a clearly
+named non-LLM fallback. An item whose outputs never hold a valid score is *unscored*:
+it keeps its raw text and is counted, and never enters a mean.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+import statistics
+import string
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypeVar
+
+from elitr_bench.judges.backends.base import CompletionBackend, CompletionRequest
+from elitr_bench.judges.cache import JudgeCache, open_cache
+from elitr_bench.judges.client import JudgeClient
+from elitr_bench.judges.config import JudgeConfig
+from elitr_bench.judges.errors import JudgeConfigError, ReplayMatchError
+from elitr_bench.judges.pricing import price_for
+from elitr_bench.judges.ratelimit import RateLimiter
+from elitr_bench.judges.rubrics import Rubric
+
+Status = Literal["scored", "unscored", "skipped"]
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class JudgeItem:
+    """One (question, response, reference) triple to judge, with its identifiers.
+
+    The identifiers let the replay backend find released scores; LLM judges only read the
+    three texts.
+    """
+
+    question: str
+    response: str
+    reference: str
+    meeting_id: str = ""
+    question_id: str = ""
+    split: str = ""
+    setting: str = ""
+    mode: str = ""
+    system: str = ""
+
+    @classmethod
+    def from_doc(cls, doc: Mapping[str, Any], response: str) -> JudgeItem:
+        """Build an item from an lm-eval doc (keys as the ELITR task docs carry them)."""
+        return cls(
+            question=str(doc.get("question", "")),
+            response=response,
+            reference=str(doc.get("answer", doc.get("reference", ""))),
+            meeting_id=str(doc.get("meeting_id", "")),
+            question_id=str(doc.get("question_id", "")),
+            split=str(doc.get("split", "")),
+            setting=str(doc.get("setting", "")),
+            mode=str(doc.get("mode", "")),
+            system=str(doc.get("system", "") or ""),
+        )
+
+
+@dataclass(frozen=True)
+class SampleJudgement:
+    """One sample (of ``samples=k``) after re-asks.
+
+    Attributes:
+        score: Score on the 10-point scale, or None if every attempt was unparseable.
+        native: Score on the rubric's own scale (1-10 or 1-5), or None.
+        raw: Text of the last attempt.
+        attempts: Number of completions asked for this sample.
+        reason: Why the last attempt did not parse ("" when scored).
+    """
+
+    score: float | None
+    native: float | None
+    raw: str
+    attempts: int
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe dict (no NaN)."""
+        return {
+            "score": self.score,
+            "native": self.native,
+            "raw": self.raw,
+            "attempts": self.attempts,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """The judge's verdict on one item.
+
+    Attributes:
+        score: Mean over scored samples on the 10-point scale; None unless ``scored``.
+        status: ``scored``, ``unscored`` (no valid score after re-asks) or ``skipped``.
+        raw: Raw judge output (last sample) or a description for non-LLM judges.
+        samples: Per-sample results.
+        spread: Sample standard deviation of the scored samples (None if fewer than 2).
+    """
+
+    score: float | None
+    status: Status
+    raw: str
+    samples: tuple[SampleJudgement, ...] = ()
+    spread: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``judge`` dict placed in lm-eval filtered responses (JSON-safe, no NaN)."""
+        return {
+            "score": self.score,
+            "raw": self.raw,
+            "status": self.status,
+            "samples": [s.to_dict() for s in self.samples],
+            "spread": self.spread,
+            "n_scored_samples": sum(s.score is not None for s in self.samples),
+        }
+
+
+SKIPPED = Judgement(score=None, status="skipped", raw="")
+
+
+class Judge(Protocol):
+    """Anything that can judge an item (all four backends implement this)."""
+
+    config: JudgeConfig
+
+    async def judge(self, item: JudgeItem) -> Judgement:
+        """Judge one item."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release resources."""
+        ...
+
+    def usage(self) -> dict[str, Any]:
+        """Token usage and cost so far."""
+        ...
+
+
+def _aggregate(samples: Sequence[SampleJudgement]) -> Judgement:
+    scored = [s.score for s in samples if s.score is not None]
+    raw = samples[-1].raw if samples else ""
+    if not scored:
+        return Judgement(score=None, status="unscored", raw=raw, samples=tuple(samples))
+    spread = statistics.stdev(scored) if len(scored) > 1 else None
+    return Judgement(
+        score=statistics.fmean(scored),
+        status="scored",
+        raw=raw,
+        samples=tuple(samples),
+        spread=spread,
+    )
+
+
+class LLMJudge:
+    """Rubric prompt -> completion(s) -> strict parse, with re-asks and k samples.
+
+    Draw ``d = sample + samples * attempt`` is sent with seed ``seed + d`` (the configured
+    seed itself for the first draw) and is part of the cache key, so samples and re-asks
+    are distinct requests and each is cached on its own.
+    """
+
+    def __init__(self, config: JudgeConfig, client: JudgeClient) -> None:
+        self.config = config
+        self.client = client
+        self.rubric: Rubric = config.rubric_obj
+
+    def request_for(self, prompt: str, draw: int) -> CompletionRequest:
+        """The completion request for one draw."""
+        seed = None if self.config.seed is None else self.config.seed + draw
+        return CompletionRequest(
+            prompt, self.config.temperature, self.config.top_p, self.config.max_tokens, seed
+        )
+
+    async def _sample(self, prompt: str, index: int) -> SampleJudgement:
+        raw, reason = "", ""
+        for attempt in range(self.config.reask + 1):
+            draw = index + self.config.samples * attempt
+            completion = await self.client.complete(self.request_for(prompt, draw), draw)
+            raw = completion.text
+            parsed = self.rubric.parse(raw)
+            if parsed.score is not None:
+                return SampleJudgement(
+                    self.rubric.to_ten_point(parsed.score), float(parsed.score), raw, attempt + 1
+                )
+            reason = parsed.reason
+        return SampleJudgement(None, None, raw, self.config.reask + 1, reason)
+
+    async def judge(self, item: JudgeItem) -> Judgement:
+        """Ask ``samples`` times (concurrently) and average the scored ones."""
+        prompt = self.rubric.build_prompt(item.question, item.response, item.reference)
+        samples = await asyncio.gather(
+            *(self._sample(prompt, i) for i in range(self.config.samples))
+        )
+        return _aggregate(samples)
+
+    async def aclose(self) -> None:
+        """Close the backend."""
+        await self.client.aclose()
+
+    def usage(self) -> dict[str, Any]:
+        """Usage counters with the cost estimate."""
+        prices = price_for(self.config.model, self.config.price_in, self.config.price_out)
+        return self.client.usage.as_dict(prices if self.config.backend == "openai" else None)
+
+
+_ReplayKey = tuple[str, str, str, str, str]
+
+
+class ReplayJudge:
+    """Released GPT-4-judge / Prometheus scores for released responses.
+
+    Matching is by (setting, split, mode, meeting_id, question_id) and exact response
+    text. No match is an error, never a guess. When two released systems gave the same
+    text different scores, the item's ``system`` (or ``system=`` in the spec) decides;
+    otherwise that is an error too.
+    """
+
+    def __init__(self, config: JudgeConfig) -> None:
+        self.config = config
+        self.rubric = config.rubric_obj
+        self._index: dict[_ReplayKey, list[tuple[str, str, Mapping[str, float]]]] = {}
+        self._loaded: set[tuple[str, str, str]] = set()
+
+    def _load(self, setting: str, split: str, mode: str) -> None:
+        if (setting, split, mode) in self._loaded:
+            return
+        from elitr_bench.data import RELEASED_FILES, load_released_responses
+
+        self._loaded.add((setting, split, mode))
+        seen: dict[tuple[_ReplayKey, str, str], dict[str, float]] = {}
+        for f_setting, f_split, f_mode, source in RELEASED_FILES:
+            if (f_setting, f_split, f_mode) != (setting, split, mode):
+                continue
+            for r in load_released_responses(f_setting, f_split, f_mode, source):
+                key: _ReplayKey = (r.setting, r.split, r.mode, r.meeting_id, r.question_id)
+                merged = seen.setdefault((key, r.system, r.response), {})
+                merged.update(r.scores)
+        for (key, system, response), scores in seen.items():
+            self._index.setdefault(key, []).append((system, response, scores))
+
+    def lookup(self, item: JudgeItem) -> tuple[float, str]:
+        """Released score (10-point scale) and the matched system.
+
+        Raises:
+            ReplayMatchError: No released response matches, or the match is ambiguous.
+        """
+        where = (
+            f"setting={item.setting} split={item.split} mode={item.mode} "
+            f"meeting={item.meeting_id} question={item.question_id}"
+        )
+        if not all((item.setting, item.split, item.mode, item.meeting_id, item.question_id)):
+            raise ReplayMatchError(
+                f"judge replay: item lacks identifiers ({where}); replay needs all five"
+            )
+        self._load(item.setting, item.split, item.mode)
+        wanted_key: _ReplayKey = (
+            item.setting,
+            item.split,
+            item.mode,
+            item.meeting_id,
+            item.question_id,
+        )
+        matches = [m for m in self._index.get(wanted_key, []) if m[1] == item.response]
+        wanted = item.system or self.config.system
+        if wanted:
+            matches = [m for m in matches if m[0] == wanted]
+        if not matches:
+            raise ReplayMatchError(
+                f"judge replay: no released response with this exact text ({where}"
+                f"{', system=' + wanted if wanted else ''}); replay only scores released "
+                "responses, "
+                "use an LLM judge for new ones"
+            )
+        rkey = self.rubric.replay_key
+        values = {m[2][rkey] for m in matches if rkey in m[2]}
+        if not values:
+            raise ReplayMatchError(
+                f"judge replay: no released {rkey} score for {where}; released Prometheus scores "
+                "exist only for qa/test2/st (all-eval)"
+            )
+        if len(values) > 1:
+            systems = ", ".join(sorted(m[0] for m in matches))
+            raise ReplayMatchError(
+                f"judge replay: response text at {where} was released by {systems} with different "
+                "scores; name the system with replay,system=NAME"
+            )
+        return values.pop(), ",".join(sorted({m[0] for m in matches}))
+
+    async def judge(self, item: JudgeItem) -> Judgement:
+        """Look the released score up (raises on no/ambiguous match)."""
+        score, system = self.lookup(item)
+        native = score / self.rubric.to_ten
+        raw = f"released {self.rubric.replay_key} score {native:g} (system {system})"
+        sample = SampleJudgement(score, native, raw, 0)
+        return Judgement(score=score, status="scored", raw=raw, samples=(sample,))
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
+
+    def usage(self) -> dict[str, Any]:
+        """Replay costs nothing."""
+        return {"requests": 0, "estimated_cost_usd": 0.0, "priced": False}
+
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCT = str.maketrans("", "", string.punctuation)
+
+
+def _tokens(text: str) -> list[str]:
+    return _ARTICLES.sub(" ", text.lower().translate(_PUNCT)).split()
+
+
+def token_f1(response: str, reference: str) -> float:
+    """SQuAD-style bag-of-tokens F1 (lower-cased, punctuation and articles removed)."""
+    pred, gold = _tokens(response), _tokens(reference)
+    if not pred or not gold:
+        return float(pred == gold)
+    common = sum((Counter(pred) & Counter(gold)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(pred), common / len(gold)
+    return 2 * precision * recall / (precision + recall)
+
+
+class LexicalJudge:
+    """NON-LLM fallback: token-F1 against the reference mapped linearly onto the rubric scale.
+
+    Useful offline and in CI; it is not the paper's metric and is labelled as such in the
+    judge identity.
+    """
+
+    def __init__(self, config: JudgeConfig) -> None:
+        self.config = config
+        self.rubric = config.rubric_obj
+
+    async def judge(self, item: JudgeItem) -> Judgement:
+        """Score = low + (high - low) * F1 on the rubric scale, then put on the 10-point scale."""
+        f1 = token_f1(item.response, item.reference)
+        native = self.rubric.low + (self.rubric.high - self.rubric.low) * f1
+        score = self.rubric.to_ten_point(native)
+        raw = f"lexical token-F1={f1:.4f} (non-LLM fallback)"
+        return Judgement(
+            score=score, status="scored", raw=raw, samples=(SampleJudgement(score, native, raw, 0),)
+        )
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
+
+    def usage(self) -> dict[str, Any]:
+        """Lexical scoring costs nothing."""
+        return {"requests": 0, "estimated_cost_usd": 0.0, "priced": False}
+
+
+def make_backend(config: JudgeConfig) -> CompletionBackend:
+    """The completion backend of an LLM judge config."""
+    if config.backend == "openai":
+        from elitr_bench.judges.backends.openai_backend import OpenAIBackend
+
+        return OpenAIBackend(config)
+    if config.backend == "hf":
+        from elitr_bench.judges.backends.hf import HFBackend
+
+        return HFBackend(config)
+    raise JudgeConfigError(f"judge backend {config.backend!r} does not complete prompts")
+
+
+def make_judge(
+    config: JudgeConfig,
+    cache: JudgeCache | None = None,
+    backend: CompletionBackend | None = None,
+) -> Judge:
+    """Build the judge for a config (``cache``/``backend`` injectable for reuse and tests)."""
+    if config.backend == "replay":
+        return ReplayJudge(config)
+    if config.backend == "lexical":
+        return LexicalJudge(config)
+    client = JudgeClient(
+        backend or make_backend(config),
+        cache if cache is not None else open_cache(config.cache),
+        RateLimiter(config.rpm, config.tpm),
+        concurrency=config.concurrency,
+        retries=config.retries,
+        backoff=config.backoff,
+        owns_cache=cache is None,
+    )
+    return LLMJudge(config, client)
+
+
+@dataclass
+class JudgeRun:
+    """Judgements of one run, in input order, with identity and usage."""
+
+    judgements: list[Judgement]
+    identity: dict[str, Any]
+    usage: dict[str, Any]
+    elapsed_s: float
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+def summarize(judgements: Iterable[Judgement]) -> dict[str, Any]:
+    """``judge_score`` (mean over scored) with its stderr, and the unscored/skipped counts.
+
+    The stderr is the sample standard deviation over sqrt(n), the closed form lm-eval
+    uses for ``mean`` aggregations, so CLI and lm-eval numbers agree.
+    """
+    items = list(judgements)
+    scores = [j.score for j in items if j.status == "scored" and j.score is not None]
+    mean = statistics.fmean(scores) if scores else None
+    stderr = statistics.stdev(scores) / math.sqrt(len(scores)) if len(scores) > 1 else None
+    return {
+        "judge_score": mean,
+        "judge_score_stderr": stderr,
+        "judge_scored": len(scores),
+        "judge_unscored": sum(j.status == "unscored" for j in items),
+        "judge_skipped": sum(j.status == "skipped" for j in items),
+        "n": len(items),
+    }
+
+
+async def judge_items_async(
+    items: Sequence[JudgeItem],
+    config: JudgeConfig,
+    *,
+    judge: Judge | None = None,
+    progress: bool | None = None,
+    desc: str = "judging",
+) -> JudgeRun:
+    """Judge all items concurrently (bounded by the client's semaphore) in input order."""
+    start = time.perf_counter()
+    own = judge is None
+    active = judge if judge is not None else make_judge(config)
+    show = config.progress if progress is None else progress
+    bar: Any = None
+    if show:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(items), desc=desc, unit="item", leave=False)
+
+    async def one(item: JudgeItem) -> Judgement:
+        result = await active.judge(item)
+        if bar is not None:
+            bar.update(1)
+        return result
+
+    try:
+        tasks = [asyncio.ensure_future(one(item)) for item in items]
+        try:
+            judgements = list(await asyncio.gather(*tasks))
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+    finally:
+        if bar is not None:
+            bar.close()
+        if own:
+            await active.aclose()
+    run = JudgeRun(judgements, config.identity(), active.usage(), time.perf_counter() - start)
+    run.summary = summarize(judgements)
+    return run
+
+
+def run_coroutine(factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run a coroutine to completion from sync code, even if a loop already runs here."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(factory())
+    box: dict[str, Any] = {}
+
+    def worker() -> None:
+        try:
+            box["value"] = asyncio.run(factory())
+        except BaseException as exc:
+            box["error"] = exc
+
+    thread = threading.Thread(target=worker, name="elitr-judge")
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def judge_items(
+    items: Sequence[JudgeItem],
+    config: JudgeConfig,
+    *,
+    judge: Judge | None = None,
+    progress: bool | None = None,
+    desc: str = "judging",
+) -> JudgeRun:
+    """Synchronous :func:`judge_items_async`."""
+    return run_coroutine(
+        lambda: judge_items_async(items, config, judge=judge, progress=progress, desc=desc)
+    )

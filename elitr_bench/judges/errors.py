@@ -1,0 +1,29 @@
+"""Errors raised by the judge layer.
+
+All derive from the project's ``ElitrBenchError`` (a ``ValueError``) so that the CLI
+prints them as one line; each message names the setting at fault and the fix.
+"""
+
+from __future__ import annotations
+
+from elitr_bench.data.errors import ElitrBenchError
+
+
+class JudgeError(ElitrBenchError):
+    """Base class for judge configuration and run failures."""
+
+
+class JudgeConfigError(JudgeError):
+    """A judge spec string or option is malformed or unknown."""
+
+
+class JudgeNotReadyError(JudgeError):
+    """A judge cannot run here (missing API key, model path, optional package)."""
+
+
+class ReplayMatchError(JudgeError):
+    """A response has no (or an ambiguous) released score to replay."""
+
+
+class JudgeRequestError(JudgeError):
+    """Judge requests kept failing after all retries."""

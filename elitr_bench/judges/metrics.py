@@ -1,0 +1,75 @@
+"""Per-sample judge metrics and their lm-eval aggregations.
+
+How stderr comes out right (checked against lm-eval 0.4.13 ``api/metrics.py``
+``stderr_for_metric`` and ``evaluator_utils._compute_task_aggregations``): lm-eval looks
+the stderr function up by the *identity* of the aggregation function; only its own
+``mean`` (closed form) and a few bootstrappable functions get one, any custom
+aggregation reports "N/A". lm-eval also appends a per-sample value only for the keys a
+document's ``process_results`` returns. So :func:`judge_metrics` simply OMITS
+``judge_score`` for unscored and skipped items, and the task uses lm-eval's built-in
+``mean`` for it: the mean runs over scored items only and gets the exact
+``sample_stddev / sqrt(n_scored)`` stderr. (NaN plus ``nanmean`` would give only a
+bootstrap estimate.) ``judge_unscored`` is a 0/1 value per item summed by the
+``judge_count`` aggregation registered here (a count has no stderr: "N/A").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+JUDGE_SCORE = "judge_score"
+JUDGE_UNSCORED = "judge_unscored"
+COUNT_AGGREGATION = "judge_count"
+
+
+def judged_entry(filtered: Any) -> Mapping[str, Any]:
+    """Accept what process_results receives (``[{...}]``, ``[[{...}]]`` or a dict)."""
+    entry = filtered
+    while isinstance(entry, (list, tuple)) and entry:
+        entry = entry[0]
+    if not isinstance(entry, Mapping):
+        raise TypeError(
+            f"expected the elitr_judge filter's dict output, got {type(entry).__name__}"
+        )
+    return entry
+
+
+def judge_metrics(judged: Mapping[str, Any] | Sequence[Any]) -> dict[str, float]:
+    """Per-sample metric values for ``process_results``.
+
+    Args:
+        judged: The filter's ``{"response": ..., "judge": {...}}`` dict (or the list lm-eval
+            passes around it).
+
+    Returns:
+        ``{"judge_score": s, "judge_unscored": 0.0}`` for a scored item, and only
+        ``{"judge_unscored": 1.0}`` (unscored) or ``{"judge_unscored": 0.0}`` (skipped).
+    """
+    entry = judged_entry(judged)
+    judge = entry.get("judge", entry)
+    status = judge.get("status")
+    score = judge.get("score")
+    if status == "scored" and isinstance(score, (int, float)) and not math.isnan(float(score)):
+        return {JUDGE_SCORE: float(score), JUDGE_UNSCORED: 0.0}
+    return {JUDGE_UNSCORED: 1.0 if status == "unscored" else 0.0}
+
+
+def judge_count(items: Sequence[float]) -> float:
+    """Sum of per-item 0/1 values (count of unscored items)."""
+    return float(sum(items))
+
+
+def register_lm_eval_aggregations() -> None:
+    """Register ``judge_count`` with lm-eval (idempotent).
+
+    ``lm_eval.api.metrics`` is imported first: lm-eval only auto-imports its built-in
+    aggregations while the registry is empty, so registering ours first would hide
+    ``mean`` and friends.
+    """
+    import lm_eval.api.metrics  # noqa: F401  (populates the built-in aggregations)
+    from lm_eval.api.registry import aggregation_registry
+
+    if COUNT_AGGREGATION not in aggregation_registry:
+        aggregation_registry.register(COUNT_AGGREGATION)(judge_count)

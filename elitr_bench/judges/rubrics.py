@@ -1,0 +1,274 @@
+r"""Judge prompts, score rubrics and score parsing (pure functions, no I/O).
+
+Kept apart from backends, caching and rate limiting so that the same client layer can
+serve later judges (AutoMin, CREAM, MESA) that only need new prompts and parsers.
+
+Line-wrap decision (applies to every prompt and rubric below): the paper's Figures 6-9
+are wrapped to fit a printed column. We JOIN the wrapped lines back into paragraphs and
+keep a line break only where the figure starts a new logical line (a section header, a
+numbered instruction, the bracketed rubric question, a ``Score N:`` line) and keep the
+blank lines the figures print between sections. Print wraps carry no meaning for the
+judge, and the ELITR-Bench authors' released prompt code likewise sends one paragraph per
+logical line. The prompt ends right after ``### Feedback:`` (no trailing newline), as
+printed. Where the extracted paper text shows ``\boxed{ }`` (Fig. 6) we send
+``\boxed{}``: the gap is a typesetting artefact of the verbatim box (other renderings of
+the paper and the authors' code print ``\boxed{}``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+PLACEHOLDERS = ("question", "response", "reference", "rubric")
+
+# Figure 6 (ELITR-Bench paper, App. F): evaluation prompt for the GPT-4 evaluator.
+GPT4_PROMPT = (
+    "### Task description:\n"
+    "You are provided below with a question, a response to evaluate, a reference answer "
+    "that gets the maximum score of 10, and a score rubric representing evaluation criteria.\n"
+    "1. Write a detailed feedback that assess the quality of the response strictly based on "
+    "the given score rubric, not evaluating in general.\n"
+    "2. After writing a feedback, write a score that is an integer between 1 and 10. You "
+    "should refer to the score rubric.\n"
+    "3. The output format should first include the feedback and then indicate the integer "
+    "score in \\boxed{}.\n"
+    "4. Please do not generate any other opening, closing, and explanations.\n"
+    "\n"
+    "### Question:\n"
+    "{question}\n"
+    "\n"
+    "### Response to evaluate:\n"
+    "{response}\n"
+    "\n"
+    "### Reference answer (score 10):\n"
+    "{reference}\n"
+    "\n"
+    "### Score rubric:\n"
+    "{rubric}\n"
+    "\n"
+    "### Feedback:"
+)
+
+# Figure 7 (ELITR-Bench paper, App. F): 10-point score rubric for the GPT-4 evaluator
+# (the figure's boldface is not part of the prompt).
+GPT4_RUBRIC = (
+    "[Does the response to evaluate correctly address the given question based on the "
+    "elements provided by the reference answer? The response should include the elements "
+    "of the reference answer and should also avoid adding unnecessary elements or being "
+    "too verbose.]\n"
+    "Score 1: The response to evaluate is incorrect and misses all the elements of the "
+    "reference answer.\n"
+    "Score 2: The response to evaluate indicates insufficient knowledge to answer the "
+    "question even though the reference answer states otherwise.\n"
+    "Score 3-4: The response to evaluate contains some elements vaguely related to the "
+    "reference answer.\n"
+    "Score 5-6: The response to evaluate is partially correct and/or covers only a part of "
+    "the reference answer.\n"
+    "Score 7-8: The response to evaluate contains most of the reference answer but "
+    "delivers it in an indirect and/or overly verbose way.\n"
+    "Score 9: The response to evaluate includes the reference answer but it is more verbose "
+    "and adds unnecessary elements.\n"
+    "Score 10: The response to evaluate is essentially equivalent to the reference answer."
+)
+
+# Figure 8 (ELITR-Bench paper, App. F): evaluation prompt for the Prometheus evaluator.
+# Reproduced as printed, including "assesses" (Fig. 6 prints "assess").
+PROMETHEUS_PROMPT = (
+    "### Task description:\n"
+    "You are provided below with a question, a response to evaluate, a reference answer "
+    "that gets the maximum score of 5, and a score rubric representing evaluation criteria.\n"
+    "1. Write a detailed feedback that assesses the quality of the response strictly based on "
+    "the given score rubric, not evaluating in general.\n"
+    "2. After writing a feedback, write a score that is an integer between 1 and 5. You "
+    "should refer to the score rubric.\n"
+    '3. The output format should look as follows: "Feedback: (write the quality assessment '
+    'feedback) [RESULT] (an integer number between 1 and 5)".\n'
+    "4. Please do not generate any other opening, closing, and explanations.\n"
+    "\n"
+    "### Question:\n"
+    "{question}\n"
+    "\n"
+    "### Response to evaluate:\n"
+    "{response}\n"
+    "\n"
+    "### Reference answer (score 5):\n"
+    "{reference}\n"
+    "\n"
+    "### Score rubric:\n"
+    "{rubric}\n"
+    "\n"
+    "### Feedback:"
+)
+
+# Figure 9 (ELITR-Bench paper, App. F): 5-point score rubric for the Prometheus evaluator.
+PROMETHEUS_RUBRIC = (
+    "[Does the response to evaluate correctly address the given question based on the "
+    "elements provided by the reference answer? The response should include the elements "
+    "of the reference answer and should also avoid adding unnecessary elements or being "
+    "too verbose.]\n"
+    "Score 1: The response to evaluate is incorrect and misses all the elements of the "
+    "reference answer.\n"
+    "Score 2: The response to evaluate contains some elements vaguely related to the "
+    "reference answer.\n"
+    "Score 3: The response to evaluate is partially correct and/or covers only a part of the "
+    "reference answer.\n"
+    "Score 4: The response to evaluate contains most of the reference answer but delivers "
+    "it in an indirect and/or overly verbose way.\n"
+    "Score 5: The response to evaluate is essentially equivalent to the reference answer."
+)
+
+
+@dataclass(frozen=True)
+class ParsedScore:
+    """Outcome of parsing one judge output.
+
+    Attributes:
+        score: Integer score on the rubric's own scale, or None when the output holds no
+            single valid in-range score.
+        reason: Why parsing failed ("" when it succeeded); kept for the unscored record.
+    """
+
+    score: int | None
+    reason: str = ""
+
+
+_BOXED = re.compile(r"\\boxed\s*\{\s*([^{}]*?)\s*\}")
+_RESULT = re.compile(r"\[RESULT\]\s*([^\s\]\[]*)")
+_INT = re.compile(r"[+-]?\d+")
+
+
+def _strict_int(candidates: list[str], low: int, high: int, marker: str) -> ParsedScore:
+    """Accept exactly one distinct integer in [low, high] among the marked values.
+
+    Strictness is deliberate: a guessed number would silently bias the mean, whereas an
+    unscored item is re-asked and, failing that, reported and counted.
+    """
+    if not candidates:
+        return ParsedScore(None, f"no {marker} found")
+    values: set[int] = set()
+    for raw in candidates:
+        text = raw.strip().rstrip(".").strip()
+        if not _INT.fullmatch(text):
+            return ParsedScore(None, f"{marker} holds {raw!r}, not an integer")
+        value = int(text)
+        if not low <= value <= high:
+            return ParsedScore(None, f"{marker} holds {value}, outside {low}-{high}")
+        values.add(value)
+    if len(values) > 1:
+        return ParsedScore(None, f"conflicting {marker} values {sorted(values)}")
+    return ParsedScore(values.pop())
+
+
+def parse_boxed(text: str, low: int = 1, high: int = 10) -> ParsedScore:
+    r"""Parse the integer score from ``\boxed{N}`` (Fig. 6 output format)."""
+    return _strict_int(_BOXED.findall(text), low, high, r"\boxed{}")
+
+
+def parse_result_tag(text: str, low: int = 1, high: int = 5) -> ParsedScore:
+    """Parse the integer score after ``[RESULT]`` (Fig. 8 output format)."""
+    candidates = [c.removesuffix("</s>") for c in _RESULT.findall(text)]
+    return _strict_int(candidates, low, high, "[RESULT]")
+
+
+@dataclass(frozen=True)
+class Rubric:
+    """A judge prompt, its score rubric, and how to read and rescale the score.
+
+    Attributes:
+        name: Spec name (``gpt4-rubric``, ``prometheus-rubric``).
+        template: Prompt with the ``{question}``, ``{response}``, ``{reference}`` and
+            ``{rubric}`` placeholders.
+        rubric: Score rubric text substituted for ``{rubric}``.
+        low: Lowest valid score on the rubric's own scale.
+        high: Highest valid score on the rubric's own scale.
+        to_ten: Factor that puts a score on the paper's 10-point scale (Sec. 6.1 doubles
+            Prometheus's 1-5 scores).
+        parser: Pure function reading the score from a judge output.
+        replay_key: Key of the released score this rubric reproduces (``gpt4`` or
+            ``prometheus``) for the replay backend.
+    """
+
+    name: str
+    template: str
+    rubric: str
+    low: int
+    high: int
+    to_ten: float
+    parser: Callable[[str, int, int], ParsedScore]
+    replay_key: str
+
+    def build_prompt(self, question: str, response: str, reference: str) -> str:
+        """Fill the placeholders in one pass so that braces in a response stay literal."""
+        return fill_template(
+            self.template,
+            {
+                "question": question,
+                "response": response,
+                "reference": reference,
+                "rubric": self.rubric,
+            },
+        )
+
+    def parse(self, text: str) -> ParsedScore:
+        """Parse a judge output with this rubric's strict range."""
+        return self.parser(text, self.low, self.high)
+
+    def to_ten_point(self, score: float) -> float:
+        """Rescale a native score to the paper's 10-point scale."""
+        return float(score) * self.to_ten
+
+    @property
+    def prompt_hash(self) -> str:
+        """Short sha256 of the template with the rubric filled in (identifies the prompt)."""
+        text = fill_template(self.template, {"rubric": self.rubric})
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+_PLACEHOLDER_RE = re.compile(r"\{(question|response|reference|rubric)\}")
+
+
+def fill_template(template: str, values: Mapping[str, str]) -> str:
+    """Substitute ``{name}`` placeholders present in ``values``; leave others untouched."""
+
+    def _sub(match: re.Match[str]) -> str:
+        key = match.group(1)
+        return values[key] if key in values else match.group(0)
+
+    return _PLACEHOLDER_RE.sub(_sub, template)
+
+
+GPT4 = Rubric(
+    name="gpt4-rubric",
+    template=GPT4_PROMPT,
+    rubric=GPT4_RUBRIC,
+    low=1,
+    high=10,
+    to_ten=1.0,
+    parser=parse_boxed,
+    replay_key="gpt4",
+)
+
+PROMETHEUS = Rubric(
+    name="prometheus-rubric",
+    template=PROMETHEUS_PROMPT,
+    rubric=PROMETHEUS_RUBRIC,
+    low=1,
+    high=5,
+    to_ten=2.0,
+    parser=parse_result_tag,
+    replay_key="prometheus",
+)
+
+RUBRICS: dict[str, Rubric] = {GPT4.name: GPT4, PROMETHEUS.name: PROMETHEUS}
+
+
+def get_rubric(name: str) -> Rubric:
+    """Look a rubric up by name.
+
+    Raises:
+        KeyError: Unknown name (callers turn this into a one-line config error).
+    """
+    return RUBRICS[name]

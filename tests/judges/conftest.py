@@ -1,0 +1,51 @@
+"""Fixtures for judge tests: a loopback OpenAI-compatible server and an isolated cache."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.openai_server import LoopbackOpenAI, RecordedRequest
+
+TEST_KEY = "sk-loopback-SECRET-5f3a9c1e7b2d4a60"
+
+_RESPONSE = re.compile(r"### Response to evaluate:\n(.*?)\n\n### Reference answer", re.S)
+
+
+def response_in(request: RecordedRequest) -> str:
+    """The response text embedded in a judge prompt."""
+    match = _RESPONSE.search(request.prompt)
+    return match.group(1) if match else ""
+
+
+def boxed_by_response(score_of: Callable[[str], int]) -> Callable[[RecordedRequest], str]:
+    r"""Server script: answer every judge prompt with ``\boxed{score_of(response)}``."""
+
+    def handler(request: RecordedRequest) -> str:
+        return f"Feedback: fine. \\boxed{{{score_of(response_in(request))}}}"
+
+    return handler
+
+
+@pytest.fixture(autouse=True)
+def _isolated_judge_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Never touch the user's cache, judge setting or real API keys."""
+    from elitr_bench.judges.config import reset_run_judge
+
+    monkeypatch.setenv("ELITR_JUDGE_CACHE", str(tmp_path / "judge-cache.sqlite"))
+    monkeypatch.delenv("ELITR_JUDGE", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    reset_run_judge()
+    yield
+    reset_run_judge()
+
+
+@pytest.fixture
+def loopback() -> Iterator[LoopbackOpenAI]:
+    """A started loopback server (default reply ``ok``; set ``.handler`` to script it)."""
+    with LoopbackOpenAI() as server:
+        yield server

@@ -1,0 +1,93 @@
+import pytest
+
+from elitr_bench.judges.rubrics import GPT4, PROMETHEUS, parse_boxed, parse_result_tag
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Good answer. \\boxed{8}", 8),
+        ("\\boxed{ 10 }", 10),
+        ("\\boxed{1}.", 1),
+        ("first \\boxed{7} and again \\boxed{7}", 7),
+    ],
+)
+def test_boxed_valid(text: str, expected: int) -> None:
+    assert parse_boxed(text).score == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "no score here",
+        "\\boxed{11}",
+        "\\boxed{0}",
+        "\\boxed{}",
+        "\\boxed{7.5}",
+        "\\boxed{8/10}",
+        "\\boxed{7} \\boxed{9}",
+        "Score: 8",
+        "[RESULT] 4",
+    ],
+)
+def test_boxed_invalid_is_none_with_reason(text: str) -> None:
+    parsed = parse_boxed(text)
+    assert parsed.score is None
+    assert parsed.reason
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"), [("Feedback: ok [RESULT] 4", 4), ("[RESULT]5</s>", 5), ("[RESULT] 1.", 1)]
+)
+def test_result_tag_valid(text: str, expected: int) -> None:
+    assert parse_result_tag(text).score == expected
+
+
+@pytest.mark.parametrize(
+    "text", ["[RESULT] 6", "[RESULT] 0", "[RESULT] four", "\\boxed{4}", "[RESULT] 2 [RESULT] 3"]
+)
+def test_result_tag_invalid(text: str) -> None:
+    assert parse_result_tag(text).score is None
+
+
+def test_prometheus_scores_are_doubled_to_ten_point_scale() -> None:
+    assert PROMETHEUS.to_ten_point(PROMETHEUS.parse("[RESULT] 3").score or 0) == 6.0
+    assert GPT4.to_ten_point(GPT4.parse("\\boxed{3}").score or 0) == 3.0
+
+
+def test_prompt_fill_keeps_braces_and_placeholders_in_user_text_literal() -> None:
+    prompt = GPT4.build_prompt("Q {response}?", "uses {reference} and \\boxed{9}", "R {x}")
+    assert (
+        "### Question:\nQ {response}?\n\n"
+        "### Response to evaluate:\nuses {reference} and \\boxed{9}\n" in prompt
+    )
+    assert (
+        "### Reference answer (score 10):\nR {x}\n\n### Score rubric:\n[Does the response" in prompt
+    )
+    assert prompt.endswith(
+        "Score 10: The response to evaluate is essentially equivalent to the reference answer."
+        "\n\n### Feedback:"
+    )
+
+
+def test_figure_text_is_joined_into_logical_lines() -> None:
+    lines = GPT4.build_prompt("q", "r", "a").splitlines()
+    assert (
+        "You are provided below with a question, a response to evaluate, a reference answer "
+        "that gets the maximum score of 10, and a score rubric representing evaluation criteria."
+        in lines
+    )
+    assert (
+        "3. The output format should first include the feedback and then indicate the integer "
+        "score in \\boxed{}." in lines
+    )
+    assert sum(line.startswith("Score ") for line in lines) == 7
+    p_lines = PROMETHEUS.build_prompt("q", "r", "a").splitlines()
+    assert sum(line.startswith("Score ") for line in p_lines) == 5
+    assert "### Reference answer (score 5):" in p_lines
+    assert any('[RESULT] (an integer number between 1 and 5)".' in line for line in p_lines)
+
+
+def test_prompt_hashes_identify_prompts() -> None:
+    assert GPT4.prompt_hash != PROMETHEUS.prompt_hash
+    assert len(GPT4.prompt_hash) == 16

@@ -1,0 +1,320 @@
+"""A loopback OpenAI-compatible server for offline tests and benchmarks.
+
+Binds 127.0.0.1 on an ephemeral port and serves from a background thread:
+``POST /v1/chat/completions`` and ``POST /v1/completions`` (plus ``GET /v1/models``).
+Every request is recorded; replies are scripted by a callable that receives the recorded
+request and returns a :class:`Reply` (or just the content string). Faults are replies
+too: HTTP 429 with ``Retry-After``, 500, slow or hanging responses (client timeouts),
+garbage or out-of-range judge outputs.
+
+Usable for lm-eval's ``local-chat-completions`` / ``local-completions`` models by pointing
+``base_url`` at :attr:`LoopbackOpenAI.chat_url` / :attr:`LoopbackOpenAI.completions_url`.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class RecordedRequest:
+    """One request as received.
+
+    Attributes:
+        method: HTTP method.
+        path: Request path (e.g. ``/v1/chat/completions``).
+        headers: Request headers, lower-cased names (in memory only; may hold a test key).
+        body: Parsed JSON body (None if not JSON).
+        received: ``time.monotonic()`` at arrival.
+        index: Arrival order (0-based).
+    """
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+    received: float
+    index: int
+
+    @property
+    def prompt(self) -> str:
+        """Last user message (chat) or the ``prompt`` field (completions)."""
+        if not isinstance(self.body, dict):
+            return ""
+        messages = self.body.get("messages")
+        if isinstance(messages, list) and messages:
+            content = messages[-1].get("content", "")
+            return content if isinstance(content, str) else json.dumps(content)
+        prompt = self.body.get("prompt", "")
+        return prompt if isinstance(prompt, str) else json.dumps(prompt)
+
+    @property
+    def seed(self) -> Any:
+        """The ``seed`` field sent, if any."""
+        return self.body.get("seed") if isinstance(self.body, dict) else None
+
+
+@dataclass
+class Reply:
+    """A scripted reply.
+
+    Attributes:
+        content: Assistant text (chat) or completion text.
+        status: HTTP status; non-200 sends an OpenAI-style error body.
+        delay: Seconds to wait before replying (slow server / client timeout).
+        headers: Extra headers, e.g. ``{"Retry-After": "0.05"}``.
+        body: Full JSON body overriding the generated one.
+        raw: Raw bytes overriding everything (malformed JSON etc.).
+        wait: Block until this event is set (or the server stops) before replying.
+        prompt_tokens: Reported prompt usage (default: words in the prompt).
+        completion_tokens: Reported completion usage (default: words in the content).
+    """
+
+    content: str = ""
+    status: int = 200
+    delay: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)
+    body: Any = None
+    raw: bytes | None = None
+    wait: threading.Event | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+Handler = Callable[[RecordedRequest], "Reply | str"]
+
+
+def too_many_requests(retry_after: float = 0.05) -> Reply:
+    """HTTP 429 with a ``Retry-After`` header (seconds)."""
+    return Reply(status=429, headers={"Retry-After": f"{retry_after:g}"})
+
+
+def server_error() -> Reply:
+    """HTTP 500."""
+    return Reply(status=500)
+
+
+class _Server(ThreadingHTTPServer):
+    """Threaded server with a listen backlog large enough for concurrent clients."""
+
+    request_queue_size = 256
+    daemon_threads = True
+    block_on_close = False
+
+
+class LoopbackOpenAI:
+    """The server; use as a context manager or call :meth:`start` / :meth:`stop`.
+
+    Args:
+        handler: Script for replies (default: content ``"ok"``).
+        model: Model name echoed in responses.
+        max_requests: Hard bound on requests served (later ones get HTTP 503), so a
+            runaway client loop cannot spin forever.
+    """
+
+    def __init__(
+        self, handler: Handler | None = None, model: str = "loopback", max_requests: int = 100_000
+    ) -> None:
+        self.handler: Handler = handler or (lambda req: "ok")
+        self.model = model
+        self.max_requests = max_requests
+        self.requests: list[RecordedRequest] = []
+        self.completed: list[RecordedRequest] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # lifecycle ---------------------------------------------------------------------
+    def start(self) -> LoopbackOpenAI:
+        """Bind 127.0.0.1:0 and serve in a daemon thread."""
+        owner = self
+
+        class _Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # silence stderr
+                return
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/") == "/v1/models":
+                    self._send(
+                        200,
+                        {"object": "list", "data": [{"id": owner.model, "object": "model"}]},
+                        {},
+                    )
+                else:
+                    self._send(404, {"error": {"message": "not found"}}, {})
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                data = self.rfile.read(length) if length else b""
+                try:
+                    body = json.loads(data) if data else None
+                except ValueError:
+                    body = None
+                owner._serve(self, body)
+
+            def _send(
+                self, status: int, payload: Any, headers: dict[str, str], raw: bytes | None = None
+            ) -> bool:
+                blob = raw if raw is not None else json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(blob)))
+                    for key, value in headers.items():
+                        self.send_header(key, value)
+                    self.end_headers()
+                    self.wfile.write(blob)
+                    self.wfile.flush()
+                    return True
+                except (BrokenPipeError, ConnectionResetError, OSError):
+                    return False
+
+        server = _Server(("127.0.0.1", 0), _Handler)
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Release hanging replies, stop serving and close the socket."""
+        self._stop.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> LoopbackOpenAI:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # addresses ---------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        """Bound port."""
+        assert self._server is not None, "server not started"
+        return int(self._server.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:<port>/v1`` (for the openai SDK's ``base_url``)."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def chat_url(self) -> str:
+        """Full chat-completions URL (lm-eval ``local-chat-completions`` base_url)."""
+        return f"{self.base_url}/chat/completions"
+
+    @property
+    def completions_url(self) -> str:
+        """Full completions URL (lm-eval ``local-completions`` base_url)."""
+        return f"{self.base_url}/completions"
+
+    # request log -------------------------------------------------------------------
+    def snapshot(self) -> list[RecordedRequest]:
+        """Copy of the request log."""
+        with self._lock:
+            return list(self.requests)
+
+    def completed_snapshot(self) -> list[RecordedRequest]:
+        """Requests whose 200 reply was fully written to the client."""
+        with self._lock:
+            return list(self.completed)
+
+    def reset(self) -> None:
+        """Clear the request logs."""
+        with self._lock:
+            self.requests.clear()
+            self.completed.clear()
+
+    # serving -----------------------------------------------------------------------
+    def _serve(self, http: Any, body: Any) -> None:
+        with self._lock:
+            rec = RecordedRequest(
+                "POST",
+                http.path,
+                {k.lower(): v for k, v in http.headers.items()},
+                body,
+                time.monotonic(),
+                len(self.requests),
+            )
+            self.requests.append(rec)
+            over = len(self.requests) > self.max_requests
+        if over:
+            http._send(503, {"error": {"message": "loopback request bound reached"}}, {})
+            return
+        path = http.path.rstrip("/")
+        if path not in ("/v1/chat/completions", "/v1/completions"):
+            http._send(404, {"error": {"message": f"unknown path {http.path}"}}, {})
+            return
+        try:
+            reply = self.handler(rec)
+        except Exception as exc:  # a broken script should be visible, not hang
+            reply = Reply(status=500, body={"error": {"message": f"handler error: {exc!r}"}})
+        if isinstance(reply, str):
+            reply = Reply(content=reply)
+        if reply.wait is not None:
+            while not reply.wait.is_set() and not self._stop.is_set():
+                reply.wait.wait(0.05)
+        if reply.delay > 0 and self._stop.wait(reply.delay):
+            return
+        if reply.raw is not None:
+            ok = http._send(reply.status, None, reply.headers, raw=reply.raw)
+        elif reply.status != 200:
+            payload = reply.body or {
+                "error": {"message": f"scripted HTTP {reply.status}", "type": "loopback"}
+            }
+            ok = http._send(reply.status, payload, reply.headers)
+        else:
+            ok = http._send(200, reply.body or self._ok_body(rec, reply, path), reply.headers)
+        if ok and reply.status == 200:
+            with self._lock:
+                self.completed.append(rec)
+
+    def _ok_body(self, rec: RecordedRequest, reply: Reply, path: str) -> dict[str, Any]:
+        p_tok = reply.prompt_tokens if reply.prompt_tokens is not None else len(rec.prompt.split())
+        c_tok = (
+            reply.completion_tokens
+            if reply.completion_tokens is not None
+            else len(reply.content.split())
+        )
+        usage = {"prompt_tokens": p_tok, "completion_tokens": c_tok, "total_tokens": p_tok + c_tok}
+        if path.endswith("/chat/completions"):
+            return {
+                "id": f"chatcmpl-loop-{rec.index}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": self.model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": reply.content},
+                        "finish_reason": "stop",
+                        "logprobs": None,
+                    }
+                ],
+                "usage": usage,
+            }
+        return {
+            "id": f"cmpl-loop-{rec.index}",
+            "object": "text_completion",
+            "created": int(time.time()),
+            "model": self.model,
+            "choices": [
+                {"index": 0, "text": reply.content, "finish_reason": "stop", "logprobs": None}
+            ],
+            "usage": usage,
+        }

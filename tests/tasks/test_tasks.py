@@ -1,0 +1,146 @@
+"""Task behaviour in-process (fast): documents, prompts, options, context policy, replay."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lm_eval import simple_evaluate
+from lm_eval.tasks import TaskManager
+
+from elitr_bench.data import load_benchmark, load_released_responses
+from elitr_bench.tasks.options import OptionError, TaskOptions
+
+
+def _evaluate(model: str, model_args: str, tasks: list[str], **kwargs: Any) -> dict[str, Any]:
+    manager = TaskManager(include_defaults=False, metadata=kwargs.pop("metadata", None))
+    result = simple_evaluate(
+        model=model,
+        model_args=model_args,
+        tasks=tasks,
+        task_manager=manager,
+        log_samples=True,
+        **kwargs,
+    )
+    assert result is not None
+    return result
+
+
+def test_replay_serves_exactly_the_released_answers() -> None:
+    result = _evaluate(
+        "elitr-replay", "system=vicuna-13b", ["elitr_qa_dev"], metadata={"judge": "lexical"}
+    )
+    released = {
+        (r.meeting_id, r.question_id): r.response
+        for r in load_released_responses("qa", "dev", "st")
+        if r.system == "Vicuna-13B-v1.5"
+    }
+    samples = result["samples"]["elitr_qa_dev"]
+    assert len(samples) == 141
+    for row in samples:
+        assert row["resps"][0][0] == released[(row["doc"]["meeting_id"], row["doc"]["question_id"])]
+    assert 0 < result["results"]["elitr_qa_dev"]["f1,none"] < 1
+
+
+def test_replay_rejects_unknown_system() -> None:
+    with pytest.raises(ValueError, match=r"system='gpt-5'.*choose one of GPT-3.5, GPT-4"):
+        _evaluate("elitr-replay", "system=gpt-5", ["elitr_qa_dev"], metadata={"judge": "none"})
+
+
+def test_replay_rejects_unreleased_question_set() -> None:
+    from types import SimpleNamespace
+
+    from elitr_bench.models.replay import ReplayError, ReplayLM
+
+    lm = ReplayLM(system="gpt-3.5")  # GPT-3.5 was released single-turn only
+    doc = {
+        "setting": "conv",
+        "split": "dev",
+        "mode": "mt",
+        "meeting_id": "meeting_en_dev_001",
+        "question_id": "1",
+    }
+    with pytest.raises(
+        ReplayError, match=r"GPT-3\.5 released no mt answer for conv_dev meeting_en_dev_001 q1"
+    ):
+        lm.generate_until([SimpleNamespace(doc=doc, task_name="elitr_conv_dev")])
+    doc |= {"setting": "qa", "mode": "st"}
+    assert lm.generate_until([SimpleNamespace(doc=doc, task_name="elitr_qa_dev")])[0].startswith(
+        "The participants"
+    )
+
+
+def test_options_parse_and_fail_in_one_line() -> None:
+    assert TaskOptions.from_metadata(
+        {"prompt_role": "System", "qa_markers": "true"}
+    ) == TaskOptions(prompt_role="system", qa_markers=True)
+    with pytest.raises(
+        OptionError, match=r"^--metadata prompt_role='assistant': expected one of user, system$"
+    ):
+        TaskOptions.from_metadata({"prompt_role": "assistant"})
+    with pytest.raises(
+        OptionError, match="overlength='cut': expected one of error, skip, truncate_middle"
+    ):
+        TaskOptions.from_metadata({"overlength": "cut"})
+    with pytest.raises(OptionError, match="qa_markers='maybe'"):
+        TaskOptions.from_metadata({"qa_markers": "maybe"})
+
+
+def test_bad_metadata_fails_before_generation() -> None:
+    with pytest.raises(OptionError, match="prompt_role"):
+        _evaluate(
+            "elitr-replay",
+            "system=gpt-4",
+            ["elitr_qa_dev"],
+            metadata={"prompt_role": "bot", "judge": "none"},
+        )
+
+
+def test_overlength_skip_counts_and_scores_only_what_fits(tiny_llama: Path) -> None:
+    bench = load_benchmark()
+    first = bench.questions("qa", "test2")[0].meeting_id
+    n_first = sum(q.meeting_id == first for q in bench.questions("qa", "test2"))
+    limit = n_first + 3  # three questions of the (much longer) second meeting
+    result = _evaluate(
+        "hf",
+        f"pretrained={tiny_llama},max_length=6000,dtype=float32",
+        ["elitr_qa_test"],
+        limit=limit,
+        gen_kwargs="max_gen_toks=2",
+        device="cpu",
+        metadata={"overlength": "skip", "judge": "none"},
+    )
+    res = result["results"]["elitr_qa_test"]
+    assert res["overlength_skipped,none"] == 3
+    assert res["overlength_truncated,none"] == 0
+    samples = result["samples"]["elitr_qa_test"]
+    scored = [row for row in samples if "f1" in row["metrics"]]
+    assert len(scored) == n_first
+    assert all(row["doc"]["meeting_id"] == first for row in scored)
+    assert all(0 < row["prompt_tokens"] <= 6000 - 2 for row in scored)
+
+
+def test_judge_problems_fail_before_generation(monkeypatch: pytest.MonkeyPatch) -> None:
+    from elitr_bench.judges import JudgeConfigError, JudgeNotReadyError
+
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ELITR_JUDGE"):
+        monkeypatch.delenv(var, raising=False)
+    with pytest.raises(JudgeConfigError, match="telepathy"):
+        _evaluate(
+            "elitr-replay", "system=gpt-4", ["elitr_qa_dev"], metadata={"judge": "telepathy:x"}
+        )
+    # Default judge (the paper's gpt-4-0613) without a key: refused before any request.
+    with pytest.raises(JudgeNotReadyError, match="OPENAI_API_KEY"):
+        _evaluate("elitr-replay", "system=gpt-4", ["elitr_qa_dev"])
+    # --predict_only needs no judge at all.
+    result = _evaluate("elitr-replay", "system=gpt-4", ["elitr_qa_dev"], predict_only=True, limit=3)
+    assert len(result["samples"]["elitr_qa_dev"]) == 3
+
+
+def test_replay_judge_reproduces_table_2_single_turn_dev() -> None:
+    result = _evaluate(
+        "elitr-replay", "system=gpt-3.5", ["elitr_qa_dev"], metadata={"judge": "replay"}
+    )
+    assert round(result["results"]["elitr_qa_dev"]["judge_score,none"], 2) == 7.04
+    assert result["results"]["elitr_qa_dev"]["judge_unscored,none"] == 0

@@ -1,0 +1,54 @@
+"""The start-up hook: tasks and models without flags, off switch, user paths win."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+PROBE = """
+from lm_eval.tasks import TaskManager
+from lm_eval.api.registry import get_model
+tm = TaskManager(include_defaults=False, include_path={include!r})
+print("tasks", sorted(t for t in tm.all_tasks if t.startswith("elitr")))
+print("path", tm.task_index["elitr_qa_dev"].yaml_path if "elitr_qa_dev" in tm.task_index else None)
+try:
+    print("model", get_model("elitr-replay").__name__)
+    print("hf", get_model("hf").__name__)
+except ValueError as exc:
+    print("model missing")
+"""
+
+
+def _probe(include: str | None = None, **env: str) -> str:
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE.format(include=include)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        check=True,
+        timeout=300,
+    )
+    return proc.stdout
+
+
+def test_hook_registers_tasks_and_models() -> None:
+    out = _probe()
+    assert "'elitr_qa', 'elitr_qa_dev', 'elitr_qa_test'" in out
+    assert "model ReplayLM" in out and "hf HFLM" in out  # built-in models still load
+
+
+def test_hook_can_be_switched_off() -> None:
+    out = _probe(ELITR_BENCH_NO_HOOK="1")
+    assert "tasks []" in out and "model missing" in out
+
+
+def test_user_include_path_wins(tmp_path: Path) -> None:
+    override = tmp_path / "mine.yaml"
+    override.write_text(
+        "task: elitr_qa_dev\ndataset_path: x\noutput_type: generate_until\n"
+        "doc_to_text: q\ndoc_to_target: a\ntest_split: test\n"
+    )
+    out = _probe(str(tmp_path))
+    assert f"path {override}" in out
