@@ -99,6 +99,12 @@ class ReplayLM(LM):
                         f"elitr-replay: task {request.task_name} is not an ELITR-Bench task "
                         f"(its documents lack {field!r}); replay only serves elitr_* tasks"
                     )
+            if doc.get("target_wer") is not None:
+                raise ReplayError(
+                    f"elitr-replay: task {request.task_name} uses noisy transcripts "
+                    f"(WER {doc['target_wer']}), and no responses on noisy transcripts were "
+                    "released; run a real model on noisy tasks"
+                )
             key = (
                 doc["setting"],
                 doc["split"],

@@ -14,6 +14,7 @@ from elitr_bench.data.errors import ElitrBenchError
 from elitr_bench.prompts import PromptRole
 
 Overlength = Literal["error", "skip", "truncate_middle"]
+History = Literal["own", "gold"]
 _OVERLENGTH: tuple[str, ...] = ("error", "skip", "truncate_middle")
 _ROLES: tuple[str, ...] = ("user", "system")
 _TRUE = {"1", "true", "yes", "on"}
@@ -42,6 +43,25 @@ def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
     return text
 
 
+def _int(name: str, value: Any) -> int:
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        raise OptionError(f"--metadata {name}={value!r}: expected an integer") from None
+
+
+def _wer(value: Any) -> float | None:
+    if value is None or str(value).strip().lower() in ("", "none", "0", "0.0"):
+        return None
+    try:
+        wer = float(str(value).strip())
+    except ValueError:
+        raise OptionError(f"--metadata wer={value!r}: expected a number such as 0.35") from None
+    if not 0 < wer <= 1:
+        raise OptionError(f"--metadata wer={value!r}: expected a word error rate in (0, 1]")
+    return wer
+
+
 @dataclass(frozen=True)
 class TaskOptions:
     """User-facing knobs of the ELITR tasks.
@@ -58,6 +78,11 @@ class TaskOptions:
     prompt_role: PromptRole = "user"
     qa_markers: bool = False
     overlength: Overlength = "error"
+    wer: float | None = None
+    noise_seed: int = 2023
+    noise_rules: str | None = None
+    history: History = "own"
+    differing_only: bool = False
 
     @classmethod
     def from_metadata(cls, metadata: Mapping[str, Any] | None) -> TaskOptions:
@@ -71,4 +96,9 @@ class TaskOptions:
             overlength=cast(
                 Overlength, _choice("overlength", meta.get("overlength", "error"), _OVERLENGTH)
             ),
+            wer=_wer(meta.get("wer")),
+            noise_seed=_int("noise_seed", meta.get("noise_seed", 2023)),
+            noise_rules=str(meta["noise_rules"]) if meta.get("noise_rules") else None,
+            history=cast(History, _choice("history", meta.get("history", "own"), ("own", "gold"))),
+            differing_only=_as_bool("differing_only", meta.get("differing_only", False)),
         )

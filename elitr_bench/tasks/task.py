@@ -51,7 +51,7 @@ def judge_spec_for(metadata: dict[str, Any]) -> str:
     return spec
 
 
-def question_doc(question: Question, mode: Mode) -> dict[str, Any]:
+def question_doc(question: Question, mode: Mode, differs: bool = False) -> dict[str, Any]:
     """One lm-eval document per question; the transcript is referenced, not copied.
 
     Keeping the 20-60 kB transcript out of the document keeps logged samples small (the
@@ -68,6 +68,7 @@ def question_doc(question: Question, mode: Mode) -> dict[str, Any]:
         "setting": question.setting,
         "mode": mode,
         "turn": question.turn,
+        "differs_in_conv": differs,
     }
 
 
@@ -94,8 +95,10 @@ class ElitrQATask(ConfigurableTask):
         self.options = TaskOptions.from_metadata(cfg.get("metadata"))
         self.setting = cast(Setting, self._pick(cfg, "dataset_name", SETTINGS))
         self.split = cast(Split, self._pick(cfg, "test_split", SPLITS))
-        mode = (cfg.get("dataset_kwargs") or {}).get("mode", "st")
+        dataset_kwargs = cfg.get("dataset_kwargs") or {}
+        mode = dataset_kwargs.get("mode", "st")
         self.mode = cast(Mode, mode if mode in MODES else "st")
+        self.target_wer = self._target_wer(cfg, dataset_kwargs.get("wer"))
         self._transcripts: dict[str, str] = {}
         self._prompt_tokens: dict[DocKey, int] = {}
         self._overlength: dict[DocKey, str] = {}
@@ -110,9 +113,23 @@ class ElitrQATask(ConfigurableTask):
                 ],
             }
         ]
+        # Our process_results computes every metric; saying so in the config stops
+        # lm-eval from looking metric names up in HF `evaluate` (a network call).
+        cfg["process_results"] = type(self).process_results
         super().__init__(
             data_dir=data_dir, cache_dir=cache_dir, download_mode=download_mode, config=cfg
         )
+
+    def _target_wer(self, cfg: dict[str, Any], fixed: Any) -> float | None:
+        """The task's noise level: fixed by a ``elitr_qa_werNN`` task, else ``--metadata wer``."""
+        if fixed is None:
+            return self.options.wer
+        if self.options.wer is not None and abs(self.options.wer - float(fixed)) > 1e-9:
+            raise OptionError(
+                f"task {cfg.get('task')} has a fixed WER of {fixed}; --metadata "
+                f"wer={self.options.wer} applies to the clean tasks (elitr_qa_dev/test) only"
+            )
+        return float(fixed)
 
     @staticmethod
     def _pick(cfg: dict[str, Any], key: str, allowed: tuple[str, ...]) -> str:
@@ -131,8 +148,40 @@ class ElitrQATask(ConfigurableTask):
         self._transcripts = {
             q.meeting_id: bench.meetings[q.meeting_id].transcript for q in questions
         }
-        docs = [question_doc(q, self.mode) for q in questions]
+        other: Setting = "conv" if self.setting == "qa" else "qa"
+        other_text = {
+            (q.meeting_id, q.question_id): q.question for q in bench.questions(other, self.split)
+        }
+        docs = [
+            question_doc(q, self.mode, other_text[(q.meeting_id, q.question_id)] != q.question)
+            for q in questions
+        ]
+        if self.target_wer is not None:
+            self._add_noise(docs)
         self.dataset = datasets.DatasetDict({self.split: datasets.Dataset.from_list(docs)})
+
+    def _add_noise(self, docs: list[dict[str, Any]]) -> None:
+        """Swap in noisy transcripts (generated on first use, then cached on disk).
+
+        The documents record the target and the achieved WER of their meeting, the
+        seed and the rules hash, so results stay traceable to the exact noise.
+        """
+        from elitr_bench.noise import noisy_transcript
+
+        assert self.target_wer is not None
+        achieved: dict[str, Any] = {}
+        for meeting_id, clean in sorted(self._transcripts.items()):
+            noisy = noisy_transcript(
+                clean, self.target_wer, seed=self.options.noise_seed, rules=self.options.noise_rules
+            )
+            self._transcripts[meeting_id] = noisy.text
+            achieved[meeting_id] = noisy
+        for doc in docs:
+            noisy = achieved[doc["meeting_id"]]
+            doc["target_wer"] = noisy.target_wer
+            doc["effective_wer"] = round(noisy.effective_wer, 4)
+            doc["noise_seed"] = noisy.seed
+            doc["noise_rules"] = noisy.rules_hash
 
     def transcript(self, doc: dict[str, Any]) -> str:
         """Transcript the document's question is asked about."""
@@ -215,40 +264,46 @@ class ElitrQATask(ConfigurableTask):
             return
         self._fit_to_context(counter)
 
-    def _fit_to_context(self, counter: context.TokenCounter) -> None:
+    def fit_instance(self, inst: Any, counter: context.TokenCounter) -> str:
+        """Apply the overlength policy to one request; returns its status.
+
+        Returns:
+            ``ok`` (fits), ``over`` (too long, policy ``error``: the caller raises),
+            ``skipped`` or ``truncated`` (its prompt now has the transcript's middle cut).
+        """
         system_instruction, chat_template = getattr(self, "_render_args", (None, None))
+        ctx, gen_kwargs = inst.args[0], inst.args[1]
+        key = doc_key(inst.doc)
+        n_tokens = len(counter.encode(ctx))
+        self._prompt_tokens[key] = n_tokens
+        budget = counter.budget(gen_kwargs)
+        if n_tokens <= budget:
+            return "ok"
+        policy = self.options.overlength
+        if policy == "error":
+            return "over"
+        if policy == "skip":
+            self._overlength[key] = "skipped"
+            return "skipped"
+        prompt = self._truncated_prompt(
+            inst.doc, counter, n_tokens - budget, system_instruction, chat_template, budget
+        )
+        inst.arguments = (prompt, gen_kwargs)
+        self._overlength[key] = "truncated"
+        self._prompt_tokens[key] = len(counter.encode(prompt))
+        return "truncated"
+
+    def _fit_to_context(self, counter: context.TokenCounter) -> None:
         over: list[tuple[str, int]] = []
         keep: list[Any] = []
         instances: list[Any] = list(getattr(self, "_instances", None) or [])
         for inst in instances:
-            ctx, gen_kwargs = inst.args[0], inst.args[1]
-            key = doc_key(inst.doc)
-            n_tokens = len(counter.encode(ctx))
-            self._prompt_tokens[key] = n_tokens
-            budget = counter.budget(gen_kwargs)
-            if n_tokens <= budget:
-                keep.append(inst)
-                continue
-            policy = self.options.overlength
-            if policy == "error":
-                over.append((key[0], n_tokens))
-            elif policy == "skip":
-                self._overlength[key] = "skipped"
+            status = self.fit_instance(inst, counter)
+            if status == "over":
+                over.append((inst.doc["meeting_id"], self._prompt_tokens[doc_key(inst.doc)]))
+            elif status == "skipped":
                 self._held_back.append(inst)
             else:
-                inst.arguments = (
-                    self._truncated_prompt(
-                        inst.doc,
-                        counter,
-                        n_tokens - budget,
-                        system_instruction,
-                        chat_template,
-                        budget,
-                    ),
-                    gen_kwargs,
-                )
-                self._overlength[key] = "truncated"
-                self._prompt_tokens[key] = len(counter.encode(inst.arguments[0]))
                 keep.append(inst)
         if over:
             raise context.ContextLengthError(
@@ -303,7 +358,8 @@ class ElitrQATask(ConfigurableTask):
         """
         if self._held_back:
             for inst in self._held_back:
-                inst.resps = [""] * (inst.repeats or 1)
+                if not inst.resps:  # skipped: never sent to the model
+                    inst.resps = [""] * (inst.repeats or 1)
             current: list[Any] = list(getattr(self, "_instances", None) or [])
             self._instances = sorted([*current, *self._held_back], key=lambda i: (i.doc_id, i.idx))
             self._held_back = []
@@ -318,6 +374,8 @@ class ElitrQATask(ConfigurableTask):
         """Per-question metrics; skipped prompts only add to ``overlength_skipped``."""
         key = doc_key(doc)
         status = self._overlength.get(key)
+        if self.options.differing_only and not doc.get("differs_in_conv"):
+            return {}
         if status == "skipped" or not results:
             return {"overlength_skipped": 1.0}
         from elitr_bench.judges import judge_metrics
@@ -332,6 +390,8 @@ class ElitrQATask(ConfigurableTask):
             "overlength_skipped": 0.0,
             "overlength_truncated": float(status == "truncated"),
         }
+        if "effective_wer" in doc:
+            scores["effective_wer"] = float(doc["effective_wer"])
         if key in self._prompt_tokens:
             scores["prompt_tokens"] = float(self._prompt_tokens[key])
         if judged is not None:

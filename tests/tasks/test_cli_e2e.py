@@ -31,10 +31,12 @@ def _outputs(out: Path) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]
     return results, samples
 
 
-def _check_run(proc: Any, out: Path) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
+def _check_run(
+    proc: Any, out: Path, extra: frozenset[str] = frozenset()
+) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
     assert proc.returncode == 0, proc.stderr[-3000:]
     results, samples = _outputs(out)
-    assert set(samples) == {"elitr_qa_dev", "elitr_qa_test"}
+    assert set(samples) == {"elitr_qa_dev", "elitr_qa_test", *extra}
     for task, rows in samples.items():
         assert len(rows) == 2
         for row in rows:
@@ -59,17 +61,21 @@ def _tiny_hf_args(model: Path, *, max_length: int = 1024) -> list[str]:
 
 def test_hf_with_chat_template(tiny_llama: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
+    args = _tiny_hf_args(tiny_llama)
+    tasks = "elitr_qa,elitr_qa_mt_dev"
     proc = run_lm_eval(
-        [
-            "--tasks",
-            "elitr_qa",
-            *_tiny_hf_args(tiny_llama),
-            "--apply_chat_template",
-            "--output_path",
-            str(out),
-        ]
+        ["--tasks", tasks, *args, "--apply_chat_template", "--output_path", str(out)]
     )
-    results, samples = _check_run(proc, out)
+    results, samples = _check_run(proc, out, frozenset({"elitr_qa_mt_dev"}))
+    # Multi-turn with a local model: turn 2 carries turn 1's question and own answer.
+    turn1, turn2 = sorted(samples["elitr_qa_mt_dev"], key=lambda r: r["doc"]["turn"])
+    prompt2 = turn2["arguments"]["gen_args_0"]["arg_0"]
+    expected_tail = (
+        f"{turn1['doc']['question']}</s>\n<|assistant|>\n{turn1['resps'][0][0].strip()}</s>\n"
+        f"<|user|>\n{turn2['doc']['question']}</s>\n<|assistant|>\n"
+    )
+    assert prompt2.endswith(expected_tail)
+    assert turn2["prompt_tokens"] <= 1024 - 4
     row = samples["elitr_qa_dev"][0]
     prompt = row["arguments"]["gen_args_0"]["arg_0"]
     assert prompt.startswith("<|user|>\n" + FIG5_HEAD)
@@ -172,3 +178,70 @@ def test_validate_and_listing() -> None:
     assert proc.returncode == 0, proc.stderr[-2000:]
     for name in ("elitr_qa ", "elitr_qa_dev", "elitr_qa_test"):
         assert name in proc.stdout
+
+
+def _two_meetings_two_turns() -> tuple[dict[str, list[int]], list[tuple[str, str]]]:
+    from elitr_bench.data import load_benchmark
+
+    questions = load_benchmark().questions("conv", "dev")
+    picked: list[int] = []
+    for meeting in ("meeting_en_dev_001", "meeting_en_dev_002"):
+        picked += [i for i, q in enumerate(questions) if q.meeting_id == meeting][:2]
+    return {"elitr_conv_dev": picked}, [
+        (questions[i].meeting_id, questions[i].question) for i in picked
+    ]
+
+
+def test_multiturn_history_is_the_models_own_answers(tmp_path: Path) -> None:
+    """Turn k carries exactly the k-1 earlier questions and the model's own answers."""
+    samples_arg, picked = _two_meetings_two_turns()
+    counter = iter(range(1000))
+    given: dict[str, str] = {}  # last user message -> the answer the server gave
+
+    def answer(request: RecordedRequest) -> str:
+        given[request.prompt] = f"own answer #{next(counter)}"
+        return given[request.prompt]
+
+    out = tmp_path / "out"
+    with LoopbackOpenAI(answer) as server:
+        proc = run_lm_eval(
+            [
+                "--model",
+                "local-chat-completions",
+                "--model_args",
+                f"model=loopback,base_url={server.chat_url},num_concurrent=2,max_retries=1",
+                "--tasks",
+                "elitr_conv_dev",
+                "--apply_chat_template",
+                "--samples",
+                json.dumps(samples_arg),
+                "--log_samples",
+                "--output_path",
+                str(out),
+                "--metadata",
+                json.dumps({"judge": "none"}),
+            ],
+            env={"OPENAI_API_KEY": "sk-unused"},
+        )
+        requests = server.snapshot()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    chats = [r.body["messages"] for r in requests]
+    assert len(chats) == 4
+    # Turn 1 of both meetings arrives before any turn 2 (one batch per turn).
+    assert [len(m) for m in chats] == [1, 1, 3, 3]
+    first_turns = [m[0]["content"] for m in chats[:2]]
+    for messages in chats[2:]:
+        user1, assistant1, _ = messages
+        assert [m["role"] for m in messages] == ["user", "assistant", "user"]
+        assert user1["content"] in first_turns  # the same meeting's first turn, verbatim
+        # The history is exactly what the model answered to that first turn.
+        assert assistant1["content"] == given[user1["content"]]
+    questions_asked = [m[-1]["content"].split("\n\n")[-1] for m in chats]
+    assert sorted(questions_asked) == sorted(q for _, q in picked)
+    _, samples = _outputs(out)
+    rows = samples["elitr_conv_dev"]
+    turns = sorted((r["doc"]["meeting_id"][-3:], r["doc"]["turn"]) for r in rows)
+    assert turns == [("001", 0), ("001", 1), ("002", 0), ("002", 1)]
+    for row in rows:
+        assert row["doc"]["mode"] == "mt"
+        assert row["resps"][0][0].startswith("own answer #")

@@ -144,3 +144,88 @@ def test_replay_judge_reproduces_table_2_single_turn_dev() -> None:
     )
     assert round(result["results"]["elitr_qa_dev"]["judge_score,none"], 2) == 7.04
     assert result["results"]["elitr_qa_dev"]["judge_unscored,none"] == 0
+
+
+def test_noisy_tasks_refuse_replay_and_record_their_noise() -> None:
+    from elitr_bench.models.replay import ReplayError
+
+    with pytest.raises(ReplayError, match="no responses on noisy transcripts were released"):
+        _evaluate(
+            "elitr-replay", "system=gpt-4", ["elitr_qa_wer20_dev"], metadata={"judge": "none"}
+        )
+    with pytest.raises(OptionError, match=r"fixed WER of 0\.6"):
+        _evaluate(
+            "elitr-replay", "", ["elitr_qa_wer60_dev"], metadata={"judge": "none", "wer": 0.3}
+        )
+    with pytest.raises(OptionError, match=r"wer='1.5': expected a word error rate in \(0, 1\]"):
+        TaskOptions.from_metadata({"wer": "1.5"})
+
+
+def test_any_wer_on_the_clean_tasks() -> None:
+    manager = TaskManager(include_defaults=False, metadata={"judge": "none", "wer": 0.35})
+    task = manager.load(["elitr_qa_test"])["tasks"]["elitr_qa_test"]
+    docs = list(task.test_docs())
+    assert {d["target_wer"] for d in docs} == {0.35}
+    assert all(abs(d["effective_wer"] - 0.35) <= 0.02 for d in docs)
+    clean = load_benchmark().meetings[docs[0]["meeting_id"]].transcript
+    noisy = task.transcript(docs[0])
+    assert noisy != clean and "(PERSON" in noisy
+
+
+def test_replay_multiturn_reproduces_released_means() -> None:
+    result = _evaluate(
+        "elitr-replay",
+        "system=gpt-4",
+        ["elitr_qa_mt_dev", "elitr_conv_dev"],
+        metadata={"judge": "replay"},
+    )
+    for task in ("elitr_qa_mt_dev", "elitr_conv_dev"):
+        assert round(result["results"][task]["judge_score,none"], 2) == 8.52
+        assert len(result["samples"][task]) == 141
+
+
+def test_gold_history_and_differing_only(tiny_llama: Path) -> None:
+    bench = load_benchmark()
+    conv = bench.questions("conv", "dev")
+    first = [i for i, q in enumerate(conv) if q.meeting_id == conv[0].meeting_id]
+    result = _evaluate(
+        "hf",
+        f"pretrained={tiny_llama},max_length=1024,dtype=float32",
+        ["elitr_conv_dev"],
+        samples={"elitr_conv_dev": first},
+        gen_kwargs="max_gen_toks=2",
+        device="cpu",
+        metadata={
+            "judge": "none",
+            "history": "gold",
+            "differing_only": True,
+            "overlength": "truncate_middle",
+        },
+    )
+    rows = sorted(result["samples"]["elitr_conv_dev"], key=lambda r: r["doc"]["turn"])
+    assert len(rows) == len(first)
+    # Gold history: turn k carries the reference answers of turns 1..k-1.
+    last = rows[-1]["arguments"][0][0]
+    for row in rows[:-1]:
+        assert row["doc"]["answer"] in last
+    qa = {(q.meeting_id, q.question_id): q.question for q in bench.questions("qa", "dev")}
+    scored = [r for r in rows if "f1" in r["metrics"]]
+    differing = [
+        r
+        for r in rows
+        if qa[(r["doc"]["meeting_id"], r["doc"]["question_id"])] != r["doc"]["question"]
+    ]
+    assert scored == differing and 0 < len(scored) < len(rows)
+
+
+def test_meetings_are_never_split_across_ranks() -> None:
+    manager = TaskManager(include_defaults=False, metadata={"judge": "none"})
+    task = manager.load(["elitr_conv_test"])["tasks"]["elitr_conv_test"]
+    seen: dict[str, set[int]] = {}
+    total = 0
+    for rank in range(3):
+        for _, doc in task.doc_iterator(rank=rank, world_size=3):
+            seen.setdefault(doc["meeting_id"], set()).add(rank)
+            total += 1
+    assert total == 130 and all(len(ranks) == 1 for ranks in seen.values())
+    assert {next(iter(r)) for r in seen.values()} == {0, 1, 2}
