@@ -27,11 +27,15 @@ format:
 	$(PYTHON) -m ruff format elitr_bench tests bench
 	$(PYTHON) -m ruff check --fix elitr_bench tests bench
 
-# Offline end to end: the released GPT-4 answers through the real lm_eval CLI.
+# Offline end to end: the released GPT-4 answers through the real lm_eval CLI in the
+# three settings, judged with the released judge scores, then the paper-style report.
 demo:
-	lm_eval --model elitr-replay --model_args system=gpt-4 --tasks elitr_qa \
-		--metadata '{"judge": "replay"}' \
+	lm_eval --model elitr-replay --model_args system=gpt-4 \
+		--tasks elitr_qa,elitr_qa_mt,elitr_conv --metadata '{"judge": "replay"}' \
 		--output_path $(RESULTS)/demo --log_samples
+	elitr-bench judge-check --judge replay --output $(RESULTS)/demo/judge-check.json
+	elitr-bench report $(RESULTS)/demo --judge-check $(RESULTS)/demo/judge-check.json \
+		--out $(RESULTS)/demo/report
 
 bench:
 	@for script in bench/*.py; do echo "== $$script"; $(PYTHON) $$script || exit 1; done

@@ -87,15 +87,22 @@ def test_hf_with_chat_template(tiny_llama: Path, tmp_path: Path) -> None:
     assert dev["overlength_truncated,none"] == 2 and dev["overlength_skipped,none"] == 0
 
 
-def test_hf_plain_prompt_and_overlength_error(tiny_llama: Path, tmp_path: Path) -> None:
+def test_hf_plain_prompt_noisy_task_and_overlength_error(tiny_llama: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    proc = run_lm_eval(
-        ["--tasks", "elitr_qa", *_tiny_hf_args(tiny_llama), "--output_path", str(out)]
-    )
-    _, samples = _check_run(proc, out)
+    tasks = "elitr_qa,elitr_qa_wer40_test"
+    proc = run_lm_eval(["--tasks", tasks, *_tiny_hf_args(tiny_llama), "--output_path", str(out)])
+    results, samples = _check_run(proc, out, frozenset({"elitr_qa_wer40_test"}))
     prompt = samples["elitr_qa_test"][1]["arguments"]["gen_args_0"]["arg_0"]
     assert prompt.startswith(FIG5_HEAD) and "<|user|>" not in prompt
     assert prompt.endswith(FIG5_TAIL + "\n\n" + samples["elitr_qa_test"][1]["doc"]["question"])
+
+    # The noisy variant asks the same questions about a transcript at WER 0.4.
+    for clean, noisy in zip(samples["elitr_qa_test"], samples["elitr_qa_wer40_test"], strict=True):
+        assert noisy["doc"]["question"] == clean["doc"]["question"]
+        assert noisy["doc"]["target_wer"] == 0.4
+        assert abs(noisy["doc"]["effective_wer"] - 0.4) <= 0.02
+        assert noisy["arguments"]["gen_args_0"]["arg_0"] != clean["arguments"]["gen_args_0"]["arg_0"]
+    assert abs(results["results"]["elitr_qa_wer40_test"]["effective_wer,none"] - 0.4) <= 0.02
 
     # Default policy: refuse to silently left-truncate the meeting.
     args = _tiny_hf_args(tiny_llama)

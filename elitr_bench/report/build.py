@@ -1,0 +1,368 @@
+"""Build the whole report: load runs, compute tables, draw figures, write files.
+
+Output layout under ``--out``::
+
+    report.md             every table, the notes, the runs and judges used
+    report.json           the same tables as records, plus runs, judges and notes
+    tables/<key>.csv      one long-form CSV per table (unrounded values, run ids)
+    tables/<key>.json     the same records as JSON
+    figures/*.png         Table 2 bars, Fig. 1 (noise), Fig. 2a/2b (agreement), Fig. 3
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from elitr_bench import __version__
+from elitr_bench.data.errors import DataError
+from elitr_bench.report import agreement, figures
+from elitr_bench.report.errors import ReportError
+from elitr_bench.report.runs import LoadedRuns, TaskRun, load_runs
+from elitr_bench.report.stats import CIMethod
+from elitr_bench.report.tables import (
+    ReportContext,
+    Table,
+    differing_questions,
+    figure3_table,
+    fmt,
+    noise_table,
+    setting_title,
+    table2,
+    table3,
+    table9,
+    table10,
+)
+
+
+@dataclass
+class Report:
+    """Everything a report holds, before and after writing.
+
+    Attributes:
+        tables: Tables in report order.
+        figures: Written PNG files.
+        runs: The task runs used.
+        notes: What was skipped or substituted, and why.
+        sections: ``(heading, text-or-table-keys)`` for the Markdown layout.
+    """
+
+    tables: list[Table] = field(default_factory=list)
+    figures: list[Path] = field(default_factory=list)
+    runs: Sequence[TaskRun] = ()
+    notes: list[str] = field(default_factory=list)
+    sections: list[tuple[str, list[str | Table]]] = field(default_factory=list)
+
+    def table(self, key: str) -> Table:
+        """The table with ``key``.
+
+        Raises:
+            KeyError: No such table.
+        """
+        for t in self.tables:
+            if t.key == key:
+                return t
+        raise KeyError(key)
+
+    def section(self, heading: str, *parts: str | Table) -> None:
+        """Append a section; tables in it are also listed in :attr:`tables`."""
+        self.sections.append((heading, list(parts)))
+        self.tables += [p for p in parts if isinstance(p, Table)]
+
+
+def _runs_table(runs: Sequence[TaskRun], metric: str) -> Table:
+    rows, records = [], []
+    for r in runs:
+        mean = r.mean(metric)
+        reported = r.reported.get(metric)
+        if mean is None or reported is None:
+            check = "-"
+        else:
+            check = "ok" if math.isclose(mean, reported, abs_tol=1e-6) else f"≠ {fmt(reported, 4)}"
+        judge = ", ".join(j.label for j in r.judges) or "none"
+        rows.append(
+            (
+                r.run_id,
+                r.task,
+                r.model.label,
+                ",".join(f"{k}={v}" for k, v in r.model.args) or "-",
+                r.seed_label,
+                judge,
+                f"{setting_title(r.setting, r.mode)} {r.split}",
+                fmt(r.target_wer) if r.target_wer else "-",
+                str(len(r.samples)),
+                str(r.count("scored")),
+                str(r.count("unscored")),
+                fmt(mean, 4),
+                check,
+                f"{r.results_path.name}, {r.samples_path.name}",
+            )
+        )
+        records.append(
+            {
+                "run": r.run_id,
+                "task": r.task,
+                "model": r.model.label,
+                "model_type": r.model.model,
+                "model_args": ",".join(f"{k}={v}" for k, v in r.model.args),
+                "seeds": dict(r.seeds),
+                "judges": [j.label for j in r.judges],
+                "setting": r.setting,
+                "mode": r.mode,
+                "split": r.split,
+                "target_wer": r.target_wer,
+                "effective_wer": r.effective_wer,
+                "n_samples": len(r.samples),
+                "n_logged": r.n_logged,
+                "n_scored": r.count("scored"),
+                "n_unscored": r.count("unscored"),
+                f"mean_{metric}": mean,
+                f"reported_{metric}": reported,
+                "results_file": str(r.results_path),
+                "samples_file": str(r.samples_path),
+            }
+        )
+    return Table(
+        key="runs",
+        title="Runs used",
+        columns=(
+            "Run",
+            "Task",
+            "Model",
+            "Model args",
+            "Seeds",
+            "Judge",
+            "Setting",
+            "Target WER",
+            "N",
+            "Scored",
+            "Unscored",
+            f"Mean {metric}",
+            "vs results file",
+            "Files",
+        ),
+        rows=tuple(rows),
+        records=tuple(records),
+        notes=(
+            "Mean: recomputed from the samples file; 'ok' = equals lm-eval's aggregate in the "
+            "results file. Full paths are in tables/runs.csv.",
+        ),
+    )
+
+
+def _judges_table(runs: Sequence[TaskRun]) -> Table | None:
+    judges: dict[str, tuple[Any, list[str]]] = {}
+    for r in runs:
+        for j in r.judges:
+            judges.setdefault(j.key, (j, []))[1].append(r.run_id)
+    if not judges:
+        return None
+    rows, records = [], []
+    for judge, run_ids in judges.values():
+        ident = json.dumps(dict(judge.identity), sort_keys=True, default=str)
+        rows.append((judge.label, " ".join(run_ids), f"`{ident}`"))
+        records.append({"judge": judge.label, "runs": run_ids, "identity": dict(judge.identity)})
+    return Table(
+        key="judges",
+        title="Judge identities",
+        columns=("Judge", "Runs", "Identity (as logged)"),
+        rows=tuple(rows),
+        records=tuple(records),
+        notes=("Seeds are ignored when grouping runs by judge (they vary across seeded runs).",),
+    )
+
+
+def build_report(
+    run_paths: Sequence[str | Path],
+    out_dir: str | Path,
+    *,
+    judge_checks: Sequence[str | Path] = (),
+    metric: str = "judge_score",
+    ci: CIMethod = "cluster-t",
+    n_resamples: int = 10_000,
+    seed: int = 0,
+    reference: str | None = None,
+) -> Report:
+    """Build and write the report for lm-eval run dirs and/or judge-check files.
+
+    Args:
+        run_paths: lm-eval ``--output_path`` dirs (or results files) of elitr_* tasks.
+        out_dir: Where to write ``report.md``, tables and figures.
+        judge_checks: ``elitr-bench judge-check --output`` JSON files.
+        metric: Main per-sample metric (``judge_score``; ``f1``/``rouge_l`` to force them).
+        ci: ``cluster-t`` (default) or ``bootstrap``.
+        n_resamples: Bootstrap resamples.
+        seed: Bootstrap seed.
+        reference: Evaluator to bin by for Fig. 2a (default Gold Human).
+
+    Raises:
+        ReportError: Nothing to report, or unusable input.
+    """
+    if not run_paths and not judge_checks:
+        raise ReportError("report: give at least one RUN_DIR or --judge-check FILE")
+    out = Path(out_dir)
+    loaded = load_runs(run_paths) if run_paths else LoadedRuns(runs=(), notes=())
+    report = Report(runs=loaded.runs, notes=list(loaded.notes))
+    runs = list(loaded.runs)
+    opts = {"ci": ci, "n_resamples": n_resamples, "seed": seed}
+
+    main_runs = [r for r in runs if r.has(metric)]
+    rest = [r for r in runs if not r.has(metric)]
+    if runs and not main_runs and metric == "judge_score":
+        report.notes.append(
+            "No run has judge scores (judge=none?): all tables use token F1 instead and are "
+            "NOT comparable with the paper's judge scores."
+        )
+        metric, main_runs, rest = "f1", [r for r in runs if r.has("f1")], []
+    elif rest:
+        report.notes.append(
+            f"Runs without {metric}: {' '.join(r.run_id for r in rest)}; they appear only in "
+            "the fallback tables (token F1 / ROUGE-L), clearly labelled."
+        )
+
+    if runs:
+        report.section("Runs", _runs_table(runs, metric))
+        judges = _judges_table(runs)
+        if judges:
+            report.section("Judges", judges)
+    if main_runs:
+        ctx = ReportContext(main_runs, metric=metric, **opts)  # type: ignore[arg-type]
+        t2 = table2(ctx)
+        report.section("Main results (Table 2)", t2)
+        if t2.records:
+            report.figures.append(figures.table2_figure(t2, out / "figures" / "table2.png"))
+        t9 = table9(ctx)
+        report.section(
+            "Seeded runs (Table 9)",
+            t9 if t9 else "Only one run per model/setting/split: Table 9 needs seeded repeats.",
+        )
+        report.section("Question type and answer position (Table 3)", *table3(ctx))
+        report.section("Lost in the middle (Table 10)", *table10(ctx))
+        try:
+            fig3 = figure3_table(ctx, differing_questions())
+        except DataError as exc:
+            fig3 = None
+            report.notes.append(f"Figure 3 skipped: benchmark data unavailable ({exc})")
+        if fig3 is not None:
+            report.section("QA/Conv-differing questions (Figure 3)", fig3)
+            report.figures.append(figures.figure3(fig3, out / "figures" / "figure3.png"))
+        noise = noise_table(ctx)
+        if noise is not None:
+            report.section("Noise robustness (Figure 1)", noise)
+            report.figures.append(figures.figure1(noise, out / "figures" / "figure1.png"))
+        else:
+            report.notes.append("Figure 1 skipped: no noisy-transcript runs (elitr_qa_wer*).")
+    for fallback in ("f1", "rouge_l"):
+        fb_runs = [r for r in rest if r.has(fallback)]
+        if fb_runs:
+            fctx = ReportContext(fb_runs, metric=fallback, **opts)  # type: ignore[arg-type]
+            report.section(f"Fallback: {fallback} for runs without {metric}", table2(fctx))
+
+    data = agreement.collect(runs, [Path(p) for p in judge_checks])
+    if data is not None:
+        corr = agreement.correlation_tables(data)
+        ref = agreement.pick_reference(data, reference)
+        bins, plot = agreement.bin_tables(data, ref)
+        sources = "; ".join(f"{k}: {v}" for k, v in data.sources.items())
+        report.section(
+            "Judge agreement (Figure 2)", f"Evaluators and sources: {sources}.", *corr, *bins
+        )
+        names = [row[0] for row in corr[0].rows]
+        report.figures.append(
+            figures.figure2b(corr[0].records, names, out / "figures" / "figure2b.png")
+        )
+        report.figures.append(figures.figure2a(plot, ref, out / "figures" / "figure2a.png"))
+    elif runs:
+        report.notes.append(
+            "Judge agreement skipped: pass --judge-check FILE or runs re-judged by a second "
+            "judge (`elitr-bench score`)."
+        )
+    write_report(report, out, {"metric": metric, **opts, "level": 0.95})
+    return report
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return " ".join(str(v) for v in value)
+    if isinstance(value, Mapping):
+        return json.dumps(value, sort_keys=True, default=str)
+    return value
+
+
+def _markdown(table: Table) -> list[str]:
+    def esc(text: str) -> str:
+        return text.replace("|", "\\|").replace("\n", " ")
+
+    lines = [f"### {table.title}", ""]
+    if not table.rows:
+        return [*lines, "_(no data)_", ""]
+    lines.append("| " + " | ".join(esc(c) for c in table.columns) + " |")
+    lines.append("|" + "|".join("---" for _ in table.columns) + "|")
+    lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in table.rows]
+    lines.append("")
+    lines += [f"_{n}_  " for n in table.notes]
+    lines.append(f"Data: `tables/{table.key}.csv`")
+    lines.append("")
+    return lines
+
+
+def write_report(report: Report, out: Path, options: Mapping[str, Any]) -> Path:
+    """Write ``report.md``, ``report.json`` and the per-table CSV/JSON files."""
+    (out / "tables").mkdir(parents=True, exist_ok=True)
+    for table in report.tables:
+        keys: dict[str, None] = {}
+        for rec in table.records:
+            keys.update(dict.fromkeys(rec))
+        with (out / "tables" / f"{table.key}.csv").open("w", newline="", encoding="utf-8") as fh:
+            writer = csv.DictWriter(fh, fieldnames=list(keys))
+            writer.writeheader()
+            for rec in table.records:
+                writer.writerow({k: _cell(v) for k, v in rec.items()})
+        (out / "tables" / f"{table.key}.json").write_text(
+            json.dumps(list(table.records), indent=1, default=str), encoding="utf-8"
+        )
+    lines = [
+        "# ELITR-Bench report",
+        "",
+        f"elitr-bench {__version__}; metric `{options['metric']}`; CI `{options['ci']}`"
+        + (
+            f" ({options['n_resamples']} resamples, seed {options['seed']})"
+            if options["ci"] == "bootstrap"
+            else ""
+        ),
+        "",
+    ]
+    if report.notes:
+        lines += ["## Notes", ""] + [f"- {n}" for n in report.notes] + [""]
+    for heading, parts in report.sections:
+        lines += [f"## {heading}", ""]
+        for part in parts:
+            lines += _markdown(part) if isinstance(part, Table) else [part, ""]
+    if report.figures:
+        lines += ["## Figures", ""]
+        lines += [f"![{p.stem}](figures/{p.name})" for p in report.figures] + [""]
+    path = out / "report.md"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    (out / "report.json").write_text(
+        json.dumps(
+            {
+                "version": __version__,
+                "options": dict(options),
+                "notes": report.notes,
+                "tables": {
+                    t.key: {"title": t.title, "records": list(t.records), "notes": list(t.notes)}
+                    for t in report.tables
+                },
+                "figures": [str(p) for p in report.figures],
+            },
+            indent=1,
+            default=str,
+        ),
+        encoding="utf-8",
+    )
+    return path

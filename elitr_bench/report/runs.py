@@ -1,0 +1,590 @@
+"""Read lm-eval output directories into typed per-task runs.
+
+lm-eval 0.4 writes ``<output_path>/<model>/results_<ts>.json`` plus one
+``samples_<task>_<ts>.jsonl`` per task when ``--log_samples`` is on. A report needs the
+samples (per-question scores, meetings, question types, judge identities), so one
+:class:`TaskRun` is one task of one results file together with its samples file.
+Everything the tables group by (setting, mode, split, noise level) is read from the
+documents themselves, so renamed or new tasks report correctly as long as their
+documents carry the ELITR-Bench fields.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+import json
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from elitr_bench.report.errors import ReportError
+
+#: Per-sample metrics a report can use; judge_score first because it is the paper's score.
+METRICS: tuple[str, ...] = ("judge_score", "f1", "rouge_l")
+
+#: Keys of ``model_args`` that pick the model (lm-eval's own order, see
+#: ``GeneralConfigTracker._get_model_name``); the first present one names the row.
+_NAME_KEYS = ("peft", "delta", "pretrained", "model", "path", "engine")
+#: Arguments that vary between seeded runs of one model and so must not split a row.
+_SEED_KEYS = frozenset({"seed", "random_seed"})
+_DOC_FIELDS = ("meeting_id", "question_id")
+
+
+@dataclass(frozen=True)
+class ModelId:
+    """Which model produced a run, independent of its seed.
+
+    Attributes:
+        model: lm-eval model type (``hf``, ``elitr-replay``, ...).
+        args: Sorted ``model_args`` without seed arguments.
+        label: Short display name (replayed system or checkpoint basename).
+    """
+
+    model: str
+    args: tuple[tuple[str, str], ...]
+    label: str
+
+
+@dataclass(frozen=True)
+class JudgeId:
+    """Which judge scored a sample; seeds are left out so seeded runs group together.
+
+    Attributes:
+        key: Canonical JSON of the identity without seeds (the grouping key).
+        label: Short display name, e.g. ``openai:gpt-4-0613/gpt4-rubric``.
+        identity: The identity as logged in the samples file.
+    """
+
+    key: str
+    label: str
+    identity: Mapping[str, Any] = field(compare=False, hash=False)
+
+
+UNKNOWN_JUDGE = JudgeId(key="unknown", label="unknown judge (identity not logged)", identity={})
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One scored (or unscored) answer of a run, with the fields the tables need."""
+
+    meeting_id: str
+    question_id: str
+    split: str
+    setting: str
+    mode: str
+    question_type: str
+    answer_position: str
+    question: str
+    response: str
+    scores: Mapping[str, float]
+    judge_status: str
+    judge: JudgeId | None
+    target_wer: float | None = None
+    effective_wer: float | None = None
+    noise_seed: str | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """``(meeting_id, question_id)``: the question this sample answers."""
+        return (self.meeting_id, self.question_id)
+
+
+@dataclass(frozen=True)
+class TaskRun:
+    """One task of one lm-eval results file, with its samples.
+
+    Attributes:
+        run_id: Short id used in every table (``R1``, ``R2``, ...), listed in the report.
+        task: lm-eval task name.
+        results_path: The ``results_*.json`` file.
+        samples_path: The ``samples_<task>_*.jsonl`` file.
+        model: Model identity without seed.
+        seeds: Every seed the run used (lm-eval seeds, generation seed, judge seed,
+            noise seed), for the runs table and Table 9.
+        samples: The samples, in file order.
+        reported: Metrics as lm-eval aggregated them in the results file.
+        n_logged: Effective sample count from the results file's ``n-samples``.
+    """
+
+    run_id: str
+    task: str
+    results_path: Path
+    samples_path: Path
+    model: ModelId
+    seeds: Mapping[str, str]
+    samples: tuple[Sample, ...]
+    reported: Mapping[str, float]
+    n_logged: int | None = None
+
+    def _only(self, name: str) -> Any:
+        values = {getattr(s, name) for s in self.samples}
+        return values.pop() if len(values) == 1 else None
+
+    @property
+    def split(self) -> str:
+        """``dev`` or ``test2`` (``mixed`` if the documents disagree)."""
+        return self._only("split") or "mixed"
+
+    @property
+    def setting(self) -> str:
+        """``qa`` or ``conv``."""
+        return self._only("setting") or "mixed"
+
+    @property
+    def mode(self) -> str:
+        """``st`` or ``mt``."""
+        return self._only("mode") or "mixed"
+
+    @property
+    def target_wer(self) -> float | None:
+        """Target WER of a noisy run; None (or 0) for the clean transcripts."""
+        value = self._only("target_wer")
+        return None if value is None else float(value)
+
+    @property
+    def is_clean(self) -> bool:
+        """Whether the run used the manual (clean) transcripts."""
+        return not self.target_wer
+
+    @property
+    def effective_wer(self) -> float | None:
+        """Mean over meetings of the achieved WER (each meeting counted once)."""
+        per_meeting = {
+            s.meeting_id: s.effective_wer for s in self.samples if s.effective_wer is not None
+        }
+        if not per_meeting:
+            return None
+        return sum(per_meeting.values()) / len(per_meeting)
+
+    @property
+    def judge(self) -> JudgeId | None:
+        """The judge of the run's judge scores (most frequent if several)."""
+        judges = Counter(s.judge for s in self.samples if s.judge is not None)
+        return judges.most_common(1)[0][0] if judges else None
+
+    @property
+    def judges(self) -> tuple[JudgeId, ...]:
+        """Every judge identity seen in the samples."""
+        return tuple(dict.fromkeys(s.judge for s in self.samples if s.judge is not None))
+
+    @property
+    def seed_label(self) -> str:
+        """``key=value`` list of the run's seeds."""
+        return " ".join(f"{k}={v}" for k, v in self.seeds.items()) or "-"
+
+    def values(self, metric: str) -> list[float]:
+        """The metric's per-sample values (judge_score: scored samples only)."""
+        return [s.scores[metric] for s in self.samples if metric in s.scores]
+
+    def count(self, status: str) -> int:
+        """Samples whose judgement has ``status`` (``scored``, ``unscored``, ``skipped``)."""
+        return sum(s.judge_status == status for s in self.samples)
+
+    def mean(self, metric: str) -> float | None:
+        """Mean of the metric over samples that have it."""
+        values = self.values(metric)
+        return math.fsum(values) / len(values) if values else None
+
+    def has(self, metric: str) -> bool:
+        """Whether any sample has the metric."""
+        return any(metric in s.scores for s in self.samples)
+
+
+# ------------------------------------------------------------------ parsing helpers
+class _NanNames(ast.NodeTransformer):
+    """Let ``ast.literal_eval`` read the ``nan``/``inf`` that Python's repr writes."""
+
+    _VALUES: ClassVar[dict[str, Any]] = {
+        "nan": math.nan,
+        "inf": math.inf,
+        "None": None,
+        "True": True,
+        "False": False,
+    }
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id in self._VALUES:
+            return ast.copy_location(ast.Constant(self._VALUES[node.id]), node)
+        return node
+
+
+def parse_filtered(value: Any) -> Mapping[str, Any] | None:
+    """The ``{"response", "judge"}`` dict of a sample's ``filtered_resps``, or None.
+
+    lm-eval 0.4 stringifies non-string filter outputs with ``str()``, so the dict usually
+    arrives as a Python repr; it is read with ``ast.literal_eval`` (never ``eval``).
+    """
+    while isinstance(value, (list, tuple)):
+        if not value:
+            return None
+        value = value[0]
+    if isinstance(value, Mapping):
+        return value
+    if not isinstance(value, str) or not value.lstrip().startswith("{"):
+        return None
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        try:
+            tree = _NanNames().visit(ast.parse(value.strip(), mode="eval"))
+            parsed = ast.literal_eval(tree)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            return None
+    return parsed if isinstance(parsed, Mapping) else None
+
+
+def parse_args_string(value: Any) -> dict[str, str]:
+    """``model_args``/``gen_kwargs`` as a dict, whether logged as a dict or ``k=v,k=v``."""
+    if isinstance(value, Mapping):
+        return {str(k): str(v) for k, v in value.items()}
+    if not value:
+        return {}
+    out: dict[str, str] = {}
+    for part in str(value).split(","):
+        if "=" in part:
+            key, _, val = part.partition("=")
+            out[key.strip()] = val.strip()
+    return out
+
+
+def _strip_seeds(obj: Any) -> Any:
+    if isinstance(obj, Mapping):
+        return {k: _strip_seeds(v) for k, v in obj.items() if k not in _SEED_KEYS}
+    return obj
+
+
+def judge_id(identity: Mapping[str, Any] | None) -> JudgeId:
+    """Group key and label of a logged judge identity (seeds removed from the key)."""
+    if not identity:
+        return UNKNOWN_JUDGE
+    key = json.dumps(_strip_seeds(identity), sort_keys=True, default=str)
+    backend = str(identity.get("backend", "?"))
+    model = str(identity.get("model") or "")
+    rubric = str(identity.get("rubric") or "")
+    label = f"{backend}:{model}" if model else backend
+    if rubric:
+        label += f"/{rubric}"
+    sampling = identity.get("sampling")
+    if isinstance(sampling, Mapping) and int(sampling.get("samples", 1) or 1) > 1:
+        label += f" (k={sampling['samples']})"
+    return JudgeId(key=key, label=label, identity=dict(identity))
+
+
+@functools.lru_cache(maxsize=64)
+def _replay_label(system: str) -> str:
+    try:
+        from elitr_bench.models.replay import all_systems, canonical_system
+
+        return canonical_system(system, all_systems())
+    except Exception:
+        return system
+
+
+def model_id(config: Mapping[str, Any]) -> ModelId:
+    """Seed-free model identity and display label from a results file's ``config``."""
+    model = str(config.get("model", "?"))
+    args = parse_args_string(config.get("model_args"))
+    kept = tuple(sorted((k, v) for k, v in args.items() if k not in _SEED_KEYS))
+    if model == "elitr-replay":
+        label = _replay_label(args.get("system", "gpt-4"))
+    else:
+        name = next((args[k] for k in _NAME_KEYS if args.get(k)), model)
+        label = name.rstrip("/").rsplit("/", 1)[-1] or name
+    return ModelId(model=model, args=kept, label=label)
+
+
+def _float(value: Any) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def parse_sample(
+    line: Mapping[str, Any], fallback: Mapping[str, str], judges: dict[str, JudgeId]
+) -> Sample | None:
+    """One samples-file line as a :class:`Sample` (None if it is no ELITR-Bench doc).
+
+    Args:
+        line: The decoded JSON line.
+        fallback: split/setting/mode from the task config, for documents lacking them.
+        judges: Cache of already built judge identities (keeps identical ones shared).
+    """
+    doc = line.get("doc")
+    if not isinstance(doc, Mapping) or any(f not in doc for f in _DOC_FIELDS):
+        return None
+    filtered = parse_filtered(line.get("filtered_resps"))
+    judge_info = filtered.get("judge") if filtered else None
+    judge_info = judge_info if isinstance(judge_info, Mapping) else None
+    if filtered is not None and "response" in filtered:
+        response = str(filtered["response"])
+    else:
+        resps = line.get("resps")
+        while isinstance(resps, (list, tuple)) and resps:
+            resps = resps[0]
+        response = "" if resps is None or isinstance(resps, (list, tuple)) else str(resps)
+    scores: dict[str, float] = {}
+    for metric in METRICS:
+        value = _float(line.get(metric))
+        if value is not None:
+            scores[metric] = value
+    status = str(judge_info.get("status", "")) if judge_info else ""
+    if "judge_score" not in scores and judge_info and status == "scored":
+        value = _float(judge_info.get("score"))
+        if value is not None:
+            scores["judge_score"] = value
+    if not status:
+        if "judge_score" in scores:
+            status = "scored"
+        elif _float(line.get("judge_unscored")):
+            status = "unscored"
+    judge: JudgeId | None = None
+    if status in ("scored", "unscored"):
+        identity = judge_info.get("identity") if judge_info else None
+        ident = identity if isinstance(identity, Mapping) else None
+        cache_key = json.dumps(ident, sort_keys=True, default=str)
+        if cache_key not in judges:
+            judges[cache_key] = judge_id(ident)
+        judge = judges[cache_key]
+    return Sample(
+        meeting_id=str(doc["meeting_id"]),
+        question_id=str(doc["question_id"]),
+        split=str(doc.get("split") or fallback.get("split", "")),
+        setting=str(doc.get("setting") or fallback.get("setting", "")),
+        mode=str(doc.get("mode") or fallback.get("mode", "")),
+        question_type=str(doc.get("question_type", "")),
+        answer_position=str(doc.get("answer_position", "")),
+        question=str(doc.get("question", "")),
+        response=response,
+        scores=scores,
+        judge_status=status,
+        judge=judge,
+        target_wer=_float(doc.get("target_wer")),
+        effective_wer=_float(doc.get("effective_wer")),
+        noise_seed=None if doc.get("noise_seed") is None else str(doc["noise_seed"]),
+    )
+
+
+# ------------------------------------------------------------------ discovery
+def find_results_files(paths: Iterable[str | Path]) -> list[Path]:
+    """Every ``results_*.json`` at or below the given paths, each once, sorted.
+
+    Raises:
+        ReportError: A path does not exist or holds no results file.
+    """
+    found: dict[Path, None] = {}
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists():
+            raise ReportError(f"run path {path} does not exist; pass an lm-eval --output_path dir")
+        if path.is_file():
+            if not (path.name.startswith("results") and path.suffix == ".json"):
+                raise ReportError(
+                    f"{path}: not an lm-eval results_*.json file; pass the run directory instead"
+                )
+            candidates = [path]
+        else:
+            candidates = sorted(path.rglob("results*.json"))
+        if not candidates:
+            raise ReportError(
+                f"{path}: no lm-eval results_*.json below it; pass the --output_path of a run "
+                "made with --log_samples"
+            )
+        for candidate in candidates:
+            found.setdefault(candidate.resolve(), None)
+    return sorted(found)
+
+
+def _load_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ReportError(f"{path}: unreadable results file ({exc}); re-run or remove it") from exc
+    if not isinstance(data, dict) or "results" not in data:
+        raise ReportError(f"{path}: no 'results' key; is this an lm-eval results file?")
+    return data
+
+
+def _samples_file(results_path: Path, task: str) -> Path | None:
+    stamp = results_path.stem[len("results") :].lstrip("_")
+    exact = results_path.with_name(f"samples_{task}_{stamp}.jsonl")
+    if exact.exists():
+        return exact
+    return None
+
+
+def _seeds(config: Mapping[str, Any], task_metadata: Mapping[str, Any]) -> dict[str, str]:
+    seeds: dict[str, str] = {}
+    if config.get("random_seed") is not None:
+        seeds["random_seed"] = str(config["random_seed"])
+    gen = parse_args_string(config.get("gen_kwargs"))
+    if "seed" in gen:
+        seeds["gen_seed"] = gen["seed"]
+    margs = parse_args_string(config.get("model_args"))
+    for key in sorted(_SEED_KEYS & set(margs)):
+        seeds[f"model_{key}"] = margs[key]
+    if task_metadata.get("noise_seed") is not None:
+        seeds["noise_seed"] = str(task_metadata["noise_seed"])
+    return seeds
+
+
+def _rescored_config(data: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` of the run an ``elitr-bench score`` results file re-judged.
+
+    Rescored files name their source samples files (``rescored_from``); the original
+    ``results_<ts>.json`` next to them holds the model and seeds.
+    """
+    for source in (data.get("rescored_from") or {}).values():
+        path = Path(str(source))
+        stamp = path.stem.rsplit("_", 1)[-1]
+        original = path.with_name(f"results_{stamp}.json")
+        if original.exists():
+            try:
+                config = json.loads(original.read_text(encoding="utf-8")).get("config")
+            except (OSError, ValueError):
+                continue
+            if isinstance(config, dict):
+                return config
+    return {}
+
+
+def _reported(results: Mapping[str, Any]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for key, value in results.items():
+        number = _float(value)
+        if "," in key and number is not None and "_stderr" not in key:
+            out[key.split(",", 1)[0]] = number
+    return out
+
+
+@dataclass(frozen=True)
+class LoadedRuns:
+    """Runs found under the given paths, with notes on what was skipped and why."""
+
+    runs: tuple[TaskRun, ...]
+    notes: tuple[str, ...]
+
+
+def load_runs(paths: Sequence[str | Path]) -> LoadedRuns:
+    """Load every ELITR-Bench task run (results + samples) below ``paths``.
+
+    Tasks without a samples file, or whose documents are not ELITR-Bench documents, are
+    skipped with a note rather than failing the whole report.
+
+    Raises:
+        ReportError: A path is missing or holds no results file, or nothing usable was found.
+    """
+    notes: list[str] = []
+    runs: list[TaskRun] = []
+    judges: dict[str, JudgeId] = {}
+    for results_path in find_results_files(paths):
+        data = _load_json(results_path)
+        config = data.get("config") or _rescored_config(data)
+        model = model_id(config)
+        configs = data.get("configs") or {}
+        tasks = [t for t in data["results"] if t in configs] or list(data["results"])
+        for task in tasks:
+            samples_path = _samples_file(results_path, task)
+            if samples_path is None:
+                if task in configs:
+                    notes.append(
+                        f"{results_path}: task {task} has no samples file (run without "
+                        "--log_samples?); skipped"
+                    )
+                continue
+            task_cfg = configs.get(task) or {}
+            metadata = task_cfg.get("metadata") or {}
+            fallback = {
+                "split": str(task_cfg.get("test_split", "")),
+                "setting": str(task_cfg.get("dataset_name", "")),
+                "mode": str((task_cfg.get("dataset_kwargs") or {}).get("mode", "")),
+            }
+            samples: list[Sample] = []
+            foreign = 0
+            with samples_path.open(encoding="utf-8") as handle:
+                for number, text in enumerate(handle, 1):
+                    if not text.strip():
+                        continue
+                    try:
+                        line = json.loads(text)
+                    except ValueError as exc:
+                        raise ReportError(
+                            f"{samples_path}:{number}: not JSON ({exc}); the file is truncated "
+                            "or corrupt, re-run the task"
+                        ) from exc
+                    sample = parse_sample(line, fallback, judges)
+                    if sample is None:
+                        foreign += 1
+                    else:
+                        samples.append(sample)
+            if not samples:
+                notes.append(f"{samples_path}: no ELITR-Bench documents (task {task}); skipped")
+                continue
+            if foreign:
+                notes.append(f"{samples_path}: {foreign} lines without ELITR-Bench docs ignored")
+            n_logged = (data.get("n-samples") or {}).get(task, {}).get("effective")
+            seeds = _seeds(config, metadata)
+            judge_seeds = {
+                str((s.judge.identity.get("sampling") or {}).get("seed"))
+                for s in samples
+                if s.judge is not None and isinstance(s.judge.identity.get("sampling"), Mapping)
+            } - {"None"}
+            if judge_seeds:
+                seeds["judge_seed"] = ",".join(sorted(judge_seeds))
+            noise_seeds = {s.noise_seed for s in samples if s.noise_seed is not None}
+            if noise_seeds and "noise_seed" not in seeds:
+                seeds["noise_seed"] = ",".join(sorted(noise_seeds))
+            runs.append(
+                TaskRun(
+                    run_id=f"R{len(runs) + 1}",
+                    task=task,
+                    results_path=results_path,
+                    samples_path=samples_path,
+                    model=model,
+                    seeds=seeds,
+                    samples=tuple(samples),
+                    reported=_reported(data["results"].get(task) or {}),
+                    n_logged=int(n_logged) if n_logged is not None else None,
+                )
+            )
+    if not runs:
+        raise ReportError(
+            "no ELITR-Bench runs with samples found; run lm_eval with --log_samples on elitr_* "
+            "tasks and pass its --output_path"
+        )
+    _check_duplicates(runs, notes)
+    return LoadedRuns(runs=tuple(runs), notes=tuple(notes))
+
+
+def response_hash(text: str) -> str:
+    """Short stable hash of a response text, to match the same answer across runs."""
+    return hashlib.sha1(text.strip().encode("utf-8")).hexdigest()[:16]
+
+
+def _check_duplicates(runs: Sequence[TaskRun], notes: list[str]) -> None:
+    seen: dict[tuple[Any, ...], str] = {}
+    for run in runs:
+        key = (
+            run.model,
+            run.judge.key if run.judge else None,
+            run.setting,
+            run.mode,
+            run.split,
+            run.target_wer,
+            tuple(sorted(run.seeds.items())),
+        )
+        if key in seen:
+            notes.append(
+                f"{run.run_id} repeats {seen[key]} (same model, judge, task data and seeds); "
+                "both are counted as separate runs"
+            )
+        else:
+            seen[key] = run.run_id
