@@ -77,6 +77,18 @@ def doc_key(doc: dict[str, Any]) -> DocKey:
     return (str(doc["meeting_id"]), str(doc["question_id"]))
 
 
+def judge_identity(spec: str) -> dict[str, Any]:
+    """What the scores depend on (backend, model, rubric, sampling, prompt hash).
+
+    Stored in the task's metadata so that lm-eval's results file names the judge.
+    """
+    if spec == "none":
+        return {"backend": "none"}
+    from elitr_bench.judges import parse_judge_spec
+
+    return parse_judge_spec(spec).identity()
+
+
 class ElitrQATask(ConfigurableTask):
     """Single-turn ELITR-Bench question answering over one meeting transcript.
 
@@ -104,6 +116,10 @@ class ElitrQATask(ConfigurableTask):
         self._overlength: dict[DocKey, str] = {}
         self._held_back: list[Any] = []
         self.judge_spec = judge_spec_for(cfg.get("metadata") or {})
+        cfg["metadata"] = {
+            **(cfg.get("metadata") or {}),
+            "judge_identity": judge_identity(self.judge_spec),
+        }
         cfg["filter_list"] = [
             {
                 "name": "none",
