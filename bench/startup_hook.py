@@ -58,7 +58,7 @@ def main() -> None:
     )
     print(f"added by the hook: {(a - b) * 1e3:+.1f} ms (ratio on/off {a / b:.3f}; budget 50 ms)")
     print(
-        f"import of elitr_bench + hook at start-up (-X importtime): {_import_cost_us() / 1e3:.2f} ms"
+        f"start-up import of elitr_bench + hook (-X importtime): {_import_cost_us() / 1e3:.2f} ms"
     )
 
 
