@@ -32,6 +32,7 @@ DISABLE_ENV = "ELITR_BENCH_NO_HOOK"
 #: Model names registered lazily (name -> "module:Class").
 MODELS: dict[str, str] = {
     "elitr-replay": "elitr_bench.models.replay:ReplayLM",
+    "hf-prefix": "elitr_bench.models.hf_prefix:HFPrefixLM",
 }
 
 

@@ -21,6 +21,7 @@ from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar
 
+from elitr_bench.data.records import ReleasedResponse
 from elitr_bench.judges.backends.base import CompletionBackend, CompletionRequest
 from elitr_bench.judges.cache import JudgeCache, open_cache
 from elitr_bench.judges.client import JudgeClient
@@ -51,6 +52,21 @@ class JudgeItem:
     setting: str = ""
     mode: str = ""
     system: str = ""
+
+    @classmethod
+    def from_released(cls, released: ReleasedResponse) -> JudgeItem:
+        """Build an item from a response the ELITR-Bench authors released."""
+        return cls(
+            question=released.question,
+            response=released.response,
+            reference=released.reference,
+            meeting_id=released.meeting_id,
+            question_id=released.question_id,
+            split=released.split,
+            setting=released.setting,
+            mode=released.mode,
+            system=released.system,
+        )
 
     @classmethod
     def from_doc(cls, doc: Mapping[str, Any], response: str) -> JudgeItem:

@@ -52,19 +52,7 @@ def load_check_items() -> tuple[list[JudgeItem], list[dict[str, float]], list[st
     released = load_released_responses("qa", "test2", "st", "all-eval")
     items, scores, systems = [], [], []
     for r in released:
-        items.append(
-            JudgeItem(
-                question=r.question,
-                response=r.response,
-                reference=r.reference,
-                meeting_id=r.meeting_id,
-                question_id=r.question_id,
-                split=r.split,
-                setting=r.setting,
-                mode=r.mode,
-                system=r.system,
-            )
-        )
+        items.append(JudgeItem.from_released(r))
         scores.append(dict(r.scores))
         systems.append(r.system)
     return items, scores, systems

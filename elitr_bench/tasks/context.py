@@ -86,7 +86,10 @@ def token_counter(lm: Any) -> TokenCounter | None:
     except ImportError:  # pragma: no cover - optional extras missing
         pass
     encode = getattr(lm, "tok_encode", None)
-    decode = getattr(lm, "tok_decode", None)
+    # lm-eval's vllm model has tok_encode but no tok_decode: use its tokenizer.
+    decode = getattr(lm, "tok_decode", None) or getattr(
+        getattr(lm, "tokenizer", None), "decode", None
+    )
     try:
         max_length = int(lm.max_length)
     except (AttributeError, TypeError, ValueError):

@@ -49,21 +49,12 @@ def test_lexical_judge_check_runs_offline() -> None:
 
 
 def _released_item(**changes: str) -> JudgeItem:
+    from dataclasses import replace
+
     from elitr_bench.data import load_released_responses
 
     r = load_released_responses("qa", "dev", "st")[0]
-    base = dict(
-        question=r.question,
-        response=r.response,
-        reference=r.reference,
-        meeting_id=r.meeting_id,
-        question_id=r.question_id,
-        split=r.split,
-        setting=r.setting,
-        mode=r.mode,
-    )
-    base.update(changes)
-    return JudgeItem(**base)
+    return replace(JudgeItem.from_released(r), **({"system": ""} | changes))
 
 
 def test_replay_unmatched_is_an_error_not_a_guess() -> None:

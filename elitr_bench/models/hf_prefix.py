@@ -1,0 +1,424 @@
+"""``hf-prefix``: lm-eval's ``hf`` model that prefills each shared prompt prefix once.
+
+Every ELITR prompt starts with the same 5k-18k-token transcript. Stock ``hf`` runs it
+through the model again for each of a meeting's ~15 questions, and again for every turn
+of a conversation. This subclass serves greedy requests one at a time from a KV cache:
+
+* within a ``generate_until`` call, requests are sorted so that those sharing a prefix
+  are adjacent; the prefix is prefilled once and the cache is cropped back to it after
+  each member (no copies);
+* across calls, each finished sequence (prompt + answer) is kept in a byte-bounded LRU
+  store, so turn k+1 of a conversation only prefills what turn k did not see. Matching
+  is on token ids (longest common prefix), never on strings.
+
+Outputs equal ``--model hf`` with ``batch_size=1`` token for token on the same dtype:
+same tokenization, left truncation, stop sequences, ``max_gen_toks`` and EOS handling,
+and results in request order. Sampled or beam-search requests, prompts shorter than
+``min_prefix_tokens`` without anything to share, seq2seq models and models with
+sliding-window or recurrent layers (their caches cannot be cropped back) take the
+stock path unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import torch
+from lm_eval.api.instance import Instance
+from lm_eval.api.registry import register_model
+from lm_eval.models.huggingface import HFLM
+from lm_eval.models.utils import (
+    handle_stop_sequences,
+    normalize_gen_kwargs,
+    postprocess_generated_text,
+)
+from tqdm import tqdm
+
+from elitr_bench.models.kv_cache import (
+    PrefillStats,
+    PrefixCacheError,
+    PrefixStore,
+    prefix_schedule,
+    serve_with_prefix_reuse,
+)
+from elitr_bench.models.memory import MIB
+
+log = logging.getLogger(__name__)
+
+#: Default budget of the cross-call cache store (MiB); see the README's memory table.
+DEFAULT_PREFIX_CACHE_MB = 4096.0
+#: Shared prefixes shorter than this are not worth holding a cache for.
+DEFAULT_MIN_PREFIX_TOKENS = 256
+
+
+def _layer_tensors(cache: Any) -> list[tuple[Any, str]]:
+    """(holder, attribute) pairs of a cache's key/value tensors (transformers 4.x and 5.x)."""
+    pairs: list[tuple[Any, str]] = []
+    for layer in getattr(cache, "layers", None) or []:
+        for name in ("keys", "values"):
+            if isinstance(getattr(layer, name, None), torch.Tensor):
+                pairs.append((layer, name))
+    if not pairs:  # transformers 4.x DynamicCache: parallel lists of tensors
+        for name in ("key_cache", "value_cache"):
+            tensors = getattr(cache, name, None) or []
+            pairs.extend((tensors, str(i)) for i in range(len(tensors)))
+    return pairs
+
+
+def _get(holder: Any, name: str) -> torch.Tensor:
+    return holder[int(name)] if isinstance(holder, list) else getattr(holder, name)
+
+
+def _set(holder: Any, name: str, value: torch.Tensor) -> None:
+    if isinstance(holder, list):
+        holder[int(name)] = value
+    else:
+        setattr(holder, name, value)
+
+
+class TorchCacheOps:
+    """:class:`~elitr_bench.models.kv_cache.CacheOps` over transformers' ``DynamicCache``."""
+
+    def __init__(self, config: Any, device: torch.device, park_device: torch.device) -> None:
+        self.config = config
+        self.device = device
+        self.park_device = park_device
+
+    def empty(self) -> Any:
+        """A new ``DynamicCache`` laid out for the model's config."""
+        from transformers import DynamicCache
+
+        try:
+            return DynamicCache(config=self.config)
+        except TypeError:  # transformers 4.x
+            return DynamicCache()
+
+    def length(self, cache: Any) -> int:
+        """Tokens held."""
+        return int(cache.get_seq_length())
+
+    def crop(self, cache: Any, length: int) -> None:
+        """Drop tokens after ``length`` (a negative argument to ``crop`` counts from the end)."""
+        current = self.length(cache)
+        if length < current:
+            cache.crop(length - current)
+
+    def nbytes(self, cache: Any) -> int:
+        """Bytes of the storage behind the keys and values (cropped views keep theirs)."""
+        seen: set[int] = set()
+        total = 0
+        for holder, name in _layer_tensors(cache):
+            storage = _get(holder, name).untyped_storage()
+            if storage.data_ptr() not in seen:
+                seen.add(storage.data_ptr())
+                total += storage.nbytes()
+        return total
+
+    def _move(self, cache: Any, device: torch.device) -> Any:
+        for holder, name in _layer_tensors(cache):
+            tensor = _get(holder, name)
+            if tensor.device != device:
+                _set(holder, name, tensor.to(device))
+        for layer in getattr(cache, "layers", None) or []:
+            if hasattr(layer, "device"):
+                layer.device = device
+        return cache
+
+    def park(self, cache: Any) -> Any:
+        """Move a finished cache to the store's device."""
+        return self._move(cache, self.park_device) if self.park_device != self.device else cache
+
+    def unpark(self, cache: Any) -> Any:
+        """Bring a stored cache back to the model's device."""
+        return self._move(cache, self.device) if self.park_device != self.device else cache
+
+
+def _wants_gpu(device: Any) -> bool:
+    return torch.cuda.is_available() and str(device or "cuda").startswith("cuda")
+
+
+@register_model("hf-prefix")
+class HFPrefixLM(HFLM):
+    """lm-eval's ``hf`` model with prefix KV-cache reuse for greedy ``generate_until``.
+
+    Accepts every ``hf`` argument. Differences in defaults: ``dtype`` is ``bfloat16``
+    on GPU when not given (``auto`` elsewhere, as ``hf``); attention is SDPA whenever
+    transformers supports it for the model (its default; ``attn_implementation=`` is
+    passed through).
+
+    Args:
+        pretrained: Model name or path, as for ``hf``.
+        prefix_cache_mb: Budget of the cross-call store in MiB (0 disables reuse
+            across calls; reuse within a call needs no store).
+        prefix_cache_device: Where stored caches live, e.g. ``cpu`` to keep GPU memory
+            for the model (default: the model's device).
+        min_prefix_tokens: Shortest shared prefix worth reusing.
+        prefill_chunk: Prefill long uncached spans in forwards of this many tokens to
+            bound activation memory (0: one forward, exactly like ``hf``).
+        **kwargs: Every other ``hf`` argument.
+    """
+
+    def __init__(
+        self,
+        pretrained: Any,
+        prefix_cache_mb: float = DEFAULT_PREFIX_CACHE_MB,
+        prefix_cache_device: str | None = None,
+        min_prefix_tokens: int = DEFAULT_MIN_PREFIX_TOKENS,
+        prefill_chunk: int = 0,
+        **kwargs: Any,
+    ) -> None:
+        if float(prefix_cache_mb) < 0:
+            raise PrefixCacheError(
+                f"--model_args prefix_cache_mb={prefix_cache_mb}: must be >= 0 (0 disables "
+                "keeping caches between calls)"
+            )
+        if int(min_prefix_tokens) < 1:
+            raise PrefixCacheError(
+                f"--model_args min_prefix_tokens={min_prefix_tokens}: must be >= 1"
+            )
+        if int(prefill_chunk) < 0:
+            raise PrefixCacheError(
+                f"--model_args prefill_chunk={prefill_chunk}: must be >= 0 (0 = no chunking)"
+            )
+        if "dtype" not in kwargs and _wants_gpu(kwargs.get("device", "cuda")):
+            kwargs["dtype"] = "bfloat16"
+        super().__init__(pretrained, **kwargs)
+        self.min_prefix_tokens = int(min_prefix_tokens)
+        self.prefill_chunk = int(prefill_chunk)
+        self.prefix_stats = PrefillStats()
+        device = torch.device(self.device)
+        park = torch.device(prefix_cache_device) if prefix_cache_device else device
+        self._cache_ops = TorchCacheOps(self.model.config, device, park)
+        self.prefix_store: PrefixStore[Any] = PrefixStore(
+            self._cache_ops, int(float(prefix_cache_mb) * MIB)
+        )
+        attention = getattr(self.model.config, "_attn_implementation", None)
+        if attention == "eager":
+            log.warning(
+                "hf-prefix: eager attention materialises a tokens x tokens score matrix per "
+                "head; pass --model_args attn_implementation=sdpa if the model supports it"
+            )
+        self._prefix_reason = self._unsupported_reason()
+        if self._prefix_reason:
+            log.warning(
+                "hf-prefix: prefix reuse disabled (%s); using hf's path", self._prefix_reason
+            )
+
+    # ------------------------------------------------------------- capability
+    def _unsupported_reason(self) -> str | None:
+        if self.backend != "causal":
+            return f"backend {self.backend!r} is not decoder-only"
+        probe = self._cache_ops.empty()
+        if any(getattr(probe, "is_sliding", None) or []):
+            return "the model has sliding-window layers, whose caches cannot be cropped"
+        if getattr(self.model.config, "sliding_window", None) and not getattr(
+            probe, "layers", None
+        ):
+            return "the model has a sliding window"
+        if not getattr(probe, "is_croppable", True):
+            return "the model's cache cannot be cropped"
+        return None
+
+    @staticmethod
+    def _greedy(kwargs: dict[str, Any]) -> bool:
+        return kwargs.get("do_sample") is False and int(kwargs.get("num_beams", 1) or 1) == 1
+
+    # --------------------------------------------------------------- helpers
+    def _encode_like_hf(self, context: str, max_ctx_len: int) -> list[int]:
+        """Token ids exactly as ``hf`` builds them for a batch of one (incl. left truncation)."""
+        ids, _ = self.tok_batch_encode(
+            [context], left_truncate_len=max_ctx_len, truncation=self.truncation
+        )
+        return [int(t) for t in ids[0].tolist()]
+
+    def _prefill_chunks(self, ids: list[int], cache: Any, cached: int) -> None:
+        """Prefill ``ids[cached:-1]`` in chunks through the decoder body (no logits at all)."""
+        body = self.model.get_decoder()
+        with (
+            torch.no_grad(),
+            torch.autocast(
+                device_type=self.device.type,
+                dtype=self.mixed_precision_dtype,
+                enabled=self.mixed_precision_dtype is not None,
+            ),
+        ):
+            for start in range(cached, len(ids) - 1, self.prefill_chunk):
+                end = min(start + self.prefill_chunk, len(ids) - 1)
+                chunk = torch.tensor([ids[start:end]], device=self.device)
+                body(input_ids=chunk, past_key_values=cache, use_cache=True)
+
+    def _generate_one(
+        self,
+        ids: list[int],
+        cache: Any,
+        cached: int,
+        until: list[str],
+        max_gen_toks: int,
+        kwargs: dict[str, Any],
+    ) -> list[int]:
+        """Generate one continuation; ``cache`` holds ``ids[:cached]`` and grows in place.
+
+        ``generate`` prefills only the uncached tokens (computing logits for the last
+        position only, via ``logits_to_keep``) before decoding.
+        """
+        if self.prefill_chunk and len(ids) - 1 - cached > self.prefill_chunk:
+            self._prefill_chunks(ids, cache, cached)
+        gen_kwargs = dict(kwargs)
+        max_length = gen_kwargs.pop("max_length", len(ids) + max_gen_toks)
+        context = torch.tensor([ids], device=self.device)
+        out = self._model_generate(
+            context=context,
+            attention_mask=torch.ones_like(context),
+            stop=until,
+            max_length=max_length,
+            past_key_values=cache,
+            **gen_kwargs,
+        )
+        return [int(t) for t in out[0, len(ids) :].tolist()]
+
+    def _finish(self, cont_toks: list[int], until: list[str]) -> str:
+        """Decode and post-process a continuation as ``hf`` does."""
+        if isinstance(self.think_end_token, int):
+            marks = [i for i, tok in enumerate(cont_toks) if tok == self.think_end_token]
+            if marks:
+                cont_toks = cont_toks[marks[-1] + 1 :]
+        text = str(self.tok_decode(cont_toks))
+        if isinstance(self.think_end_token, int):
+            text = text.lstrip()
+        return str(
+            postprocess_generated_text(
+                generation=text,
+                stop=until,
+                think_end_token=self.think_end_token
+                if isinstance(self.think_end_token, str)
+                else None,
+            )
+        )
+
+    # ------------------------------------------------------------ lm-eval API
+    def generate_until(self, requests: list[Instance], disable_tqdm: bool = False) -> list[str]:
+        """Greedy generation with prefix reuse; everything else goes to ``hf``'s path."""
+        if self._prefix_reason or not requests:
+            return list(super().generate_until(requests, disable_tqdm=disable_tqdm))
+        eos = self.tok_decode(self.eot_token_id, skip_special_tokens=False)
+        groups: dict[str, list[int]] = {}
+        for i, req in enumerate(requests):
+            key = json.dumps(req.args[1], sort_keys=True, default=str)
+            groups.setdefault(key, []).append(i)
+
+        results: list[str | None] = [None] * len(requests)
+        stock: list[int] = []
+        call_stats = PrefillStats()
+        pbar = tqdm(
+            total=len(requests),
+            disable=(disable_tqdm or self.rank != 0),
+            desc="Running generate_until requests (hf-prefix)",
+        )
+        for indices in groups.values():
+            gen_kwargs = requests[indices[0]].args[1]
+            if not isinstance(gen_kwargs, dict):
+                raise TypeError(
+                    f"Expected `kwargs` to be of type `dict` but got {type(gen_kwargs)}"
+                )
+            kwargs: dict[str, Any] = dict(normalize_gen_kwargs(gen_kwargs, self.max_gen_toks))
+            if not self._greedy(kwargs):
+                stock.extend(indices)
+                continue
+            until = handle_stop_sequences(kwargs.pop("until", None), eos=eos)
+            max_gen_toks = int(kwargs.pop("max_gen_toks"))
+            max_ctx_len = self.max_length - max_gen_toks
+            if max_ctx_len <= 0:
+                raise PrefixCacheError(
+                    f"max_gen_toks={max_gen_toks} must be less than the model's max_length "
+                    f"({self.max_length}); lower max_gen_toks or raise max_length"
+                )
+            contexts = [str(requests[i].args[0]) for i in indices]
+            ids = [self._encode_like_hf(c, max_ctx_len) for c in contexts]
+            neighbours = prefix_schedule(ids, self.min_prefix_tokens).shares_with_neighbour()
+            keep_across = self.prefix_store.budget_bytes > 0
+            chosen = [
+                k
+                for k in range(len(indices))
+                if len(ids[k]) >= self.min_prefix_tokens and (neighbours[k] or keep_across)
+            ]
+            picked = set(chosen)
+            stock.extend(indices[k] for k in range(len(indices)) if k not in picked)
+            if not chosen:
+                continue
+
+            def run(
+                pos: int,
+                seq: list[int],
+                cache: Any,
+                cached: int,
+                _until: list[str] = until,
+                _max_gen: int = max_gen_toks,
+                _kw: dict[str, Any] = kwargs,
+            ) -> list[int]:
+                out = self._generate_one(seq, cache, cached, _until, _max_gen, _kw)
+                pbar.update(1)
+                return out
+
+            generated = serve_with_prefix_reuse(
+                [ids[k] for k in chosen],
+                self._cache_ops,
+                self.prefix_store,
+                run,
+                min_prefix_tokens=self.min_prefix_tokens,
+                stats=call_stats,
+            )
+            for k, cont in zip(chosen, generated, strict=True):
+                text = self._finish(cont, until)
+                results[indices[k]] = text
+                self.cache_hook.add_partial("generate_until", (contexts[k], gen_kwargs), text)
+        pbar.close()
+
+        if stock:
+            stock_out = super().generate_until(
+                [requests[i] for i in stock], disable_tqdm=disable_tqdm
+            )
+            for i, text in zip(stock, stock_out, strict=True):
+                results[i] = text
+        self._record(call_stats, len(stock))
+        return [r if r is not None else "" for r in results]
+
+    def get_model_info(self) -> dict[str, Any]:
+        """``hf``'s model info plus prefix-cache counters (lm-eval logs it after the run)."""
+        info = dict(super().get_model_info())
+        stats = self.prefix_stats
+        info["prefix_cache"] = {
+            "enabled": self._prefix_reason is None,
+            "requests": stats.requests,
+            "prompt_tokens": stats.prompt_tokens,
+            "prefilled_tokens": stats.prefilled_tokens,
+            "reused_tokens": stats.reused_tokens,
+            "reused_from_earlier_calls": stats.reused_from_store,
+            "budget_mb": self.prefix_store.budget_bytes / MIB,
+            "stored_sequences": len(self.prefix_store),
+            "evicted": self.prefix_store.evicted,
+        }
+        return info
+
+    def _record(self, call: PrefillStats, stock: int) -> None:
+        total = self.prefix_stats
+        total.requests += call.requests
+        total.prompt_tokens += call.prompt_tokens
+        total.prefilled_tokens += call.prefilled_tokens
+        total.reused_from_group += call.reused_from_group
+        total.reused_from_store += call.reused_from_store
+        log.info(
+            "hf-prefix: %d request(s) from cache, %d via hf's path; prompt tokens %d, "
+            "prefilled %d, reused %d (%d kept from earlier calls); store: %d sequence(s), "
+            "%.1f MiB of %.0f MiB",
+            call.requests,
+            stock,
+            call.prompt_tokens,
+            call.prefilled_tokens,
+            call.reused_tokens,
+            call.reused_from_store,
+            len(self.prefix_store),
+            self.prefix_store.nbytes / MIB,
+            self.prefix_store.budget_bytes / MIB,
+        )

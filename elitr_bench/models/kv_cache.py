@@ -1,0 +1,347 @@
+"""Reusing key/value caches across requests that share a token prefix.
+
+Every ELITR prompt opens with the same 5k-18k-token transcript: the ~15 questions of a
+meeting share it (single-turn), and each turn of a conversation extends the previous
+turn's prompt (multi-turn). This module holds the model-independent part of reusing
+that work, so the bench can count prefill tokens with exactly the logic the model runs:
+
+* :func:`common_prefix` and :func:`prefix_schedule` decide, from token ids only, in
+  which order to serve a call's requests and how many tokens each one shares with the
+  next (requests sorted lexicographically, so every group of requests sharing a prefix
+  is contiguous and the shared part can stay in one working cache);
+* :class:`PrefixStore` keeps finished sequences' caches between calls, bounded by bytes
+  and evicted least-recently-used first;
+* :func:`serve_with_prefix_reuse` runs the schedule against any :class:`CacheOps`
+  (torch ``DynamicCache`` in the model, a length-only stand-in in the bench).
+
+The working cache is cropped back to the shared prefix after each request instead of
+being copied, so at any time there is one working cache plus what the store holds.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
+
+import numpy as np
+
+from elitr_bench.data.errors import ElitrBenchError
+
+C = TypeVar("C")
+
+
+class PrefixCacheError(ElitrBenchError):
+    """Bad prefix-cache setting in ``--model_args``."""
+
+
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """Length of the longest common prefix of two token-id sequences."""
+    n = min(len(a), len(b))
+    if n == 0:
+        return 0
+    left = np.asarray(a[:n], dtype=np.int64)
+    right = np.asarray(b[:n], dtype=np.int64)
+    diff = np.flatnonzero(left != right)
+    return int(diff[0]) if diff.size else n
+
+
+def distinct_prefix_tokens(sequences: Sequence[Sequence[int]]) -> int:
+    """Token positions an ideal cache computes: nodes of the prefix trie of ``sequences``.
+
+    In lexicographic order each sequence adds exactly the tokens after its common
+    prefix with the previous one, so no trie needs to be built.
+    """
+    ordered = sorted(list(s) for s in sequences)
+    total = 0
+    previous: list[int] = []
+    for seq in ordered:
+        total += len(seq) - common_prefix(previous, seq)
+        previous = seq
+    return total
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Serving order of one call's requests and what each shares with the next.
+
+    Attributes:
+        order: Request indices in serving order (lexicographic order of their ids).
+        share_next: For each position in ``order``, the tokens that request shares with
+            the next one (0 when below ``min_prefix_tokens`` or for the last request).
+    """
+
+    order: tuple[int, ...]
+    share_next: tuple[int, ...]
+
+    def shares_with_neighbour(self) -> dict[int, bool]:
+        """Request index -> whether it shares a prefix with the request before or after."""
+        out: dict[int, bool] = {}
+        for pos, index in enumerate(self.order):
+            before = pos > 0 and self.share_next[pos - 1] > 0
+            out[index] = before or self.share_next[pos] > 0
+        return out
+
+
+def prefix_schedule(sequences: Sequence[Sequence[int]], min_prefix_tokens: int) -> Schedule:
+    """Sort requests so that those sharing a prefix are adjacent.
+
+    In lexicographic order the common prefix of any two requests is the minimum of the
+    adjacent common prefixes between them, so keeping only "what I share with the next
+    request" in the working cache never throws away anything a later request needs.
+    """
+    order = sorted(range(len(sequences)), key=lambda i: list(sequences[i]))
+    share: list[int] = []
+    for pos, index in enumerate(order):
+        if pos + 1 == len(order):
+            share.append(0)
+            continue
+        n = common_prefix(sequences[index], sequences[order[pos + 1]])
+        share.append(n if n >= min_prefix_tokens else 0)
+    return Schedule(order=tuple(order), share_next=tuple(share))
+
+
+class CacheOps(Protocol[C]):
+    """What the scheduler needs from a cache implementation."""
+
+    def empty(self) -> C:
+        """A new, empty cache."""
+        ...
+
+    def length(self, cache: C) -> int:
+        """Tokens held by ``cache``."""
+        ...
+
+    def crop(self, cache: C, length: int) -> None:
+        """Shrink ``cache`` in place to its first ``length`` tokens."""
+        ...
+
+    def nbytes(self, cache: C) -> int:
+        """Memory held by ``cache`` (what the store's budget counts)."""
+        ...
+
+    def park(self, cache: C) -> C:
+        """Move a finished cache to the store's device (identity when it is the same)."""
+        ...
+
+    def unpark(self, cache: C) -> C:
+        """Move a stored cache back to the model's device."""
+        ...
+
+
+@dataclass
+class _Entry(Generic[C]):
+    ids: list[int]
+    cache: C
+    nbytes: int
+    call: int
+
+
+class PrefixStore(Generic[C]):
+    """Finished sequences' caches kept across calls, within a byte budget.
+
+    Memory policy: the caches held here never exceed ``budget_bytes`` in total (a cache
+    bigger than the whole budget is not kept). Taking an entry removes it (no copy); the
+    sequence it grew into is put back afterwards, so a conversation occupies one entry
+    that is replaced turn after turn. To make room, entries not used in the current
+    ``generate_until`` call are evicted least recently used first; an entry this call
+    already stored or reused is never evicted for another one of the same call (the new
+    one is dropped instead). Multi-turn calls visit the conversations in the same order
+    every turn, where plain LRU would evict each conversation just before it is needed;
+    this policy keeps a stable subset of them instead.
+    """
+
+    def __init__(self, ops: CacheOps[C], budget_bytes: int) -> None:
+        if budget_bytes < 0:
+            raise PrefixCacheError(
+                f"prefix_cache_mb must be >= 0 (got {budget_bytes / 2**20:g}); "
+                "use 0 to disable reuse across calls"
+            )
+        self.ops = ops
+        self.budget_bytes = budget_bytes
+        self._entries: OrderedDict[int, _Entry[C]] = OrderedDict()
+        self._next_key = 0
+        self._call = 0
+        self.evicted = 0
+        self.dropped = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes currently held."""
+        return sum(e.nbytes for e in self._entries.values())
+
+    def sequences(self) -> list[list[int]]:
+        """Token ids of the stored sequences, least recently used first."""
+        return [e.ids for e in self._entries.values()]
+
+    def begin_call(self) -> None:
+        """Mark the start of a ``generate_until`` call (entries stored so far become older)."""
+        self._call += 1
+
+    def best_match(self, ids: Sequence[int]) -> tuple[int | None, int]:
+        """Key and common-prefix length of the stored sequence sharing most with ``ids``."""
+        best_key: int | None = None
+        best_len = 0
+        for key, entry in self._entries.items():
+            n = common_prefix(entry.ids, ids)
+            if n > best_len:
+                best_key, best_len = key, n
+        return best_key, best_len
+
+    def take(self, key: int) -> tuple[list[int], C]:
+        """Remove an entry and hand its ids and cache (on the model's device) to the caller."""
+        entry = self._entries.pop(key)
+        return entry.ids, self.ops.unpark(entry.cache)
+
+    def put(self, ids: list[int], cache: C) -> bool:
+        """Keep a finished sequence's cache, evicting entries of earlier calls as needed.
+
+        Returns:
+            Whether the cache was kept (False when it does not fit without evicting an
+            entry of the current call, or alone exceeds the budget).
+        """
+        size = self.ops.nbytes(cache)
+        older = [k for k, e in self._entries.items() if e.call < self._call]  # LRU first
+        room = self.budget_bytes - self.nbytes + sum(self._entries[k].nbytes for k in older)
+        if size > room:
+            self.dropped += 1
+            return False
+        for key in older:
+            if self.nbytes + size <= self.budget_bytes:
+                break
+            del self._entries[key]
+            self.evicted += 1
+        self._entries[self._next_key] = _Entry(ids, self.ops.park(cache), size, self._call)
+        self._next_key += 1
+        return True
+
+    def clear(self) -> None:
+        """Drop every stored cache."""
+        self._entries.clear()
+
+
+@dataclass
+class PrefillStats:
+    """Prompt tokens run through the model versus taken from a cache."""
+
+    requests: int = 0
+    prompt_tokens: int = 0
+    prefilled_tokens: int = 0
+    reused_from_group: int = 0
+    reused_from_store: int = 0
+
+    @property
+    def reused_tokens(self) -> int:
+        """Prompt tokens whose keys/values came from a cache."""
+        return self.reused_from_group + self.reused_from_store
+
+
+#: ``generate(index, ids, cache, cached)``: prefill ``ids[cached:]`` into ``cache`` (which
+#: holds ``ids[:cached]``), decode, and return the generated ids; ``cache`` then holds
+#: the prompt and the generated tokens the model was fed.
+Generate = Callable[[int, list[int], C, int], list[int]]
+
+
+def serve_with_prefix_reuse(
+    sequences: Sequence[list[int]],
+    ops: CacheOps[C],
+    store: PrefixStore[C],
+    generate: Generate[C],
+    *,
+    min_prefix_tokens: int,
+    stats: PrefillStats | None = None,
+) -> list[list[int]]:
+    """Serve requests in prefix order, reusing the working cache and the store.
+
+    Args:
+        sequences: Prompt token ids, one list per request.
+        ops: Cache operations.
+        store: Caches kept from earlier calls (and receiving this call's).
+        generate: Runs one request, see :data:`Generate`.
+        min_prefix_tokens: Shorter shared prefixes are not worth keeping a cache for.
+        stats: Counters to update.
+
+    Returns:
+        Generated ids per request, in the order of ``sequences``.
+    """
+    stats = stats if stats is not None else PrefillStats()
+    store.begin_call()
+    schedule = prefix_schedule(sequences, min_prefix_tokens)
+    results: list[list[int]] = [[] for _ in sequences]
+    trunk: C | None = None
+    trunk_ids: list[int] = []
+    for pos, index in enumerate(schedule.order):
+        ids = sequences[index]
+        from_store = False
+        if trunk is not None:
+            cache, cached = trunk, common_prefix(trunk_ids, ids)
+        else:
+            key, cached = store.best_match(ids)
+            if key is not None and cached >= min_prefix_tokens:
+                _, cache = store.take(key)
+                from_store = True
+            else:
+                cache, cached = ops.empty(), 0
+        # The model needs at least one uncached token to produce the first logits.
+        cached = max(0, min(cached, len(ids) - 1, ops.length(cache)))
+        ops.crop(cache, cached)
+        generated = generate(index, ids, cache, cached)
+        results[index] = generated
+        stats.requests += 1
+        stats.prompt_tokens += len(ids)
+        stats.prefilled_tokens += len(ids) - cached
+        if from_store:
+            stats.reused_from_store += cached
+        else:
+            stats.reused_from_group += cached
+        full = (ids + generated)[: ops.length(cache)]
+        keep = schedule.share_next[pos]
+        if keep:
+            ops.crop(cache, min(keep, len(full)))
+            trunk, trunk_ids = cache, full[:keep]
+        else:
+            trunk, trunk_ids = None, []
+            store.put(full, cache)
+    return results
+
+
+@dataclass
+class LengthCache:
+    """A stand-in cache that only tracks its length, for counting without a model."""
+
+    tokens: int = 0
+
+
+class LengthCacheOps:
+    """:class:`CacheOps` over :class:`LengthCache`, sized by a fixed bytes-per-token."""
+
+    def __init__(self, bytes_per_token: int) -> None:
+        self.bytes_per_token = bytes_per_token
+
+    def empty(self) -> LengthCache:
+        """A new, empty cache."""
+        return LengthCache()
+
+    def length(self, cache: LengthCache) -> int:
+        """Tokens held."""
+        return cache.tokens
+
+    def crop(self, cache: LengthCache, length: int) -> None:
+        """Shrink to ``length`` tokens."""
+        cache.tokens = min(cache.tokens, length)
+
+    def nbytes(self, cache: LengthCache) -> int:
+        """Bytes a real cache of this length would hold."""
+        return cache.tokens * self.bytes_per_token
+
+    def park(self, cache: LengthCache) -> LengthCache:
+        """No device to move to."""
+        return cache
+
+    def unpark(self, cache: LengthCache) -> LengthCache:
+        """No device to move to."""
+        return cache

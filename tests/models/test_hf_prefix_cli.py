@@ -1,0 +1,59 @@
+"""``--model hf-prefix`` through the real ``lm_eval`` CLI gives ``--model hf``'s samples.
+
+Each run is a fresh interpreter, so this also proves the start-up hook registers the
+model name after a plain install.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import run_lm_eval
+
+pytestmark = pytest.mark.slow
+
+
+def _run(model: str, checkpoint: Path, out: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    args = [
+        "--model", model,
+        "--model_args", f"pretrained={checkpoint},max_length=2048,dtype=float32",
+        "--device", "cpu",
+        "--batch_size", "1",
+        "--tasks", "elitr_qa_dev",
+        "--limit", "4",
+        "--gen_kwargs", "max_gen_toks=16",
+        "--apply_chat_template",
+        "--log_samples",
+        "--output_path", str(out),
+        "--metadata", json.dumps({"overlength": "truncate_middle", "judge": "none"}),
+    ]  # fmt: skip
+    proc = run_lm_eval(args)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads(next(out.rglob("results_*.json")).read_text())
+    path = next(out.rglob("samples_elitr_qa_dev_*.jsonl"))
+    samples = [json.loads(line) for line in path.read_text().splitlines()]
+    return results, sorted(samples, key=lambda s: s["doc_id"])
+
+
+def test_cli_samples_identical_to_hf(sharp_llama: Path, tmp_path: Path) -> None:
+    _, want = _run("hf", sharp_llama, tmp_path / "hf")
+    results, got = _run("hf-prefix", sharp_llama, tmp_path / "prefix")
+
+    assert len(got) == len(want) == 4
+    for ours, theirs in zip(got, want, strict=True):
+        assert ours["doc"] == theirs["doc"]
+        assert ours["arguments"] == theirs["arguments"]
+        assert ours["resps"] == theirs["resps"]
+        assert ours["filtered_resps"] == theirs["filtered_resps"]
+    answers = [s["resps"][0][0] for s in got]
+    assert len(set(answers)) >= 3 and all(answers)  # the model's answers depend on the prompt
+
+    info = results["config"]["prefix_cache"]
+    assert info["enabled"] and info["requests"] == 4
+    # the four questions of meeting 1 share the transcript's head (truncate_middle keeps it)
+    assert info["reused_tokens"] > 0
+    assert info["prefilled_tokens"] + info["reused_tokens"] == info["prompt_tokens"]

@@ -1,0 +1,154 @@
+"""The model-independent prefix scheduler and the byte-bounded store (no model needed)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+import pytest
+
+from elitr_bench.models.kv_cache import (
+    LengthCache,
+    LengthCacheOps,
+    PrefillStats,
+    PrefixCacheError,
+    PrefixStore,
+    common_prefix,
+    distinct_prefix_tokens,
+    prefix_schedule,
+    serve_with_prefix_reuse,
+)
+
+
+def _trie_size(sequences: list[list[int]]) -> int:
+    """Distinct prefixes = tokens an ideal cache prefills once each."""
+    return len({tuple(s[: i + 1]) for s in sequences for i in range(len(s))})
+
+
+def _fake_generate(answer_len: int = 3) -> Callable[[int, list[int], LengthCache, int], list[int]]:
+    """A stand-in model: 'generates' fixed ids and grows the length-only cache."""
+
+    def generate(index: int, ids: list[int], cache: LengthCache, cached: int) -> list[int]:
+        assert cache.tokens == cached < len(ids)
+        out = [9000 + index, 9100 + index, 9200 + index][:answer_len]
+        cache.tokens = len(ids) + len(out) - 1  # the last generated token is never fed
+        return out
+
+    return generate
+
+
+def test_common_prefix() -> None:
+    assert common_prefix([1, 2, 3], [1, 2, 4]) == 2
+    assert common_prefix([1, 2], [1, 2, 3]) == 2
+    assert common_prefix([], [1]) == 0
+    assert common_prefix([5], [6]) == 0
+
+
+def test_distinct_prefix_tokens_counts_trie_nodes() -> None:
+    rng = random.Random(3)
+    seqs = [[rng.randrange(3) for _ in range(rng.randrange(0, 12))] for _ in range(40)]
+    assert distinct_prefix_tokens(seqs) == _trie_size(seqs)
+    assert distinct_prefix_tokens([[1, 2, 3], [1, 2], [1, 2, 3]]) == 3
+
+
+def test_schedule_groups_shared_prefixes_and_respects_threshold() -> None:
+    a, b = list(range(100)), list(range(1000, 1100))
+    seqs = [[*a, 7], [*b, 1], [*a, 3, 4], [1000, 1], [*b, 2]]
+    sched = prefix_schedule(seqs, min_prefix_tokens=50)
+    order = list(sched.order)
+    # members of a group are adjacent; the short one shares only 1 token (< 50)
+    assert {order.index(0), order.index(2)} in ({0, 1}, {1, 2}, {2, 3}, {3, 4})
+    assert abs(order.index(1) - order.index(4)) == 1
+    shares = dict(zip(order, sched.share_next, strict=True))
+    assert shares[order[-1]] == 0
+    assert sorted(s for s in sched.share_next if s) == [100, 100]
+    assert sched.shares_with_neighbour()[3] is False
+
+
+def test_single_turn_prefills_each_unique_token_once() -> None:
+    rng = random.Random(0)
+    transcripts = [
+        [rng.randrange(50, 5000) for _ in range(rng.randrange(300, 600))] for _ in range(3)
+    ]
+    seqs = [
+        t + [rng.randrange(50, 5000) for _ in range(rng.randrange(5, 15))]
+        for t in transcripts
+        for _ in range(5)
+    ]
+    rng.shuffle(seqs)
+    ops = LengthCacheOps(bytes_per_token=10)
+    store: PrefixStore[LengthCache] = PrefixStore(ops, budget_bytes=10**9)
+    stats = PrefillStats()
+    out = serve_with_prefix_reuse(
+        seqs, ops, store, _fake_generate(), min_prefix_tokens=64, stats=stats
+    )
+    assert [o[0] - 9000 for o in out] == list(range(len(seqs)))  # results in request order
+    assert stats.prompt_tokens == sum(map(len, seqs))
+    assert stats.prefilled_tokens == _trie_size(seqs)
+    assert stats.prefilled_tokens + stats.reused_tokens == stats.prompt_tokens
+    assert len(store) == 3  # one sequence kept per meeting
+
+
+def test_second_call_prefills_only_new_tokens() -> None:
+    rng = random.Random(1)
+    convs = [[rng.randrange(50, 5000) for _ in range(400)] for _ in range(4)]
+    ops = LengthCacheOps(bytes_per_token=10)
+    store: PrefixStore[LengthCache] = PrefixStore(ops, budget_bytes=10**9)
+    first = serve_with_prefix_reuse(convs, ops, store, _fake_generate(), min_prefix_tokens=64)
+    # turn 2: previous prompt + its answer + a new question (as the multi-turn tasks send)
+    turn2 = [c + a + [11, 12, 13, 14] for c, a in zip(convs, first, strict=True)]
+    stats = PrefillStats()
+    serve_with_prefix_reuse(turn2, ops, store, _fake_generate(), min_prefix_tokens=64, stats=stats)
+    # the last answer token was never fed to the model, so it is prefilled with the question
+    assert stats.prefilled_tokens == 4 * (1 + 4)
+    assert stats.reused_from_store == sum(len(c) + 2 for c in convs)
+    assert len(store) == 4
+
+
+def test_store_evicts_least_recently_used_of_earlier_calls() -> None:
+    ops = LengthCacheOps(bytes_per_token=100)
+    store: PrefixStore[LengthCache] = PrefixStore(ops, budget_bytes=25_000)
+    store.begin_call()
+    assert store.put([1] * 100, LengthCache(100))  # 10 kB
+    assert store.put([2] * 100, LengthCache(100))  # 20 kB
+    assert not store.put([3] * 100, LengthCache(100))  # would evict an entry of this call
+    store.begin_call()
+    key, n = store.best_match([1] * 100 + [5])
+    assert n == 100 and key is not None
+    assert store.put([3] * 100, LengthCache(100))  # evicts [1]*100, the least recently used
+    assert store.nbytes <= store.budget_bytes and store.evicted == 1
+    assert store.best_match([1] * 10)[1] == 0 and store.best_match([3] * 10)[1] == 10
+    assert not store.put([4] * 300, LengthCache(300))  # larger than the whole budget
+    assert len(store) == 2 and store.dropped == 2
+
+
+def test_cyclic_conversations_over_budget_keep_a_stable_subset() -> None:
+    """Plain LRU would miss every time; our policy keeps serving the same two."""
+    rng = random.Random(2)
+    convs = [[rng.randrange(50, 5000) for _ in range(500)] for _ in range(4)]
+    ops = LengthCacheOps(bytes_per_token=1)
+    store: PrefixStore[LengthCache] = PrefixStore(ops, budget_bytes=1100)  # room for two
+    hits = []
+    for _turn in range(4):
+        stats = PrefillStats()
+        answers = serve_with_prefix_reuse(
+            convs, ops, store, _fake_generate(), min_prefix_tokens=64, stats=stats
+        )
+        hits.append(stats.reused_from_store // 500)
+        convs = [c + a + [7] for c, a in zip(convs, answers, strict=True)]
+    assert hits == [0, 2, 2, 2]
+
+
+def test_negative_budget_is_a_clear_error() -> None:
+    with pytest.raises(PrefixCacheError, match="prefix_cache_mb must be >= 0"):
+        PrefixStore(LengthCacheOps(1), budget_bytes=-1)
+
+
+def test_zero_budget_keeps_nothing_but_still_shares_within_a_call() -> None:
+    ops = LengthCacheOps(bytes_per_token=1)
+    store: PrefixStore[LengthCache] = PrefixStore(ops, budget_bytes=0)
+    shared = list(range(100, 400))
+    seqs = [[*shared, 1], [*shared, 2, 3]]
+    stats = PrefillStats()
+    serve_with_prefix_reuse(seqs, ops, store, _fake_generate(), min_prefix_tokens=10, stats=stats)
+    assert stats.prefilled_tokens == len(shared) + 1 + 2 and len(store) == 0
