@@ -138,9 +138,14 @@ class _Watcher(importlib.abc.MetaPathFinder):
         return spec
 
 
-def install() -> None:
-    """Install the import watcher once (no-op when disabled or already installed)."""
-    if os.environ.get(DISABLE_ENV, "") not in ("", "0"):
+def install(*, force: bool = False) -> None:
+    """Install the import watcher once.
+
+    Args:
+        force: Install even when ``ELITR_BENCH_NO_HOOK`` is set (``elitr-bench run``
+            guarantees the plugin is loaded whatever the environment says).
+    """
+    if not force and os.environ.get(DISABLE_ENV, "") not in ("", "0"):
         return
     if any(isinstance(finder, _Watcher) for finder in sys.meta_path):
         return

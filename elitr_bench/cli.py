@@ -29,7 +29,7 @@ def _run(args: argparse.Namespace) -> int:
     """``elitr-bench run ...``: lm-eval's CLI with the plugin loaded for sure."""
     import elitr_bench._hook as hook
 
-    hook.install()
+    hook.install(force=True)
     from lm_eval.__main__ import cli_evaluate
 
     lm_eval_args = list(args.lm_eval_args)

@@ -53,3 +53,18 @@ def test_user_include_path_wins(tmp_path: Path) -> None:
     )
     out = _probe(str(tmp_path))
     assert f"path {override}" in out
+
+
+def test_elitr_bench_run_loads_the_plugin_even_when_the_hook_is_off() -> None:
+    exe = Path(sys.executable).with_name("elitr-bench")
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "elitr_bench.cli"]
+    proc = subprocess.run(
+        [*cmd, "run", "validate", "--tasks", "elitr_qa_dev"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "ELITR_BENCH_NO_HOOK": "1"},
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "valid" in (proc.stdout + proc.stderr).lower()

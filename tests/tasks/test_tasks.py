@@ -229,3 +229,20 @@ def test_meetings_are_never_split_across_ranks() -> None:
             total += 1
     assert total == 130 and all(len(ranks) == 1 for ranks in seen.values())
     assert {next(iter(r)) for r in seen.values()} == {0, 1, 2}
+
+
+def test_multiturn_overlength_error_names_meeting_and_turn(tiny_llama: Path) -> None:
+    from elitr_bench.tasks.context import ContextLengthError
+
+    with pytest.raises(
+        ContextLengthError, match=r"elitr_qa_mt_dev \(turn 1\): 2 prompt\(s\) exceed"
+    ):
+        _evaluate(
+            "hf",
+            f"pretrained={tiny_llama},max_length=1024,dtype=float32",
+            ["elitr_qa_mt_dev"],
+            samples={"elitr_qa_mt_dev": [0, 1, 20, 21]},
+            gen_kwargs="max_gen_toks=2",
+            device="cpu",
+            metadata={"judge": "none"},
+        )
