@@ -383,7 +383,26 @@ class ElitrQATask(ConfigurableTask):
             from lm_eval.filters import build_filter_ensemble
 
             self._filters = [build_filter_ensemble("none", [["take_first", None]])]
-        return super().apply_filters()
+        result = super().apply_filters()
+        if not self.predict_only and self.judge_spec != "none":
+            self._record_judge_usage()
+        return result
+
+    def _record_judge_usage(self) -> None:
+        """Put the judge's token usage and estimated cost into the results file.
+
+        lm-eval dumps task configs after scoring, so metadata set here lands in the
+        ``configs`` section of ``results_*.json`` next to the judge's identity.
+        """
+        from elitr_bench.judges.lm_eval_filter import last_run
+
+        run = last_run()
+        if run is not None and isinstance(self.config.metadata, dict):
+            self.config.metadata["judge_usage"] = {
+                **run.usage,
+                "seconds": round(run.elapsed_s, 3),
+                **run.summary,
+            }
 
     # --------------------------------------------------------------- scoring
     def process_results(self, doc: dict[str, Any], results: list[Any]) -> dict[str, float]:

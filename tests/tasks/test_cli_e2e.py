@@ -173,6 +173,10 @@ def test_local_chat_completions_against_loopback(tmp_path: Path) -> None:
     assert all(row["judge_score"] == 6.0 for rows in samples.values() for row in rows)
     assert "boxed{6}" in json.dumps(first["filtered_resps"])
     assert all(j.body["temperature"] == 0 for j in judged)
+    usage = results["configs"]["elitr_qa_dev"]["metadata"]["judge_usage"]
+    assert usage["requests"] == 2 and "estimated_cost_usd" in usage
+    identity = results["configs"]["elitr_qa_dev"]["metadata"]["judge_identity"]
+    assert identity["model"] == "judge-model" and identity["sampling"]["temperature"] == 0
     for path in [*out.rglob("*"), tmp_path / "judge.sqlite"]:
         if path.is_file():
             assert key not in path.read_text(errors="ignore"), path
