@@ -9,7 +9,6 @@ against the released human scores.
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import re
 import sys
@@ -28,7 +27,7 @@ from elitr_bench.judges.config import (
 )
 from elitr_bench.judges.engine import Judge, JudgeItem, JudgeRun, judge_items
 from elitr_bench.judges.errors import JudgeConfigError
-from elitr_bench.judges.metrics import judge_metrics
+from elitr_bench.judges.metrics import judge_metrics, parse_filtered
 from elitr_bench.judges.rubrics import RUBRICS
 
 _SAMPLES_RE = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T[0-9.\-]+)\.jsonl$")
@@ -78,26 +77,16 @@ def task_name_of(path: Path) -> str:
     return match.group("task") if match else path.stem.removeprefix("samples_")
 
 
-def _decode_filtered(value: Any) -> Any:
-    """lm-eval stores filtered responses via ``str()``; recover dicts from their repr."""
-    if isinstance(value, str) and value.startswith("{"):
-        try:
-            return ast.literal_eval(value)
-        except (ValueError, SyntaxError):
-            return value
-    return value
-
-
 def response_of(sample: dict[str, Any]) -> str:
     """The response text of one logged sample (judge-filter dict, else first raw response)."""
     filtered = sample.get("filtered_resps")
+    judged = parse_filtered(filtered)
+    if judged is not None and "response" in judged:
+        return str(judged["response"])
     entry = filtered
     while isinstance(entry, list) and entry:
         entry = entry[0]
-    entry = _decode_filtered(entry)
-    if isinstance(entry, dict) and "response" in entry:
-        return str(entry["response"])
-    if isinstance(entry, str) and filtered is not None:
+    if isinstance(entry, str):
         return entry
     resps = sample.get("resps")
     while isinstance(resps, list) and resps:

@@ -15,9 +15,11 @@ bootstrap estimate.) ``judge_unscored`` is a 0/1 value per item summed by the
 
 from __future__ import annotations
 
+import ast
+import json
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 JUDGE_SCORE = "judge_score"
 JUDGE_UNSCORED = "judge_unscored"
@@ -73,3 +75,46 @@ def register_lm_eval_aggregations() -> None:
 
     if COUNT_AGGREGATION not in aggregation_registry:
         aggregation_registry.register(COUNT_AGGREGATION)(judge_count)
+
+
+# --- reading judged responses back from lm-eval sample logs ---------------------------
+class _NanNames(ast.NodeTransformer):
+    """Let ``ast.literal_eval`` read the ``nan``/``inf`` that Python's repr writes."""
+
+    _VALUES: ClassVar[dict[str, Any]] = {
+        "nan": math.nan,
+        "inf": math.inf,
+        "None": None,
+        "True": True,
+        "False": False,
+    }
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id in self._VALUES:
+            return ast.copy_location(ast.Constant(self._VALUES[node.id]), node)
+        return node
+
+
+def parse_filtered(value: Any) -> Mapping[str, Any] | None:
+    """The ``{"response", "judge"}`` dict of a sample's ``filtered_resps``, or None.
+
+    lm-eval 0.4 stringifies non-string filter outputs with ``str()``, so the dict usually
+    arrives as a Python repr; it is read with ``ast.literal_eval`` (never ``eval``).
+    """
+    while isinstance(value, (list, tuple)):
+        if not value:
+            return None
+        value = value[0]
+    if isinstance(value, Mapping):
+        return value
+    if not isinstance(value, str) or not value.lstrip().startswith("{"):
+        return None
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        try:
+            tree = _NanNames().visit(ast.parse(value.strip(), mode="eval"))
+            parsed = ast.literal_eval(tree)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            return None
+    return parsed if isinstance(parsed, Mapping) else None

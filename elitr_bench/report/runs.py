@@ -11,7 +11,6 @@ documents carry the ELITR-Bench fields.
 
 from __future__ import annotations
 
-import ast
 import functools
 import hashlib
 import json
@@ -20,8 +19,9 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
+from elitr_bench.judges.metrics import parse_filtered
 from elitr_bench.report.errors import ReportError
 
 #: Per-sample metrics a report can use; judge_score first because it is the paper's score.
@@ -196,48 +196,6 @@ class TaskRun:
 
 
 # ------------------------------------------------------------------ parsing helpers
-class _NanNames(ast.NodeTransformer):
-    """Let ``ast.literal_eval`` read the ``nan``/``inf`` that Python's repr writes."""
-
-    _VALUES: ClassVar[dict[str, Any]] = {
-        "nan": math.nan,
-        "inf": math.inf,
-        "None": None,
-        "True": True,
-        "False": False,
-    }
-
-    def visit_Name(self, node: ast.Name) -> ast.AST:
-        if node.id in self._VALUES:
-            return ast.copy_location(ast.Constant(self._VALUES[node.id]), node)
-        return node
-
-
-def parse_filtered(value: Any) -> Mapping[str, Any] | None:
-    """The ``{"response", "judge"}`` dict of a sample's ``filtered_resps``, or None.
-
-    lm-eval 0.4 stringifies non-string filter outputs with ``str()``, so the dict usually
-    arrives as a Python repr; it is read with ``ast.literal_eval`` (never ``eval``).
-    """
-    while isinstance(value, (list, tuple)):
-        if not value:
-            return None
-        value = value[0]
-    if isinstance(value, Mapping):
-        return value
-    if not isinstance(value, str) or not value.lstrip().startswith("{"):
-        return None
-    try:
-        parsed = json.loads(value)
-    except ValueError:
-        try:
-            tree = _NanNames().visit(ast.parse(value.strip(), mode="eval"))
-            parsed = ast.literal_eval(tree)
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            return None
-    return parsed if isinstance(parsed, Mapping) else None
-
-
 def parse_args_string(value: Any) -> dict[str, str]:
     """``model_args``/``gen_kwargs`` as a dict, whether logged as a dict or ``k=v,k=v``."""
     if isinstance(value, Mapping):

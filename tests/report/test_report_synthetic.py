@@ -12,8 +12,8 @@ import pytest
 from scipy import stats
 
 from elitr_bench.cli import main
+from elitr_bench.judges.metrics import parse_filtered
 from elitr_bench.report import ReportError, build_report, load_runs
-from elitr_bench.report.runs import parse_filtered
 
 Writer = Callable[..., Path]
 JUDGE_A = {
