@@ -280,6 +280,12 @@ class ElitrQATask(ConfigurableTask):
             return
         self._fit_to_context(counter)
 
+    def _excess(self, inst: Any, counter: context.TokenCounter) -> int:
+        """Tokens by which a request's prompt overruns its budget (<= 0: it fits)."""
+        n_tokens = len(counter.encode(inst.args[0]))
+        self._prompt_tokens[doc_key(inst.doc)] = n_tokens
+        return n_tokens - counter.budget(inst.args[1])
+
     def fit_instance(self, inst: Any, counter: context.TokenCounter) -> str:
         """Apply the overlength policy to one request; returns its status.
 
@@ -287,40 +293,45 @@ class ElitrQATask(ConfigurableTask):
             ``ok`` (fits), ``over`` (too long, policy ``error``: the caller raises),
             ``skipped`` or ``truncated`` (its prompt now has the transcript's middle cut).
         """
-        system_instruction, chat_template = getattr(self, "_render_args", (None, None))
-        ctx, gen_kwargs = inst.args[0], inst.args[1]
-        key = doc_key(inst.doc)
-        n_tokens = len(counter.encode(ctx))
-        self._prompt_tokens[key] = n_tokens
-        budget = counter.budget(gen_kwargs)
-        if n_tokens <= budget:
+        excess = self._excess(inst, counter)
+        if excess <= 0:
             return "ok"
-        policy = self.options.overlength
-        if policy == "error":
+        if self.options.overlength == "error":
             return "over"
-        if policy == "skip":
-            self._overlength[key] = "skipped"
+        if self.options.overlength == "skip":
+            self._overlength[doc_key(inst.doc)] = "skipped"
             return "skipped"
-        prompt = self._truncated_prompt(
-            inst.doc, counter, n_tokens - budget, system_instruction, chat_template, budget
-        )
-        inst.arguments = (prompt, gen_kwargs)
-        self._overlength[key] = "truncated"
-        self._prompt_tokens[key] = len(counter.encode(prompt))
+        self._cut_to_fit([inst], counter, excess)
         return "truncated"
 
     def _fit_to_context(self, counter: context.TokenCounter) -> None:
         over: list[tuple[str, int]] = []
         keep: list[Any] = []
         instances: list[Any] = list(getattr(self, "_instances", None) or [])
+        by_meeting: dict[str, list[Any]] = {}
         for inst in instances:
-            status = self.fit_instance(inst, counter)
-            if status == "over":
-                over.append((inst.doc["meeting_id"], self._prompt_tokens[doc_key(inst.doc)]))
-            elif status == "skipped":
-                self._held_back.append(inst)
-            else:
-                keep.append(inst)
+            by_meeting.setdefault(str(inst.doc["meeting_id"]), []).append(inst)
+        for meeting_id, insts in by_meeting.items():
+            excess = {id(i): self._excess(i, counter) for i in insts}
+            worst = max(excess.values())
+            if worst <= 0:
+                keep += insts
+            elif self.options.overlength == "error":
+                over += [
+                    (meeting_id, self._prompt_tokens[doc_key(i.doc)])
+                    for i in insts
+                    if excess[id(i)] > 0
+                ]
+            elif self.options.overlength == "skip":
+                for inst in insts:
+                    if excess[id(inst)] > 0:
+                        self._overlength[doc_key(inst.doc)] = "skipped"
+                        self._held_back.append(inst)
+                    else:
+                        keep.append(inst)
+            else:  # truncate_middle: one cut per meeting, sized for its longest prompt
+                self._cut_to_fit(insts, counter, worst)
+                keep += insts
         if over:
             raise context.ContextLengthError(
                 context.overlength_message(str(self.config.task), over, counter.max_length)
@@ -330,7 +341,8 @@ class ElitrQATask(ConfigurableTask):
                 f"{self.config.task}: every prompt exceeds the model's context of "
                 f"{counter.max_length} tokens and overlength=skip left nothing to run"
             )
-        self._instances = keep
+        kept = {id(inst) for inst in keep}
+        self._instances = [inst for inst in instances if id(inst) in kept]
         if self._overlength:
             log.warning(
                 "%s: %d prompt(s) over the context were %s",
@@ -339,30 +351,40 @@ class ElitrQATask(ConfigurableTask):
                 self.options.overlength,
             )
 
-    def _truncated_prompt(
-        self,
-        doc: dict[str, Any],
-        counter: context.TokenCounter,
-        excess: int,
-        system_instruction: str | None,
-        chat_template: Callable[..., str] | None,
-        budget: int,
-    ) -> str:
-        transcript = self.transcript(doc)
+    def _cut_to_fit(self, insts: list[Any], counter: context.TokenCounter, excess: int) -> None:
+        """Cut the middle of the requests' shared transcript until every prompt fits.
+
+        All requests of a meeting get the same cut transcript, so they see the same
+        context and keep a common prefix (which ``hf-prefix`` and vLLM reuse).
+        """
+        system_instruction, chat_template = getattr(self, "_render_args", (None, None))
+        transcript = self.transcript(insts[0].doc)
         remove = excess
         for _ in range(4):  # re-tokenising joined text can shift counts by a few tokens
-            text = self.render(
-                self.messages(doc, context.middle_cut(counter, transcript, remove + 8)),
-                system_instruction=system_instruction,
-                chat_template=chat_template,
+            cut = context.middle_cut(counter, transcript, remove + 8)
+            prompts_ = [
+                self.render(
+                    self.messages(inst.doc, cut),
+                    system_instruction=system_instruction,
+                    chat_template=chat_template,
+                )
+                for inst in insts
+            ]
+            counts = [len(counter.encode(p)) for p in prompts_]
+            worst = max(
+                n - counter.budget(inst.args[1]) for n, inst in zip(counts, insts, strict=True)
             )
-            over = len(counter.encode(text)) - budget
-            if over <= 0:
-                return text
-            remove += over
+            if worst <= 0:
+                for inst, prompt, n in zip(insts, prompts_, counts, strict=True):
+                    inst.arguments = (prompt, inst.args[1])
+                    self._overlength[doc_key(inst.doc)] = "truncated"
+                    self._prompt_tokens[doc_key(inst.doc)] = n
+                return
+            remove += worst
         raise context.ContextLengthError(
-            f"{self.config.task}: cannot fit {doc['meeting_id']} into {budget} tokens even "
-            "after cutting its transcript; raise max_length or lower max_gen_toks"
+            f"{self.config.task}: cannot fit {insts[0].doc['meeting_id']} into the model's "
+            f"{counter.max_length} tokens even after cutting its transcript; raise max_length "
+            "or lower max_gen_toks"
         )
 
     def apply_filters(self) -> list[Any] | None:

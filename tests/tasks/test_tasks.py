@@ -246,3 +246,21 @@ def test_multiturn_overlength_error_names_meeting_and_turn(tiny_llama: Path) -> 
             device="cpu",
             metadata={"judge": "none"},
         )
+
+
+def test_truncate_middle_cuts_each_meeting_once(tiny_llama: Path) -> None:
+    result = _evaluate(
+        "hf",
+        f"pretrained={tiny_llama},max_length=1024,dtype=float32",
+        ["elitr_qa_dev"],
+        limit=3,
+        gen_kwargs="max_gen_toks=2",
+        device="cpu",
+        metadata={"judge": "none", "overlength": "truncate_middle"},
+    )
+    rows = result["samples"]["elitr_qa_dev"]
+    prompts = [row["arguments"][0][0] for row in rows]
+    heads = {p[: -len(row["doc"]["question"])] for p, row in zip(prompts, rows, strict=True)}
+    assert len(heads) == 1 and "\n[...]\n" in next(iter(heads))  # one shared, cut transcript
+    assert all(row["prompt_tokens"] <= 1024 - 2 for row in rows)
+    assert result["results"]["elitr_qa_dev"]["overlength_truncated,none"] == 3
