@@ -7,7 +7,9 @@ module registers the filter and the ``judge_count`` aggregation.
 
 from __future__ import annotations
 
+import json
 import logging
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -35,6 +37,26 @@ def last_run() -> JudgeRun | None:
     return _LAST_RUN
 
 
+def _finite(value: Any) -> Any:
+    """Replace NaN and infinities (not valid JSON) by None, recursively."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def judged_json(response: str, judge: dict[str, Any]) -> str:
+    """One judged response as a JSON string.
+
+    lm-eval logs filter outputs with ``str()``; a JSON string keeps the judge's raw
+    output, score and status readable by any tool (``jq``, pandas), not just Python.
+    """
+    return json.dumps(_finite({"response": response, "judge": judge}), ensure_ascii=False)
+
+
 def _first_text(resp: Any) -> str:
     """A response may arrive as the raw repeats list or already reduced to a string."""
     while isinstance(resp, (list, tuple)):
@@ -46,13 +68,13 @@ def _first_text(resp: Any) -> str:
 
 def judge_responses(
     resps: Sequence[Any], docs: Sequence[Mapping[str, Any]], config: JudgeConfig | None
-) -> list[list[dict[str, Any]]]:
-    """Judge responses against their docs; one ``[{"response", "judge"}]`` per instance."""
+) -> list[list[str]]:
+    """Judge responses against their docs; one ``[<judged JSON>]`` per instance."""
     global _LAST_RUN
     texts = [_first_text(r) for r in resps]
     if config is None:
         skipped = SKIPPED.to_dict()
-        return [[{"response": t, "judge": dict(skipped)}] for t in texts]
+        return [[judged_json(t, dict(skipped))] for t in texts]
     check_judge_ready(config)
     items = [JudgeItem.from_doc(doc, text) for doc, text in zip(docs, texts, strict=True)]
     run = judge_items(items, config, desc="elitr judge")
@@ -69,13 +91,13 @@ def judge_responses(
     for text, judgement in zip(texts, run.judgements, strict=True):
         judged = judgement.to_dict()
         judged["identity"] = identity
-        out.append([{"response": text, "judge": judged}])
+        out.append([judged_json(text, judged)])
     return out
 
 
 @register_filter(FILTER_NAME)
 class ElitrJudgeFilter(Filter):
-    """Replace each response by ``[{"response": text, "judge": {...}}]``.
+    """Replace each response by ``[json.dumps({"response": text, "judge": {...}})]``.
 
     Args:
         judge: Optional spec overriding the process-level run judge (for YAML use).
@@ -87,7 +109,7 @@ class ElitrJudgeFilter(Filter):
 
     def apply(
         self, resps: Iterable[Any], docs: Sequence[dict[str, Any]]
-    ) -> list[list[dict[str, Any]]]:
+    ) -> list[list[str]]:
         """Judge every response of the task concurrently."""
         config = resolve_run_judge(self._spec) if self._spec else get_run_judge()
         return judge_responses(list(resps), list(docs), config)

@@ -27,14 +27,10 @@ COUNT_AGGREGATION = "judge_count"
 
 
 def judged_entry(filtered: Any) -> Mapping[str, Any]:
-    """Accept what process_results receives (``[{...}]``, ``[[{...}]]`` or a dict)."""
-    entry = filtered
-    while isinstance(entry, (list, tuple)) and entry:
-        entry = entry[0]
-    if not isinstance(entry, Mapping):
-        raise TypeError(
-            f"expected the elitr_judge filter's dict output, got {type(entry).__name__}"
-        )
+    """The judged dict in what process_results receives (JSON string, dict, or lists of them)."""
+    entry = parse_filtered(filtered)
+    if entry is None:
+        raise TypeError(f"expected the elitr_judge filter's output, got {str(filtered)[:80]!r}")
     return entry
 
 

@@ -436,11 +436,13 @@ class ElitrQATask(ConfigurableTask):
         if status == "skipped" or not results:
             return {"overlength_skipped": 1.0}
         from elitr_bench.judges import judge_metrics
-        from elitr_bench.judges.metrics import judged_entry
+        from elitr_bench.judges.metrics import parse_filtered
 
         response = results[0]
-        judged = None if isinstance(response, str) else judged_entry(response)
-        text = response if judged is None else str(judged.get("response", ""))
+        judged = parse_filtered(response)
+        if judged is not None and not {"response", "judge"} <= judged.keys():
+            judged = None  # a model answer that happens to look like a dict
+        text = str(judged["response"]) if judged is not None else str(response)
         scores: dict[str, float] = {
             "f1": token_f1(text, str(doc["answer"])),
             "rouge_l": rouge_l(text, str(doc["answer"])),
