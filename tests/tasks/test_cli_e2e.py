@@ -183,11 +183,14 @@ def test_local_chat_completions_against_loopback(tmp_path: Path) -> None:
     assert key not in proc.stdout + proc.stderr
 
 
-def test_validate() -> None:
-    # Listing is covered in-process by tests/test_hook.py (same TaskManager index).
+def test_validate_and_list() -> None:
     proc = run_lm_eval(["validate", "--tasks", "elitr_qa,elitr_qa_mt,elitr_conv,elitr_qa_noisy"])
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "valid" in (proc.stdout + proc.stderr).lower()
+    proc = run_lm_eval(["ls", "groups"])
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    for group in ("elitr_qa ", "elitr_qa_mt ", "elitr_conv ", "elitr_qa_noisy "):
+        assert group in proc.stdout
 
 
 def _two_meetings_two_turns() -> tuple[dict[str, list[int]], list[tuple[str, str]]]:

@@ -1,0 +1,37 @@
+"""The ``elitr-bench`` console commands owned by the core (data, tasks-dir)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from elitr_bench.cli import main
+
+
+def test_data_verify_and_info(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["data", "verify"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("ok  ") == 4 and "elitr-bench/data.zip" in out
+    assert main(["data", "info"]) == 0
+    out = capsys.readouterr().out
+    assert "qa_dev: 10 meetings, 141 questions" in out
+    assert "qa_test2: 8 meetings, 130 questions" in out
+    assert "conv_dev_mt: GPT-4, LongAlpaca-7B" in out
+
+
+def test_data_errors_are_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("ELITR_BENCH_DATA_DIR", str(tmp_path))
+    assert main(["data", "verify"]) == 1
+    assert capsys.readouterr().out.count("BAD ") == 4
+    assert main(["data", "info"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("elitr-bench: error: ELITR_BENCH_DATA_DIR=") and "\n" not in err
+
+
+def test_tasks_dir(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tasks-dir"]) == 0
+    folder = Path(capsys.readouterr().out.strip())
+    assert (folder / "elitr_qa" / "elitr_qa_dev.yaml").is_file()
