@@ -107,9 +107,7 @@ class ElitrJudgeFilter(Filter):
         super().__init__(**kwargs)
         self._spec = judge
 
-    def apply(
-        self, resps: Iterable[Any], docs: Sequence[dict[str, Any]]
-    ) -> list[list[str]]:
+    def apply(self, resps: Iterable[Any], docs: Sequence[dict[str, Any]]) -> list[list[str]]:
         """Judge every response of the task concurrently."""
         config = resolve_run_judge(self._spec) if self._spec else get_run_judge()
         return judge_responses(list(resps), list(docs), config)
