@@ -23,6 +23,16 @@ from elitr_bench.report.tables import FIG3_SETTINGS, Table, setting_title
 _DPI = 120
 
 
+def _yerr(points: list[tuple[float, float | None, float | None]]) -> Any:
+    """Matplotlib's 2xN asymmetric error bars from (centre, low, high); a missing bound is 0."""
+    return np.array(
+        [
+            [c - lo if lo is not None else 0.0, hi - c if hi is not None else 0.0]
+            for c, lo, hi in points
+        ]
+    ).T
+
+
 def _legend(ax: Any) -> None:
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=8)
@@ -53,15 +63,7 @@ def figure1(table: Table, path: Path) -> Path:
                 continue
             xs = [x for x, _ in pts]
             ys = [r["value"] for _, r in pts]
-            err = np.array(
-                [
-                    [
-                        r["value"] - r["ci_low"] if r["ci_low"] is not None else 0.0,
-                        r["ci_high"] - r["value"] if r["ci_high"] is not None else 0.0,
-                    ]
-                    for _, r in pts
-                ]
-            ).T
+            err = _yerr([(r["value"], r["ci_low"], r["ci_high"]) for _, r in pts])
             ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=name)
     axes[0].set_xlabel("target WER")
     axes[1].set_xlabel("effective WER (mean over meetings)")
@@ -103,15 +105,7 @@ def figure2a(
             continue
         xs = np.array([b for b, _ in pts], dtype=float) + (k - len(plot) / 2) * 0.06
         ys = [v["mean"] for _, v in pts]
-        err = np.array(
-            [
-                [
-                    v["mean"] - v["low"] if v["low"] is not None else 0.0,
-                    v["high"] - v["mean"] if v["high"] is not None else 0.0,
-                ]
-                for _, v in pts
-            ]
-        ).T
+        err = _yerr([(v["mean"], v["low"], v["high"]) for _, v in pts])
         ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=name)
     ax.plot([1, 10], [1, 10], color="grey", linestyle=":", linewidth=1)
     ax.set_ylim(0, 10.5)  # small bins have huge t intervals; keep the score scale readable
