@@ -17,13 +17,16 @@ from tests.conftest import run_lm_eval
 pytestmark = pytest.mark.slow
 
 
+TASKS = ("elitr_qa_dev", "elitr_conv_dev")  # single-turn, and multi-turn with own answers
+
+
 def _run(model: str, checkpoint: Path, out: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     args = [
         "--model", model,
         "--model_args", f"pretrained={checkpoint},max_length=2048,dtype=float32",
         "--device", "cpu",
         "--batch_size", "1",
-        "--tasks", "elitr_qa_dev",
+        "--tasks", ",".join(TASKS),
         "--limit", "4",
         "--gen_kwargs", "max_gen_toks=16",
         "--apply_chat_template",
@@ -34,16 +37,19 @@ def _run(model: str, checkpoint: Path, out: Path) -> tuple[dict[str, Any], list[
     proc = run_lm_eval(args)
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = json.loads(next(out.rglob("results_*.json")).read_text())
-    path = next(out.rglob("samples_elitr_qa_dev_*.jsonl"))
-    samples = [json.loads(line) for line in path.read_text().splitlines()]
-    return results, sorted(samples, key=lambda s: s["doc_id"])
+    samples = []
+    for task in TASKS:
+        path = next(out.rglob(f"samples_{task}_*.jsonl"))
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        samples += sorted(rows, key=lambda s: s["doc_id"])
+    return results, samples
 
 
 def test_cli_samples_identical_to_hf(sharp_llama: Path, tmp_path: Path) -> None:
     _, want = _run("hf", sharp_llama, tmp_path / "hf")
     results, got = _run("hf-prefix", sharp_llama, tmp_path / "prefix")
 
-    assert len(got) == len(want) == 4
+    assert len(got) == len(want) == 8
     for ours, theirs in zip(got, want, strict=True):
         assert ours["doc"] == theirs["doc"]
         assert ours["arguments"] == theirs["arguments"]
@@ -53,7 +59,7 @@ def test_cli_samples_identical_to_hf(sharp_llama: Path, tmp_path: Path) -> None:
     assert len(set(answers)) >= 3 and all(answers)  # the model's answers depend on the prompt
 
     info = results["config"]["prefix_cache"]
-    assert info["enabled"] and info["requests"] == 4
-    # the four questions of meeting 1 share the transcript's head (truncate_middle keeps it)
+    assert info["enabled"] and info["requests"] == 8
+    # meeting 1's questions share one cut transcript, and each turn extends the last
     assert info["reused_tokens"] > 0
     assert info["prefilled_tokens"] + info["reused_tokens"] == info["prompt_tokens"]
