@@ -18,6 +18,7 @@ from lm_eval.api.task import ConfigurableTask
 from elitr_bench import prompts
 from elitr_bench.data import Question, load_benchmark
 from elitr_bench.data.records import MODES, SETTINGS, SPLITS, Mode, Setting, Split
+from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.tasks import context
 from elitr_bench.tasks.metrics import rouge_l, token_f1
 from elitr_bench.tasks.options import OptionError, TaskOptions
@@ -28,27 +29,31 @@ DocKey = tuple[str, str]
 JUDGE_FILTER = "elitr_judge"
 
 
-def judge_spec_for(metadata: dict[str, Any]) -> str:
-    """The run's judge spec from ``--metadata judge=...``, ``ELITR_JUDGE`` or the default.
+def judge_for(metadata: dict[str, Any]) -> tuple[str, JudgeConfig | None]:
+    """The run's judge from ``--metadata judge=...``, ``ELITR_JUDGE`` or the default.
 
     The spec is parsed here, while lm-eval builds tasks, so that a typo or unknown
     backend fails in the first seconds. With the replay model the replayed system (from
     ``--model_args system=...``, which lm-eval merges into metadata) is passed on to the
     replay judge, because a few released answers are shared by two systems.
+
+    Returns:
+        The spec handed to the ``elitr_judge`` filter and its parsed config (``"none"``
+        and None when judging is off).
     """
     import elitr_bench.judges.lm_eval_filter  # noqa: F401  (registers the filter)
     from elitr_bench.judges import parse_judge_spec, resolve_judge_spec
 
     spec = resolve_judge_spec(str(metadata["judge"]) if metadata.get("judge") else None)
     if spec.lower() in ("none", "off", "skip"):
-        return "none"
+        return "none", None
     config = parse_judge_spec(spec)
     if config.backend == "replay" and not config.system and metadata.get("system"):
         from elitr_bench.models.replay import all_systems, canonical_system
 
         spec = f"{spec},system={canonical_system(str(metadata['system']), all_systems())}"
-        parse_judge_spec(spec)
-    return spec
+        config = parse_judge_spec(spec)
+    return spec, config
 
 
 def question_doc(question: Question, mode: Mode, differs: bool = False) -> dict[str, Any]:
@@ -77,18 +82,6 @@ def doc_key(doc: dict[str, Any]) -> DocKey:
     return (str(doc["meeting_id"]), str(doc["question_id"]))
 
 
-def judge_identity(spec: str) -> dict[str, Any]:
-    """What the scores depend on (backend, model, rubric, sampling, prompt hash).
-
-    Stored in the task's metadata so that lm-eval's results file names the judge.
-    """
-    if spec == "none":
-        return {"backend": "none"}
-    from elitr_bench.judges import parse_judge_spec
-
-    return parse_judge_spec(spec).identity()
-
-
 class ElitrQATask(ConfigurableTask):
     """Single-turn ELITR-Bench question answering over one meeting transcript.
 
@@ -115,11 +108,10 @@ class ElitrQATask(ConfigurableTask):
         self._prompt_tokens: dict[DocKey, int] = {}
         self._overlength: dict[DocKey, str] = {}
         self._held_back: list[Any] = []
-        self.judge_spec = judge_spec_for(cfg.get("metadata") or {})
-        cfg["metadata"] = {
-            **(cfg.get("metadata") or {}),
-            "judge_identity": judge_identity(self.judge_spec),
-        }
+        self.judge_spec, self.judge_config = judge_for(cfg.get("metadata") or {})
+        # Recorded in the results file: what the scores depend on.
+        identity = self.judge_config.identity() if self.judge_config else {"backend": "none"}
+        cfg["metadata"] = {**(cfg.get("metadata") or {}), "judge_identity": identity}
         cfg["filter_list"] = [
             {
                 "name": "none",
@@ -270,10 +262,10 @@ class ElitrQATask(ConfigurableTask):
         The judge check runs here, after ``--predict_only`` is known and before any
         generation, so a missing API key fails now rather than after hours of decoding.
         """
-        if not self.predict_only and self.judge_spec != "none":
-            from elitr_bench.judges import check_judge_ready, parse_judge_spec
+        if not self.predict_only and self.judge_config is not None:
+            from elitr_bench.judges import check_judge_ready
 
-            check_judge_ready(parse_judge_spec(self.judge_spec))
+            check_judge_ready(self.judge_config)
         super().build_all_requests(**kwargs)
         counter = context.token_counter(context.active_model())
         if counter is None:
@@ -406,7 +398,7 @@ class ElitrQATask(ConfigurableTask):
 
             self._filters = [build_filter_ensemble("none", [["take_first", None]])]
         result = super().apply_filters()
-        if not self.predict_only and self.judge_spec != "none":
+        if not self.predict_only and self.judge_config is not None:
             self._record_judge_usage()
         return result
 
