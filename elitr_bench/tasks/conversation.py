@@ -158,7 +158,26 @@ class ConversationTask(ElitrQATask):
         self._waiting = list(getattr(self, "_instances", None) or [])
         self._instances = []
         self._lm = lm
+        self._check_first_turns(context.token_counter(lm))
         _PENDING[id(lm)].append(self)
+
+    def _check_first_turns(self, counter: context.TokenCounter | None) -> None:
+        """Fail before any generation when a conversation cannot even start.
+
+        Conversations are played after every other task of the run has generated; an
+        over-long first turn found only then would waste all that work.
+        """
+        if counter is None or self.options.overlength != "error":
+            return
+        over = []
+        for conversation in self.conversations():
+            first = conversation[0]
+            if self.prepare_turn(first, counter) == "over":
+                over.append((str(first.doc["meeting_id"]), self.prompt_tokens(first)))
+        if over:
+            raise context.ContextLengthError(
+                context.overlength_message(f"{self.config.task} (turn 1)", over, counter.max_length)
+            )
 
     def _conversation_order(self, kwargs: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
         order: dict[str, list[dict[str, Any]]] = defaultdict(list)

@@ -231,9 +231,17 @@ def test_meetings_are_never_split_across_ranks() -> None:
     assert {next(iter(r)) for r in seen.values()} == {0, 1, 2}
 
 
-def test_multiturn_overlength_error_names_meeting_and_turn(tiny_llama: Path) -> None:
+def test_multiturn_overlength_error_names_meeting_and_turn(
+    tiny_llama: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lm_eval.models.huggingface import HFLM
+
     from elitr_bench.tasks.context import ContextLengthError
 
+    def no_generation(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the context check must fail before any generation")
+
+    monkeypatch.setattr(HFLM, "generate_until", no_generation)
     with pytest.raises(
         ContextLengthError, match=r"elitr_qa_mt_dev \(turn 1\): 2 prompt\(s\) exceed"
     ):
