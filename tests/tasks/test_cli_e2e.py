@@ -206,7 +206,11 @@ def _two_meetings_two_turns() -> tuple[dict[str, list[int]], list[tuple[str, str
 
 
 def test_multiturn_history_is_the_models_own_answers(tmp_path: Path) -> None:
-    """Turn k carries exactly the k-1 earlier questions and the model's own answers."""
+    """Turn k carries exactly the k-1 earlier questions and the model's own answers.
+
+    Uses lm-eval's ``openai-chat-completions`` (the single-turn test above uses
+    ``local-chat-completions``), pointed at the loopback server.
+    """
     samples_arg, picked = _two_meetings_two_turns()
     counter = iter(range(1000))
     given: dict[str, str] = {}  # last user message -> the answer the server gave
@@ -220,7 +224,7 @@ def test_multiturn_history_is_the_models_own_answers(tmp_path: Path) -> None:
         proc = run_lm_eval(
             [
                 "--model",
-                "local-chat-completions",
+                "openai-chat-completions",  # the OpenAI client class, pointed at loopback
                 "--model_args",
                 f"model=loopback,base_url={server.chat_url},num_concurrent=2,max_retries=1",
                 "--tasks",
