@@ -111,30 +111,10 @@ class ConversationTask(ElitrQATask):
         )
 
     # ------------------------------------------------------------ requests
-    def fewshot_context(
-        self,
-        doc: dict[str, Any],
-        num_fewshot: int = 0,
-        system_instruction: str | None = None,
-        apply_chat_template: bool = False,
-        fewshot_as_multiturn: bool = False,
-        chat_template: Any = None,
-        gen_prefix: str | None = None,
-    ) -> str:
+    def initial_prompt(self, doc: dict[str, Any]) -> str:
         """With the model's own history, the prompt is rendered when its turn is played."""
         if self.options.history == "gold":
-            return super().fewshot_context(
-                doc,
-                num_fewshot,
-                system_instruction,
-                apply_chat_template,
-                fewshot_as_multiturn,
-                chat_template,
-                gen_prefix,
-            )
-        if num_fewshot:
-            raise OptionError(f"{self.config.task}: ELITR-Bench is zero-shot; drop --num_fewshot")
-        self._render_args = (system_instruction, chat_template if apply_chat_template else None)
+            return super().initial_prompt(doc)
         return PENDING_PROMPT
 
     def build_all_requests(self, **kwargs: Any) -> None:
@@ -207,13 +187,7 @@ class ConversationTask(ElitrQATask):
 
     def prepare_turn(self, inst: Any, counter: context.TokenCounter | None) -> str:
         """Render a request from its conversation so far; returns its overlength status."""
-        system_instruction, chat_template = getattr(self, "_render_args", (None, None))
-        prompt = self.render(
-            self.messages(inst.doc),
-            system_instruction=system_instruction,
-            chat_template=chat_template,
-        )
-        inst.arguments = (prompt, inst.args[1])
+        inst.arguments = (self.render(self.messages(inst.doc)), inst.args[1])
         if counter is None:
             return "ok"
         return self.fit_instance(inst, counter)
@@ -221,7 +195,6 @@ class ConversationTask(ElitrQATask):
     def skip(self, inst: Any) -> None:
         """Leave a turn unanswered because its conversation no longer fits the model."""
         self._overlength[doc_key(inst.doc)] = "skipped"
-        inst.resps = [""]
 
     def prompt_tokens(self, inst: Any) -> int:
         """Token count of a request's prompt, as last measured."""
@@ -253,11 +226,10 @@ def run_conversations(lm: Any) -> None:
         return
     counter = context.token_counter(lm)
     threads = [(task, conv) for task in tasks for conv in task.conversations()]
-    owner = {id(inst): task for task, conv in threads for inst in conv}
     ended: set[int] = set()
     turns = max((len(conv) for _, conv in threads), default=0)
     for turn in tqdm(range(turns), desc="conversation turns", unit="turn"):
-        batch: list[Any] = []
+        batch: list[tuple[ConversationTask, Any]] = []
         over: list[tuple[ConversationTask, str, int]] = []
         for n, (task, conv) in enumerate(threads):
             if turn >= len(conv):
@@ -273,7 +245,7 @@ def run_conversations(lm: Any) -> None:
                 ended.add(n)  # a longer conversation cannot fit either
                 task.skip(inst)
             else:
-                batch.append(inst)
+                batch.append((task, inst))
         if over:
             assert counter is not None
             task = over[0][0]
@@ -286,6 +258,6 @@ def run_conversations(lm: Any) -> None:
             )
         if not batch:
             continue
-        answers = lm.generate_until(batch)
-        for inst, answer in zip(batch, answers, strict=True):
-            owner[id(inst)].record(inst, answer)
+        answers = lm.generate_until([inst for _, inst in batch])
+        for (task, inst), answer in zip(batch, answers, strict=True):
+            task.record(inst, answer)

@@ -108,6 +108,8 @@ class ElitrQATask(ConfigurableTask):
         self._prompt_tokens: dict[DocKey, int] = {}
         self._overlength: dict[DocKey, str] = {}
         self._held_back: list[Any] = []
+        #: (--system_instruction, chat template or None), as lm-eval builds requests.
+        self._render_args: tuple[str | None, Callable[..., str] | None] = (None, None)
         self.judge_spec, self.judge_config = judge_for(cfg.get("metadata") or {})
         # Recorded in the results file: what the scores depend on.
         identity = self.judge_config.identity() if self.judge_config else {"backend": "none"}
@@ -208,14 +210,13 @@ class ElitrQATask(ConfigurableTask):
             qa_markers=self.options.qa_markers,
         )
 
-    def render(
-        self,
-        messages: list[prompts.ChatMessage],
-        *,
-        system_instruction: str | None,
-        chat_template: Callable[..., str] | None,
-    ) -> str:
-        """Render messages with the model's chat template, or as plain text without one."""
+    def render(self, messages: list[prompts.ChatMessage]) -> str:
+        """Render messages as lm-eval asked when building requests.
+
+        With a chat template (``--apply_chat_template``) the model's own template is used,
+        otherwise plain text; ``--system_instruction`` is prepended to the system turn.
+        """
+        system_instruction, chat_template = self._render_args
         if system_instruction:
             if messages and messages[0].role == "system":
                 messages = [
@@ -244,11 +245,11 @@ class ElitrQATask(ConfigurableTask):
         if num_fewshot:
             raise OptionError(f"{self.config.task}: ELITR-Bench is zero-shot; drop --num_fewshot")
         self._render_args = (system_instruction, chat_template if apply_chat_template else None)
-        return self.render(
-            self.messages(doc),
-            system_instruction=system_instruction,
-            chat_template=chat_template if apply_chat_template else None,
-        )
+        return self.initial_prompt(doc)
+
+    def initial_prompt(self, doc: dict[str, Any]) -> str:
+        """The prompt a request is built with (single-turn: its final prompt)."""
+        return self.render(self.messages(doc))
 
     # ------------------------------------------------------- context checks
     @property
@@ -349,19 +350,11 @@ class ElitrQATask(ConfigurableTask):
         All requests of a meeting get the same cut transcript, so they see the same
         context and keep a common prefix (which ``hf-prefix`` and vLLM reuse).
         """
-        system_instruction, chat_template = getattr(self, "_render_args", (None, None))
         transcript = self.transcript(insts[0].doc)
         remove = excess
         for _ in range(4):  # re-tokenising joined text can shift counts by a few tokens
             cut = context.middle_cut(counter, transcript, remove + 8)
-            prompts_ = [
-                self.render(
-                    self.messages(inst.doc, cut),
-                    system_instruction=system_instruction,
-                    chat_template=chat_template,
-                )
-                for inst in insts
-            ]
+            prompts_ = [self.render(self.messages(inst.doc, cut)) for inst in insts]
             counts = [len(counter.encode(p)) for p in prompts_]
             worst = max(
                 n - counter.budget(inst.args[1]) for n, inst in zip(counts, insts, strict=True)
