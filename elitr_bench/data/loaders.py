@@ -10,7 +10,6 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 from typing import Any, cast
 
 from elitr_bench.data import store
@@ -304,20 +303,3 @@ def released_systems() -> dict[tuple[str, str, str], tuple[str, ...]]:
         names = dict.fromkeys(r.system for r in load_released_responses(setting, split, mode))
         systems[(setting, split, mode)] = tuple(names)
     return systems
-
-
-def source_paths() -> dict[str, Path]:
-    """Local path of every pinned file (resolving/downloading them)."""
-    from elitr_bench.data.sources import ALL_SOURCES
-
-    return {s.relpath: store.resolve(s) for s in ALL_SOURCES}
-
-
-def pinned(source_key: str) -> Source:
-    """Look a pinned source up by key (``data``, ``generated-responses``, ...)."""
-    from elitr_bench.data.sources import ALL_SOURCES
-
-    for source in ALL_SOURCES:
-        if source.key == source_key:
-            return source
-    raise DataError(f"unknown data source {source_key!r}")

@@ -17,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from elitr_bench.data.errors import DataError
-from elitr_bench.data.sources import ALL_SOURCES, Source
+from elitr_bench.data.sources import Source
 
 DATA_DIR_ENV = "ELITR_BENCH_DATA_DIR"
 CACHE_ENV = "ELITR_BENCH_CACHE"
@@ -139,8 +139,3 @@ def _download(source: Source, dest: Path) -> None:
         ) from exc
     finally:
         tmp.unlink(missing_ok=True)
-
-
-def fetch_all() -> list[Path]:
-    """Resolve (downloading as needed) every pinned file."""
-    return [resolve(source) for source in ALL_SOURCES]

@@ -11,7 +11,7 @@ from typing import Any
 from lm_eval.api.model import LM
 from lm_eval.api.registry import register_model
 
-from elitr_bench.data import load_released_responses
+from elitr_bench.data import load_released_responses, released_systems
 from elitr_bench.data.errors import ElitrBenchError
 from elitr_bench.data.loaders import RELEASED_FILES
 
@@ -43,12 +43,8 @@ def canonical_system(name: str, available: list[str]) -> str:
 
 def all_systems() -> list[str]:
     """Every system with released responses, in released order."""
-    names: dict[str, None] = {}
-    for setting, split, mode, source in RELEASED_FILES:
-        if source == "gpt-4-eval":
-            for resp in load_released_responses(setting, split, mode, source):
-                names.setdefault(resp.system, None)
-    return list(names)
+    names = (name for systems in released_systems().values() for name in systems)
+    return list(dict.fromkeys(names))
 
 
 @register_model("elitr-replay")
