@@ -64,6 +64,8 @@ class JudgeConfig:
         price_out: USD per 1M completion tokens (None = price table).
         system: Released system name to disambiguate replay matches.
         progress: Show a tqdm progress bar.
+        method: Minutes method (``mesa``, ...; see ``judges/minutes/registry.py``); the
+            AutoMin prompt methods are chosen with ``rubric=gpt-art`` / ``rubric=gpt-afgr``.
     """
 
     backend: str
@@ -92,6 +94,7 @@ class JudgeConfig:
     price_out: float | None = None
     system: str = ""
     progress: bool = True
+    method: str = ""
     spec: str = field(default="", compare=False)
 
     @property
@@ -113,8 +116,11 @@ class JudgeConfig:
             "backend": self.backend,
             "model": self.model,
             "rubric": self.rubric,
-            "prompt_hash": self.rubric_obj.prompt_hash,
         }
+        if self.rubric in RUBRICS:
+            ident["prompt_hash"] = self.rubric_obj.prompt_hash
+        if self.method:
+            ident["method"] = self.method
         if self.is_llm:
             ident["sampling"] = {
                 "temperature": self.temperature,
@@ -240,8 +246,15 @@ def _validate(config: JudgeConfig, spec: str) -> None:
     def bad(msg: str) -> JudgeConfigError:
         return JudgeConfigError(f"judge spec {spec!r}: {msg}")
 
-    if config.rubric not in RUBRICS:
-        raise bad(f"unknown rubric {config.rubric!r}; use one of {', '.join(RUBRICS)}")
+    from elitr_bench.judges.minutes.registry import MINUTES_RUBRICS, known_methods
+
+    if config.rubric not in RUBRICS and config.rubric not in MINUTES_RUBRICS:
+        raise bad(
+            f"unknown rubric {config.rubric!r}; use one of {', '.join(RUBRICS)} (QA) or "
+            f"{', '.join(MINUTES_RUBRICS)} (minutes)"
+        )
+    if config.method and config.method not in known_methods():
+        raise bad(f"unknown method {config.method!r}; use one of {', '.join(known_methods())}")
     if not 0.0 <= config.temperature <= 2.0:
         raise bad(f"temperature={config.temperature} must be in [0, 2]")
     if not 0.0 < config.top_p <= 1.0:

@@ -1,0 +1,154 @@
+"""What a minutes judge sees and returns, and the protocol every minutes method implements.
+
+Minutes judges differ a lot (one prompt with four scores, a turn classifier plus a prompt,
+MESA's multi-step debate), but lm-eval's filter, ``elitr-bench score`` and
+``minutes-check`` only need the same three things from each: how many calls it plans
+(for the cost preview), an async ``assess`` over the shared :class:`JudgeClient`, and
+named metrics. Scores that a method could not obtain are ``None``, never a number, so a
+mean never silently includes a guess.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from elitr_bench.judges.client import JudgeClient
+
+AssessmentStatus = Literal["ok", "partial", "unscored", "error", "skipped"]
+STATUSES: tuple[str, ...] = ("ok", "partial", "unscored", "error", "skipped")
+
+
+@dataclass(frozen=True)
+class MinutesItem:
+    """One system's minutes of one meeting, with what a judge may compare them to.
+
+    Attributes:
+        meeting_id: Meeting identifier (e.g. ``meeting_en_test2023_002``).
+        system: AutoMin system name or the name of one of our runs.
+        transcript: The meeting transcript the minutes summarise.
+        minutes: The minutes to judge (unchanged text).
+        references: Human reference minutes (reference-free judges ignore them).
+    """
+
+    meeting_id: str
+    system: str
+    transcript: str
+    minutes: str
+    references: tuple[str, ...] = ()
+
+
+def _json_safe(value: Any) -> Any:
+    """Replace NaN/inf (invalid JSON) by None and tuples by lists, recursively."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True)
+class MinutesAssessment:
+    """A method's verdict on one :class:`MinutesItem`.
+
+    Attributes:
+        meeting_id: Meeting of the judged minutes.
+        system: System of the judged minutes.
+        method: Method name (``gpt-art``, ``gpt-afgr``, ``mesa``, ...).
+        scores: Metric name -> value; ``None`` = unscored for that metric.
+        status: ``ok`` (all metrics scored), ``partial`` (some), ``unscored`` (none; the
+            judge answered but without usable scores), ``error`` (the judge failed; the
+            minutes are kept by the caller) or ``skipped`` (judging disabled).
+        reason: Why a metric is unscored or the judge failed ("" when ``ok``).
+        details: Raw outputs and per-method data (e.g. filler-compression token savings).
+    """
+
+    meeting_id: str
+    system: str
+    method: str
+    scores: Mapping[str, float | None]
+    status: str
+    reason: str = ""
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def scored(self) -> dict[str, float]:
+        """Only the metrics that have a finite value."""
+        return {
+            k: float(v) for k, v in self.scores.items() if v is not None and math.isfinite(float(v))
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe dict (logged per sample by the lm-eval filter and written by commands)."""
+        return {
+            "meeting_id": self.meeting_id,
+            "system": self.system,
+            "method": self.method,
+            "scores": _json_safe(dict(self.scores)),
+            "status": self.status,
+            "reason": self.reason,
+            "details": _json_safe(dict(self.details)),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MinutesAssessment:
+        """Inverse of :meth:`to_dict` (for reading sample logs back)."""
+        scores = data.get("scores") or {}
+        return cls(
+            meeting_id=str(data.get("meeting_id", "")),
+            system=str(data.get("system", "")),
+            method=str(data.get("method", "")),
+            scores={
+                str(k): (float(v) if isinstance(v, (int, float)) else None)
+                for k, v in scores.items()
+            },
+            status=str(data.get("status", "")),
+            reason=str(data.get("reason", "")),
+            details=dict(data.get("details") or {}),
+        )
+
+
+def status_for(scores: Mapping[str, float | None]) -> str:
+    """``ok`` when every metric has a value, ``partial`` when some do, else ``unscored``."""
+    have = sum(v is not None for v in scores.values())
+    if scores and have == len(scores):
+        return "ok"
+    return "partial" if have else "unscored"
+
+
+def error_assessment(
+    item: MinutesItem, method: str, metrics: tuple[str, ...], reason: str
+) -> MinutesAssessment:
+    """The assessment of an item whose judge failed: every metric unscored, reason kept."""
+    return MinutesAssessment(
+        meeting_id=item.meeting_id,
+        system=item.system,
+        method=method,
+        scores=dict.fromkeys(metrics),
+        status="error",
+        reason=reason,
+    )
+
+
+class MinutesMethod(Protocol):
+    """One way of judging minutes; registered by name in :mod:`.registry`.
+
+    Attributes:
+        name: Method name as selected by the judge spec (``rubric=`` or ``method=``).
+        metrics: Metric names it reports (each becomes an lm-eval metric, mean over scored).
+    """
+
+    name: str
+    metrics: tuple[str, ...]
+
+    def planned_calls(self, item: MinutesItem) -> int:
+        """Upper bound of completions :meth:`assess` asks for (cost preview, cache ignored)."""
+        ...
+
+    async def assess(self, item: MinutesItem, client: JudgeClient) -> MinutesAssessment:
+        """Judge one item through the shared client (cached, rate-limited, retried)."""
+        ...

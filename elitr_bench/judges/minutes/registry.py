@@ -1,0 +1,311 @@
+"""Minutes methods by name, and judging many minutes concurrently through one client.
+
+A judge spec names its minutes method with ``rubric=`` (the AutoMin prompts ``gpt-art`` and
+``gpt-afgr``, which are prompts like the QA rubrics) or ``method=`` (multi-step methods such
+as ``mesa``). Methods register a factory ``JudgeConfig -> MinutesMethod`` with
+:func:`register_method` when their module is imported; the registry knows which module
+holds each built-in name so that a spec works without importing anything first. A method
+living elsewhere can be added to :data:`_MODULES` or simply imported before use; an
+unknown name falls back to importing ``elitr_bench.judges.minutes.<name>`` (dashes as
+underscores), so ``method=mesa`` finds ``elitr_bench/judges/minutes/mesa.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from elitr_bench.judges.errors import JudgeConfigError
+from elitr_bench.judges.minutes.base import (
+    MinutesAssessment,
+    MinutesItem,
+    MinutesMethod,
+    error_assessment,
+)
+
+if TYPE_CHECKING:
+    from elitr_bench.judges.client import JudgeClient
+    from elitr_bench.judges.config import JudgeConfig
+
+log = logging.getLogger(__name__)
+
+MethodFactory = Callable[["JudgeConfig"], MinutesMethod]
+
+_FACTORIES: dict[str, MethodFactory] = {}
+
+# Built-in method name -> module whose import registers it.
+_MODULES: dict[str, str] = {
+    "gpt-art": "elitr_bench.judges.minutes.gpt",
+    "gpt-afgr": "elitr_bench.judges.minutes.gpt",
+    "mesa": "elitr_bench.judges.minutes.mesa",
+}
+
+MINUTES_RUBRICS: tuple[str, ...] = ("gpt-art", "gpt-afgr")
+"""Minutes methods selected with ``rubric=`` (prompt-only methods)."""
+
+
+def register_method(name: str, factory: MethodFactory, *, replace: bool = False) -> None:
+    """Make ``name`` selectable with ``rubric=name`` / ``method=name`` in a judge spec.
+
+    Args:
+        name: Method name (lower case, e.g. ``mesa``).
+        factory: Builds the method from the parsed judge config.
+        replace: Allow re-registering a name (module reloads, tests).
+
+    Raises:
+        JudgeConfigError: The name is taken by another factory and ``replace`` is False.
+    """
+    key = name.strip().lower()
+    old = _FACTORIES.get(key)
+    if old is not None and old is not factory and not replace:
+        raise JudgeConfigError(f"minutes method {key!r} is already registered")
+    _FACTORIES[key] = factory
+
+
+def known_methods() -> tuple[str, ...]:
+    """Names that a spec may select (registered now or importable built-ins)."""
+    return tuple(sorted({*_FACTORIES, *_MODULES}))
+
+
+def method_name(config: JudgeConfig) -> str | None:
+    """The minutes method a judge config selects, or None for a QA judge config."""
+    if getattr(config, "method", ""):
+        return str(config.method).strip().lower()
+    rubric = config.rubric.strip().lower()
+    if rubric in _FACTORIES or rubric in _MODULES:
+        return rubric
+    return None
+
+
+def _load(name: str) -> MethodFactory | None:
+    if name in _FACTORIES:
+        return _FACTORIES[name]
+    module = _MODULES.get(name, f"elitr_bench.judges.minutes.{name.replace('-', '_')}")
+    try:
+        importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and module.startswith(exc.name):
+            return None
+        raise
+    return _FACTORIES.get(name)
+
+
+def get_method(config: JudgeConfig) -> MinutesMethod:
+    """The minutes method selected by ``config.method`` (else ``config.rubric``).
+
+    Raises:
+        JudgeConfigError: The spec selects no minutes method, or an unknown one.
+    """
+    name = method_name(config)
+    spec = config.spec or config.backend
+    if name is None:
+        raise JudgeConfigError(
+            f"judge spec {spec!r} is not a minutes judge; add rubric=gpt-afgr, rubric=gpt-art "
+            "or method=mesa"
+        )
+    factory = _load(name)
+    if factory is None and name in _MODULES:
+        raise JudgeConfigError(
+            f"judge spec {spec!r}: minutes method {name!r} is not available here (its module "
+            f"{_MODULES[name]} did not register it)"
+        )
+    if factory is None:
+        raise JudgeConfigError(
+            f"judge spec {spec!r}: unknown minutes method {name!r}; use one of "
+            f"{', '.join(known_methods())}"
+        )
+    return factory(config)
+
+
+def make_client(config: JudgeConfig) -> JudgeClient:
+    """The shared client (backend, cache, rate limits, retries) for an LLM judge config.
+
+    Raises:
+        JudgeConfigError: The backend does not complete prompts (replay, lexical).
+    """
+    from elitr_bench.judges.cache import open_cache
+    from elitr_bench.judges.client import JudgeClient
+    from elitr_bench.judges.engine import make_backend
+    from elitr_bench.judges.ratelimit import RateLimiter
+
+    if not config.is_llm:
+        raise JudgeConfigError(
+            f"judge spec {config.spec or config.backend!r}: minutes judges need an LLM backend "
+            "(openai:<model> or hf:<model>); replay and lexical score only QA answers"
+        )
+    return JudgeClient(
+        make_backend(config),
+        open_cache(config.cache),
+        RateLimiter(config.rpm, config.tpm),
+        concurrency=config.concurrency,
+        retries=config.retries,
+        backoff=config.backoff,
+        owns_cache=True,
+    )
+
+
+@dataclass
+class MinutesRun:
+    """Assessments of one run (input order) with the judge identity, usage and timing."""
+
+    assessments: list[MinutesAssessment]
+    identity: dict[str, Any]
+    usage: dict[str, Any]
+    elapsed_s: float
+    method: str = ""
+    metrics: tuple[str, ...] = ()
+    errors: int = 0
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+def summarize(assessments: Sequence[MinutesAssessment], metrics: Sequence[str]) -> dict[str, Any]:
+    """Mean of each metric over the items that have it, with counts per status."""
+    out: dict[str, Any] = {"n": len(assessments)}
+    for metric in metrics:
+        values = [a.scores[metric] for a in assessments if a.scores.get(metric) is not None]
+        out[metric] = sum(v for v in values if v is not None) / len(values) if values else None
+        out[f"{metric}_n"] = len(values)
+    for status in ("ok", "partial", "unscored", "error", "skipped"):
+        out[status] = sum(a.status == status for a in assessments)
+    return out
+
+
+def usage_of(config: JudgeConfig, client: JudgeClient) -> dict[str, Any]:
+    """The client's usage counters with the cost estimate (priced for openai only)."""
+    from elitr_bench.judges.pricing import price_for
+
+    prices = price_for(config.model, config.price_in, config.price_out)
+    return client.usage.as_dict(prices if config.backend == "openai" else None)
+
+
+def identity_of(config: JudgeConfig, method: MinutesMethod) -> dict[str, Any]:
+    """What a minutes score depends on: backend, model, method, its prompt hash, sampling."""
+    ident: dict[str, Any] = {
+        "backend": config.backend,
+        "model": config.model,
+        "method": method.name,
+        "metrics": list(method.metrics),
+        "sampling": {
+            "temperature": config.temperature,
+            "top_p": config.top_p,
+            "seed": config.seed,
+            "max_tokens": config.max_tokens,
+        },
+    }
+    prompt_hash = getattr(method, "prompt_hash", None)
+    if isinstance(prompt_hash, str):
+        ident["prompt_hash"] = prompt_hash
+    return ident
+
+
+async def assess_items_run(
+    items: Sequence[MinutesItem],
+    config: JudgeConfig,
+    client: JudgeClient | None = None,
+    *,
+    method: MinutesMethod | None = None,
+    progress: bool | None = None,
+    desc: str = "judging minutes",
+) -> MinutesRun:
+    """Judge all items concurrently (the client bounds requests in flight), in input order.
+
+    A failing item (requests exhausted their retries, a backend error) becomes an ``error``
+    assessment with every metric unscored and the reason kept; the other items and the
+    caller's minutes are never lost. Cancellation (Ctrl-C) still propagates.
+    """
+    start = time.perf_counter()
+    active = method if method is not None else get_method(config)
+    own = client is None
+    judge_client = client if client is not None else make_client(config)
+    show = config.progress if progress is None else progress
+    bar: Any = None
+    if show and items:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(items), desc=desc, unit="minutes", leave=False)
+
+    async def one(item: MinutesItem) -> MinutesAssessment:
+        try:
+            result = await active.assess(item, judge_client)
+        except Exception as exc:  # one item's failure must not discard the others
+            reason = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+            log.warning(
+                "minutes judge %s failed on %s/%s: %s",
+                active.name,
+                item.system,
+                item.meeting_id,
+                reason,
+            )
+            result = error_assessment(item, active.name, active.metrics, reason)
+        if bar is not None:
+            bar.update(1)
+        return result
+
+    try:
+        assessments = list(await asyncio.gather(*(one(item) for item in items)))
+    finally:
+        if bar is not None:
+            bar.close()
+        if own:
+            await judge_client.aclose()
+    run = MinutesRun(
+        assessments=assessments,
+        identity=identity_of(config, active),
+        usage=usage_of(config, judge_client),
+        elapsed_s=time.perf_counter() - start,
+        method=active.name,
+        metrics=tuple(active.metrics),
+        errors=sum(a.status == "error" for a in assessments),
+    )
+    run.summary = summarize(assessments, active.metrics)
+    return run
+
+
+async def assess_items(
+    items: Sequence[MinutesItem],
+    config: JudgeConfig,
+    client: JudgeClient | None = None,
+) -> list[MinutesAssessment]:
+    """Judge all items concurrently with a progress bar; see :func:`assess_items_run`."""
+    run = await assess_items_run(items, config, client)
+    return run.assessments
+
+
+def plan(
+    items: Sequence[MinutesItem], method: MinutesMethod, config: JudgeConfig
+) -> dict[str, Any]:
+    """Calls and a rough cost before spending (cache hits are not subtracted).
+
+    Tokens are estimated as characters / 4 of what each call sends (the method's
+    ``planned_prompt_chars`` when it has one, else transcript + minutes per call) plus the
+    output limit; the price comes from the price table or ``price=IN:OUT``.
+    """
+    from elitr_bench.judges.pricing import estimate_cost, price_for
+
+    calls = 0
+    prompt_tokens = 0
+    for item in items:
+        n = method.planned_calls(item)
+        calls += n
+        chars_fn = getattr(method, "planned_prompt_chars", None)
+        chars = (
+            int(chars_fn(item))
+            if callable(chars_fn)
+            else n * (len(item.transcript) + len(item.minutes))
+        )
+        prompt_tokens += chars // 4
+    completion_tokens = calls * config.max_tokens
+    prices = price_for(config.model, config.price_in, config.price_out)
+    cost = estimate_cost(prompt_tokens, completion_tokens, prices) if prices else None
+    return {
+        "calls": calls,
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens_max": completion_tokens,
+        "estimated_cost_usd": None if cost is None else round(cost, 4),
+        "priced": prices is not None,
+    }
