@@ -66,6 +66,8 @@ class JudgeConfig:
         progress: Show a tqdm progress bar.
         method: Minutes method (``mesa``, ...; see ``judges/minutes/registry.py``); the
             AutoMin prompt methods are chosen with ``rubric=gpt-art`` / ``rubric=gpt-afgr``.
+        filler: Minutes judges only: compress the transcript by dropping filler turns
+            (AutoMin Sec. 6.3, Fig. 19) before judging.
     """
 
     backend: str
@@ -95,6 +97,7 @@ class JudgeConfig:
     system: str = ""
     progress: bool = True
     method: str = ""
+    filler: bool = True
     spec: str = field(default="", compare=False)
 
     @property

@@ -7,7 +7,8 @@ as ``mesa``). Methods register a factory ``JudgeConfig -> MinutesMethod`` with
 holds each built-in name so that a spec works without importing anything first. A method
 living elsewhere can be added to :data:`_MODULES` or simply imported before use; an
 unknown name falls back to importing ``elitr_bench.judges.minutes.<name>`` (dashes as
-underscores), so ``method=mesa`` finds ``elitr_bench/judges/minutes/mesa.py``.
+underscores). ``method=mesa`` imports ``elitr_bench.judges.mesa`` (then ``.method``), whose
+import must call ``register_method("mesa", factory)``.
 """
 
 from __future__ import annotations
@@ -38,11 +39,15 @@ MethodFactory = Callable[["JudgeConfig"], MinutesMethod]
 
 _FACTORIES: dict[str, MethodFactory] = {}
 
-# Built-in method name -> module whose import registers it.
-_MODULES: dict[str, str] = {
-    "gpt-art": "elitr_bench.judges.minutes.gpt",
-    "gpt-afgr": "elitr_bench.judges.minutes.gpt",
-    "mesa": "elitr_bench.judges.minutes.mesa",
+# Built-in method name -> modules (tried in order) whose import registers it.
+_MODULES: dict[str, tuple[str, ...]] = {
+    "gpt-art": ("elitr_bench.judges.minutes.gpt",),
+    "gpt-afgr": ("elitr_bench.judges.minutes.gpt",),
+    "mesa": (
+        "elitr_bench.judges.mesa",
+        "elitr_bench.judges.mesa.method",
+        "elitr_bench.judges.minutes.mesa",
+    ),
 }
 
 MINUTES_RUBRICS: tuple[str, ...] = ("gpt-art", "gpt-afgr")
@@ -83,15 +88,15 @@ def method_name(config: JudgeConfig) -> str | None:
 
 
 def _load(name: str) -> MethodFactory | None:
-    if name in _FACTORIES:
-        return _FACTORIES[name]
-    module = _MODULES.get(name, f"elitr_bench.judges.minutes.{name.replace('-', '_')}")
-    try:
-        importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and module.startswith(exc.name):
-            return None
-        raise
+    modules = _MODULES.get(name, (f"elitr_bench.judges.minutes.{name.replace('-', '_')}",))
+    for module in modules:
+        if name in _FACTORIES:
+            break
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name is None or not module.startswith(exc.name):
+                raise  # the module exists but one of its own imports is missing
     return _FACTORIES.get(name)
 
 
@@ -111,8 +116,8 @@ def get_method(config: JudgeConfig) -> MinutesMethod:
     factory = _load(name)
     if factory is None and name in _MODULES:
         raise JudgeConfigError(
-            f"judge spec {spec!r}: minutes method {name!r} is not available here (its module "
-            f"{_MODULES[name]} did not register it)"
+            f"judge spec {spec!r}: minutes method {name!r} is not available here (none of "
+            f"{', '.join(_MODULES[name])} registered it)"
         )
     if factory is None:
         raise JudgeConfigError(

@@ -1,0 +1,240 @@
+r"""AutoMin 2023 GPT judge prompts and their parsers (pure functions, no I/O).
+
+Line-wrap decision: Figures 17-19 of the AutoMin 2023 overview (App. F) are printed in a
+verbatim box whose lines are wrapped to the page. Fig. 17's wrapped lines end either with
+a space or right after an opening parenthesis; we join them back (without adding a space)
+and keep the blank lines the figure prints between sections. Figs. 18 and 19 are printed
+one paragraph per line and are taken as printed. Typos (``transcipt``, ``it's``), the
+unbalanced parenthesis of Fig. 18 and ``i. e.`` are part of the prompts and kept. The
+placeholder ``{system\\_generated\\_minutes}`` is the figure's LaTeX escape of
+``{system_generated_minutes}``; placeholders are filled by plain replacement, so braces in
+a transcript are never interpreted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+TRANSCRIPT = "{transcript}"
+MINUTES = "{system_generated_minutes}"
+TURN = "{turn}"
+
+# Figure 17 (AutoMin 2023 overview, App. F): the "GPT-ART" prompt (adequacy, relevance,
+# topicality). Wrapped print lines joined as described in the module docstring.
+ART_PROMPT = (
+    "Given the following meeting transcipt and minutes, evaluate the minutes of the meeting "
+    "for it's adequacy (the judgment if summary sentences represent conclusions clearly "
+    "visible in the transcripts of the discussions), relevance (how well the summary sums up "
+    "the main idea of the meeting), and topicality (whether summary sentences cover topics "
+    "that are discussed in the transcript).\n"
+    "\n"
+    "Transcript:\n"
+    "{transcript}\n"
+    "\n"
+    "Minutes:\n"
+    "{system_generated_minutes}\n"
+    "\n"
+    "Evaluate minutes for it's adequacy (the judgment if summary sentences represent "
+    "conclusions clearly visible in the transcripts of the discussions), relevance (how well "
+    "the summary sums up the main idea of the meeting), and topicality (whether summary "
+    "sentences cover topics that are discussed in the transcript). Give each score "
+    "separately on a scale 0 to 10, where 10 is the best:"
+)
+
+# Figure 18 (AutoMin 2023 overview, App. F): the "GPT-AFGR" prompt (adequacy, fluency,
+# grammatical correctness, relevance), mimicking the annotators' instructions (App. E).
+AFGR_PROMPT = (
+    "Given the following meeting transcript and minutes, evaluate the minutes for their "
+    "adequacy (to what extent the minutes adequately capture the major topics discussed in "
+    "the meeting, also considering coverage, i. e. all such topics covered), fluency (if the "
+    "minutes consist of fluent, coherent texts and are readable to the evaluator), "
+    "grammatical correctness (the level to which the minutes are grammatically correct) and "
+    "relevance (the extent to which the minutes overall capture the important content from "
+    "the source transcript (as opposed to summarizing useless parts).\n"
+    "\n"
+    "Transcript:\n"
+    "{transcript}\n"
+    "\n"
+    "Minutes:\n"
+    "{system_generated_minutes}\n"
+    "\n"
+    "Now evaluate the minutes for their adequacy, fluency, grammatical correctness and "
+    "relevance. Give each score separately on a scale 0 to 10, where 10 is the best:"
+)
+
+# Figure 19 (AutoMin 2023 overview, App. F): the turn classifier of the filler compression
+# (Sec. 6.3). The figure prints the instruction, an empty line, and the answer cue (the
+# extracted text shows a stray "| " before the cue, a rendering artefact of the box). The
+# figure has no placeholder for the turn; we put the turn where the empty line is, as its
+# own paragraph, because that is the only place that keeps both printed lines intact.
+FILLER_PROMPT = (
+    "The following conversational turn is from a meeting transcript. Classify the turn into "
+    "'Filler' (not relevant outside of the meeting) or 'Content' (contains relevant "
+    "information).\n"
+    "\n"
+    "{turn}\n"
+    "\n"
+    "Classification of the turn as 'Filler' or 'Content':"
+)
+
+
+@dataclass(frozen=True)
+class MinutesPrompt:
+    """One AutoMin judge prompt and the criteria its answer must score.
+
+    Attributes:
+        name: Method name (``gpt-art`` / ``gpt-afgr``).
+        template: Prompt with ``{transcript}`` and ``{system_generated_minutes}``.
+        criteria: Criterion -> metric name, in the order the prompt asks for them.
+        figure: Where the prompt is printed.
+    """
+
+    name: str
+    template: str
+    criteria: Mapping[str, str]
+    figure: str
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """Metric names, in the prompt's order."""
+        return tuple(self.criteria.values())
+
+    @property
+    def prompt_hash(self) -> str:
+        """Short sha256 of the template (identifies the prompt in result files)."""
+        return hashlib.sha256(self.template.encode("utf-8")).hexdigest()[:16]
+
+    def build(self, transcript: str, minutes: str) -> str:
+        """Fill the template (plain replacement, braces in the texts stay as they are)."""
+        head, _, tail = self.template.partition(TRANSCRIPT)
+        return head + transcript + tail.replace(MINUTES, minutes, 1)
+
+
+ART = MinutesPrompt(
+    name="gpt-art",
+    template=ART_PROMPT,
+    criteria={
+        "adequacy": "art_adequacy",
+        "relevance": "art_relevance",
+        "topicality": "art_topicality",
+    },
+    figure="AutoMin 2023 Fig. 17",
+)
+AFGR = MinutesPrompt(
+    name="gpt-afgr",
+    template=AFGR_PROMPT,
+    criteria={
+        "adequacy": "afgr_adequacy",
+        "fluency": "afgr_fluency",
+        "grammaticality": "afgr_grammaticality",
+        "relevance": "afgr_relevance",
+    },
+    figure="AutoMin 2023 Fig. 18",
+)
+PROMPTS: dict[str, MinutesPrompt] = {ART.name: ART, AFGR.name: AFGR}
+
+SCALE = (0.0, 10.0)
+"""Both prompts ask for "a scale 0 to 10" (Figs. 17-18)."""
+
+# How a criterion may be named in an answer. Grammaticality is asked as "grammatical
+# correctness"; answers also say "grammar" or "grammaticality".
+_NAMES: dict[str, str] = {
+    "adequacy": r"adequacy",
+    "relevance": r"relevance",
+    "topicality": r"topicality",
+    "fluency": r"fluency",
+    "grammaticality": r"grammatical(?:ity|\s+correctness)?|grammar",
+}
+_NUMBER = r"(-?\d+(?:\.\d+)?)"
+# Name, then at most 40 characters without digits (": ", " - ", "** score: ", a line break),
+# then the number, optionally "/ N" or "out of N". The short gap keeps a criterion's
+# definition ("adequacy (to what extent ... 0 to 10)") from being read as its score.
+_PATTERNS: dict[str, re.Pattern[str]] = {
+    criterion: re.compile(
+        rf"\b(?:{names})\b[^\d]{{0,40}}?{_NUMBER}\s*(?:/\s*(\d+(?:\.\d+)?)|out\s+of\s+(\d+))?",
+        re.IGNORECASE,
+    )
+    for criterion, names in _NAMES.items()
+}
+
+
+@dataclass(frozen=True)
+class ParsedScores:
+    """Scores read from one judge answer.
+
+    Attributes:
+        values: Criterion -> score on 0-10, or None when missing or invalid.
+        reasons: Criterion -> why it is None (only for the unscored ones).
+    """
+
+    values: Mapping[str, float | None]
+    reasons: Mapping[str, str]
+
+    @property
+    def complete(self) -> bool:
+        """Every criterion has a score."""
+        return all(v is not None for v in self.values.values())
+
+    @property
+    def n_scored(self) -> int:
+        """How many criteria have a score."""
+        return sum(v is not None for v in self.values.values())
+
+
+def parse_criterion(text: str, criterion: str) -> tuple[float | None, str]:
+    """The 0-10 score given to one criterion, or None and the reason.
+
+    When the answer scores a criterion more than once (an explanation first, a summary
+    line last) the LAST mention counts, as the summary is what the prompt asks for. A
+    score outside 0-10 or on another scale ("7/5", "80 out of 100") is unscored, never
+    clipped or rescaled.
+    """
+    matches = list(_PATTERNS[criterion].finditer(text))
+    if not matches:
+        return None, f"no {criterion} score"
+    match = matches[-1]
+    value = float(match.group(1))
+    denominator = match.group(2) or match.group(3)
+    if denominator is not None and float(denominator) != SCALE[1]:
+        return None, f"{criterion} given as {match.group(1)}/{denominator}, not on 0-10"
+    if not SCALE[0] <= value <= SCALE[1]:
+        return None, f"{criterion}={match.group(1)} outside 0-10"
+    return value, ""
+
+
+def parse_scores(text: str, prompt: MinutesPrompt) -> ParsedScores:
+    """Read every criterion of ``prompt`` from a judge answer (missing ones are None)."""
+    values: dict[str, float | None] = {}
+    reasons: dict[str, str] = {}
+    for criterion in prompt.criteria:
+        value, reason = parse_criterion(text, criterion)
+        values[criterion] = value
+        if value is None:
+            reasons[criterion] = reason
+    return ParsedScores(values, reasons)
+
+
+def build_filler_prompt(turn: str) -> str:
+    """The Fig. 19 prompt for one (cleaned) turn, speaker label included."""
+    head, _, tail = FILLER_PROMPT.partition(TURN)
+    return head + turn + tail
+
+
+def parse_filler_label(text: str) -> str | None:
+    """``filler``, ``content`` or None (both or neither word in the answer)."""
+    low = text.lower()
+    has_filler = re.search(r"\bfiller\b", low) is not None
+    has_content = re.search(r"\bcontent\b", low) is not None
+    if has_filler and not has_content:
+        return "filler"
+    if has_content and not has_filler:
+        return "content"
+    if has_filler and has_content:
+        # "Classification: Filler" after restating both options: the first word of the
+        # answer decides when it is one of the two labels.
+        first = re.match(r"\W*(filler|content)\b", low)
+        return first.group(1) if first else None
+    return None
