@@ -88,13 +88,15 @@ class JudgeClient:
 
     def key_for(self, request: CompletionRequest, draw: int) -> str:
         """Cache key: backend kind, model, full prompt, sampling params, seed and draw."""
-        params = {
+        params: dict[str, Any] = {
             "temperature": request.temperature,
             "top_p": request.top_p,
             "max_tokens": request.max_tokens,
             "seed": request.seed,
             "draw": draw,
         }
+        if request.messages:  # only then, so single-prompt keys stay what they always were
+            params["messages"] = [list(turn) for turn in request.messages]
         return cache_key(self.backend.kind, self.backend.model, request.prompt, params)
 
     async def complete(self, request: CompletionRequest, draw: int = 0) -> Completion:
@@ -114,7 +116,8 @@ class JudgeClient:
         if self._sem is None or self._loop is not loop:
             # asyncio primitives bind to one loop; a client reused by a later run gets new ones.
             self._sem, self._loop = asyncio.Semaphore(self._concurrency), loop
-        estimate = len(request.prompt) // 4 + request.max_tokens
+        sent = len(request.prompt) + sum(len(content) for _, content in request.messages)
+        estimate = sent // 4 + request.max_tokens
         async with self._sem:
             for attempt in range(self.retries + 1):
                 await self.limiter.acquire(estimate)

@@ -22,6 +22,9 @@ class CompletionRequest:
         top_p: Nucleus mass.
         max_tokens: Output token limit.
         seed: Seed to send, or None.
+        messages: Chat turns ``(role, content)`` sent *before* ``prompt`` (a system
+            message, or an earlier exchange a follow-up question refers to); ``prompt`` is
+            always the final user message. Part of the cache key when non-empty.
     """
 
     prompt: str
@@ -29,6 +32,12 @@ class CompletionRequest:
     top_p: float
     max_tokens: int
     seed: int | None
+    messages: tuple[tuple[str, str], ...] = ()
+
+    def chat(self) -> list[dict[str, str]]:
+        """The full conversation in the OpenAI chat format, ending with ``prompt``."""
+        turns = [{"role": role, "content": content} for role, content in self.messages]
+        return [*turns, {"role": "user", "content": self.prompt}]
 
 
 class RetryableError(Exception):

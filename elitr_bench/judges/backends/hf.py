@@ -52,21 +52,26 @@ class HFBackend:
             tok.pad_token = tok.eos_token
         self._tok, self._lm = tok, lm
 
-    def format_prompt(self, prompt: str) -> str:
-        """Wrap the prompt in the tokenizer's chat template when it has one."""
+    def format_prompt(self, prompt: str, messages: tuple[tuple[str, str], ...] = ()) -> str:
+        """Wrap the chat (earlier ``messages``, then the prompt) in the chat template.
+
+        Without a chat template the turns' contents are joined by blank lines.
+        """
+        chat = [{"role": role, "content": content} for role, content in messages]
+        chat.append({"role": "user", "content": prompt})
         if getattr(self._tok, "chat_template", None):
             text: str = self._tok.apply_chat_template(
-                [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
+                chat, tokenize=False, add_generation_prompt=True
             )
             return text
-        return prompt
+        return "\n\n".join(turn["content"] for turn in chat)
 
     def _generate(self, requests: list[CompletionRequest]) -> list[Completion]:
         import torch
 
         self._load()
         first = requests[0]
-        texts = [self.format_prompt(r.prompt) for r in requests]
+        texts = [self.format_prompt(r.prompt, r.messages) for r in requests]
         enc = self._tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
         enc = {k: v.to(self._lm.device) for k, v in enc.items()}
         gen: dict[str, Any] = {

@@ -69,12 +69,12 @@ class OpenAIBackend:
         return self._client
 
     async def complete(self, request: CompletionRequest) -> Completion:
-        """One chat completion with the prompt as a single user message."""
+        """One chat completion: ``request.messages`` then the prompt as the last user turn."""
         import openai
 
         kwargs: dict[str, Any] = {
             "model": self.model,
-            "messages": [{"role": "user", "content": request.prompt}],
+            "messages": request.chat(),
             "temperature": request.temperature,
             "top_p": request.top_p,
             "max_tokens": request.max_tokens,
