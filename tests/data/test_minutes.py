@@ -202,3 +202,35 @@ def test_bad_evaluation_line_names_file_and_line() -> None:
 def test_minutes_lines_skip_blank_lines() -> None:
     assert Minutes("m", "s", "  - a \n\n\t\n- b").lines == ("- a", "- b")
     assert Minutes("m", "s", "\n \n").lines == ()
+
+
+def test_automin_files_download_once_into_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a data dir, each pinned file is fetched from its raw URL once, then reused."""
+    import io
+    import urllib.parse
+    import urllib.request
+
+    from elitr_bench.data import store
+
+    by_url = {s.url: DATA / s.relpath for s in automin_sources()}
+    calls: list[str] = []
+
+    class _Response(io.BytesIO):
+        headers: dict[str, str] = {}
+
+    def fake_urlopen(url: str, timeout: float = 0) -> _Response:
+        calls.append(url)
+        assert urllib.parse.unquote(url) == url or "%2B" in url
+        return _Response(by_url[url].read_bytes())
+
+    monkeypatch.delenv("ELITR_BENCH_DATA_DIR")
+    monkeypatch.setenv("ELITR_BENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(urllib.request, "urlopen", fake_urlopen)
+    scores = mn.load_automin_overall_scores("hunk")
+    assert len(scores) == 36 and len(calls) == 1
+    assert (tmp_path / "cache/data/automin-2023/submissions-and-scores").is_dir()
+    mn.load_automin_overall_scores("hunk")
+    assert len(calls) == 1
+    assert store.data_dir() is None
