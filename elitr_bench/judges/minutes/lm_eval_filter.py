@@ -1,0 +1,296 @@
+"""The ``elitr_minutes_judge`` lm-eval filter and per-sample metrics of minutes judges.
+
+lm-eval hands a filter all responses of a task at once, so the minutes judge runs every
+meeting concurrently through the shared client. Each response becomes the JSON string
+``{"response": <minutes>, "judge": <MinutesAssessment.to_dict()>}`` (the shape the QA
+judge filter logs, read back by :func:`elitr_bench.judges.metrics.parse_filtered`), so the
+generated minutes stay in the sample log whatever the judge did: a judge that fails
+(network, quota, context length) gives ``status: "error"`` with its reason, never an
+exception that would discard the run.
+
+Metrics: each of the method's metrics is reported per sample only when scored, so lm-eval's
+built-in ``mean`` runs over scored samples and gets its closed-form stderr (see
+:mod:`elitr_bench.judges.metrics`); ``judge_unscored`` counts samples with no score at all
+(``judge_count``); ``filler_tokens_saved`` is the per-meeting token saving of the filler
+compression (mean over meetings).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from lm_eval.api.filter import Filter
+from lm_eval.api.registry import register_filter
+
+from elitr_bench.judges.config import (
+    JudgeConfig,
+    check_judge_ready,
+    get_run_judge,
+    resolve_run_judge,
+)
+from elitr_bench.judges.lm_eval_filter import judged_json
+from elitr_bench.judges.metrics import (
+    COUNT_AGGREGATION,
+    JUDGE_UNSCORED,
+    parse_filtered,
+    register_lm_eval_aggregations,
+)
+from elitr_bench.judges.minutes.base import MinutesAssessment, MinutesItem
+from elitr_bench.judges.minutes.registry import (
+    MinutesRun,
+    assess_items_run,
+    get_method,
+    plan,
+)
+
+log = logging.getLogger(__name__)
+
+FILTER_NAME = "elitr_minutes_judge"
+TOKENS_SAVED = "filler_tokens_saved"
+
+_LAST_RUN: MinutesRun | None = None
+
+TranscriptLookup = Callable[[str], tuple[str, tuple[str, ...]]]
+
+
+def last_run() -> MinutesRun | None:
+    """The most recent minutes-judging run of this process (usage, cost, identity)."""
+    return _LAST_RUN
+
+
+def split_of(meeting_id: str) -> str:
+    """The data split a meeting id belongs to (``test2023``, ``dev`` or ``test2``)."""
+    match = re.match(r"meeting_en_(test2023|dev|test2)_\d+$", meeting_id)
+    return match.group(1) if match else ""
+
+
+def load_meeting_texts(meeting_id: str) -> tuple[str, tuple[str, ...]]:
+    """Transcript and reference minutes of a meeting, from the data layer.
+
+    Raises:
+        elitr_bench.data.errors.DataError: Unknown meeting or missing data.
+    """
+    from elitr_bench.data.errors import DataError
+    from elitr_bench.data.minutes import load_automin_meetings, load_elitr_minutes_meetings
+
+    split = split_of(meeting_id)
+    if split == "test2023":
+        meetings = load_automin_meetings([meeting_id])
+    elif split in ("dev", "test2"):
+        elitr = load_elitr_minutes_meetings("dev" if split == "dev" else "test2")
+        meetings = [m for m in elitr if m.meeting_id == meeting_id]
+    else:
+        meetings = []
+    if not meetings:
+        raise DataError(f"minutes judge: no transcript for meeting {meeting_id!r}")
+    meeting = meetings[0]
+    return meeting.transcript, tuple(r.text for r in meeting.references)
+
+
+def item_from_doc(
+    doc: Mapping[str, Any],
+    minutes: str,
+    system: str = "",
+    lookup: TranscriptLookup = load_meeting_texts,
+) -> MinutesItem:
+    """The judge's view of one minutes-task document and its generated minutes.
+
+    Documents may carry ``transcript`` and ``references`` themselves; otherwise they are
+    looked up by ``meeting_id`` (minutes-task docs keep the long transcript out of the log).
+    """
+    meeting_id = str(doc.get("meeting_id", ""))
+    transcript = doc.get("transcript")
+    references = doc.get("references")
+    if not isinstance(transcript, str) or not transcript:
+        transcript, looked_up = lookup(meeting_id)
+        if not isinstance(references, (list, tuple)):
+            references = looked_up
+    refs = tuple(
+        str(r.get("text", "")) if isinstance(r, Mapping) else str(r) for r in references or ()
+    )
+    return MinutesItem(
+        meeting_id=meeting_id,
+        system=str(doc.get("system") or system),
+        transcript=transcript,
+        minutes=minutes,
+        references=refs,
+    )
+
+
+def _first_text(resp: Any) -> str:
+    while isinstance(resp, (list, tuple)):
+        if not resp:
+            return ""
+        resp = resp[0]
+    return "" if resp is None else str(resp)
+
+
+def _skipped(item_ids: tuple[str, str], method: str, reason: str) -> dict[str, Any]:
+    return MinutesAssessment(
+        meeting_id=item_ids[0],
+        system=item_ids[1],
+        method=method,
+        scores={},
+        status="skipped",
+        reason=reason,
+    ).to_dict()
+
+
+def judge_minutes(
+    resps: Sequence[Any],
+    docs: Sequence[Mapping[str, Any]],
+    config: JudgeConfig | None,
+    system: str = "",
+    lookup: TranscriptLookup = load_meeting_texts,
+) -> list[list[str]]:
+    """Judge generated minutes against their docs; one ``[<judged JSON>]`` per instance.
+
+    Never raises for a judge failure: every response is returned with its assessment
+    (``error`` with the reason when the judge could not run).
+    """
+    global _LAST_RUN
+    texts = [_first_text(r) for r in resps]
+    ids = [(str(d.get("meeting_id", "")), str(d.get("system") or system)) for d in docs]
+    if config is None:
+        return [
+            [judged_json(t, _skipped(i, "", "judging disabled"))]
+            for t, i in zip(texts, ids, strict=True)
+        ]
+    try:
+        method = get_method(config)
+        check_judge_ready(config)
+        items = [
+            item_from_doc(doc, text, system, lookup) for doc, text in zip(docs, texts, strict=True)
+        ]
+        preview = plan(items, method, config)
+        log.warning(
+            "minutes judge %s (%s): up to %d calls, estimated cost %s (cache hits are free)",
+            method.name,
+            config.spec or config.backend,
+            preview["calls"],
+            f"${preview['estimated_cost_usd']}" if preview["priced"] else "unknown (unpriced)",
+        )
+        run = run_sync(items, config, method)
+    except Exception as exc:  # the minutes must survive any judge failure
+        reason = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+        log.error("minutes judge failed, minutes kept unjudged: %s", reason)
+        failed = [
+            MinutesAssessment(i[0], i[1], config.method or config.rubric, {}, "error", reason)
+            for i in ids
+        ]
+        return [[judged_json(t, a.to_dict())] for t, a in zip(texts, failed, strict=True)]
+    _LAST_RUN = run
+    summary = run.summary
+    log.warning(
+        "minutes judge %s: %d ok, %d partial, %d unscored, %d error; usage %s",
+        run.method,
+        summary["ok"],
+        summary["partial"],
+        summary["unscored"],
+        summary["error"],
+        run.usage,
+    )
+    out = []
+    for text, assessment in zip(texts, run.assessments, strict=True):
+        entry = assessment.to_dict()
+        entry["identity"] = run.identity
+        out.append([judged_json(text, entry)])
+    return out
+
+
+def run_sync(items: Sequence[MinutesItem], config: JudgeConfig, method: Any) -> MinutesRun:
+    """Run :func:`assess_items_run` from synchronous code (lm-eval filters are sync)."""
+    from elitr_bench.judges.engine import run_coroutine
+
+    return run_coroutine(
+        lambda: assess_items_run(items, config, method=method, desc="minutes judge")
+    )
+
+
+@register_filter(FILTER_NAME)
+class ElitrMinutesJudgeFilter(Filter):
+    """Replace each minutes response by ``[json.dumps({"response": ..., "judge": {...}})]``.
+
+    Args:
+        judge: Judge spec (default: the process-level run judge, ``ELITR_JUDGE``).
+        system: System name recorded in assessments when docs carry none.
+    """
+
+    def __init__(self, judge: str | None = None, system: str = "", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._spec = judge
+        self._system = system
+
+    def apply(self, resps: Iterable[Any], docs: Sequence[dict[str, Any]]) -> list[list[str]]:
+        """Judge every response of the task concurrently."""
+        config = resolve_run_judge(self._spec) if self._spec else get_run_judge()
+        return judge_minutes(list(resps), list(docs), config, self._system)
+
+
+def assessment_of(filtered: Any) -> tuple[str, MinutesAssessment] | None:
+    """The minutes text and assessment in a sample's filtered response, or None."""
+    entry = parse_filtered(filtered)
+    if entry is None or "judge" not in entry or "response" not in entry:
+        return None
+    judge = entry["judge"]
+    if not isinstance(judge, Mapping) or "scores" not in judge:
+        return None
+    return str(entry["response"]), MinutesAssessment.from_dict(judge)
+
+
+def minutes_judge_metrics(filtered: Any) -> dict[str, float]:
+    """Per-sample metric values of a judged minutes response (pure).
+
+    Returns:
+        Every scored metric of the assessment, ``judge_unscored`` (1.0 when nothing was
+        scored because the judge answered without scores or failed; 0.0 otherwise,
+        including judging disabled) and ``filler_tokens_saved`` when compression ran.
+        An unscored metric is absent, never a number.
+    """
+    found = assessment_of(filtered)
+    if found is None:
+        return {}
+    _, assessment = found
+    out: dict[str, float] = {k: v for k, v in assessment.scored().items() if not math.isnan(v)}
+    out[JUDGE_UNSCORED] = 1.0 if assessment.status in ("unscored", "error") else 0.0
+    filler = assessment.details.get("filler")
+    if isinstance(filler, Mapping) and isinstance(filler.get("tokens_saved"), (int, float)):
+        out[TOKENS_SAVED] = float(filler["tokens_saved"])
+    return out
+
+
+def metric_list(config: JudgeConfig | None) -> list[dict[str, Any]]:
+    """lm-eval ``metric_list`` entries for a minutes task judged by ``config``.
+
+    lm-eval aggregates only metrics its task config lists, and which metrics exist depends
+    on the judge (``art_*``, ``afgr_*``, ``mesa_*``), so the minutes task adds these at
+    construction time.
+    """
+    if config is None:
+        return []
+    method = get_method(config)
+    register_lm_eval_aggregations()
+    entries: list[dict[str, Any]] = [
+        {"metric": m, "aggregation": "mean", "higher_is_better": True} for m in method.metrics
+    ]
+    entries.append(
+        {"metric": JUDGE_UNSCORED, "aggregation": COUNT_AGGREGATION, "higher_is_better": False}
+    )
+    if config.filler and method.name in ("gpt-art", "gpt-afgr"):
+        entries.append({"metric": TOKENS_SAVED, "aggregation": "mean", "higher_is_better": True})
+    return entries
+
+
+def usage_metadata() -> dict[str, Any] | None:
+    """Usage, cost and summary of the last run, for the task's ``metadata.judge_usage``."""
+    run = _LAST_RUN
+    if run is None:
+        return None
+    return {**run.usage, "seconds": round(run.elapsed_s, 3), **run.summary}
+
+
+register_lm_eval_aggregations()

@@ -1,0 +1,288 @@
+"""AutoMin GPT judges (gpt-art / gpt-afgr) and filler compression against the loopback server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from elitr_bench.judges.config import parse_judge_spec
+from elitr_bench.judges.minutes import MinutesItem, assess_items, get_method
+from elitr_bench.judges.minutes.filler import clean_text, cleaned_turns, compress, split_turns
+from elitr_bench.judges.minutes.lm_eval_filter import (
+    assessment_of,
+    judge_minutes,
+    metric_list,
+    minutes_judge_metrics,
+)
+from elitr_bench.judges.minutes.prompts import (
+    AFGR,
+    AFGR_PROMPT,
+    ART,
+    ART_PROMPT,
+    FILLER_PROMPT,
+    parse_criterion,
+    parse_filler_label,
+    parse_scores,
+)
+from elitr_bench.judges.minutes.registry import assess_items_run
+from tests.support.openai_server import LoopbackOpenAI, RecordedRequest, Reply
+
+PAPER = next(Path("/work/shared/papers").glob("002_*.txt"), None)
+
+TRANSCRIPT = (
+    "<another_language/>\n"
+    "(PERSON1) Hi eh, everyone. <laugh/>\n"
+    "(PERSON2) Yeah.\n"
+    "(PERSON1) Eh, we decided to release the model on Friday.\n"
+    "It needs the new tokenizer.\n"
+    "(PERSON2) <unintelligible/>\n"
+    "(PERSON2) Yeah yeah, okay.\n"
+)
+COMPRESSED = (
+    "(PERSON1) Hi everyone.\n"
+    "(PERSON2)\n"
+    "(PERSON1) we decided to release the model on Friday.\n"
+    "It needs the new tokenizer.\n"
+    "(PERSON2)\n"
+    "(PERSON2)"
+)
+AFGR_ANSWER = "Adequacy: 8\nFluency: 9\nGrammatical correctness: 10\nRelevance: 7"
+
+
+def is_classification(request: RecordedRequest) -> bool:
+    return request.prompt.startswith("The following conversational turn")
+
+
+def scripted(judge_answer: str | Reply) -> object:
+    """Turns with "Yeah" are filler, others content; judge prompts get ``judge_answer``."""
+
+    def handler(request: RecordedRequest) -> str | Reply:
+        if is_classification(request):
+            return "Filler" if "Yeah" in request.prompt else "Content"
+        return judge_answer
+
+    return handler
+
+
+def spec(server: LoopbackOpenAI, extra: str = "") -> str:
+    return (
+        f"openai:gpt-4-0613,rubric=gpt-afgr,base_url={server.base_url},backoff=0.01,"
+        f"timeout=2,progress=false{extra}"
+    )
+
+
+def item(system: str = "gpt4", minutes: str = "- Release on Friday.") -> MinutesItem:
+    return MinutesItem("meeting_en_test2023_999", system, TRANSCRIPT, minutes)
+
+
+def judge_requests(server: LoopbackOpenAI) -> list[RecordedRequest]:
+    return [r for r in server.requests if not is_classification(r)]
+
+
+# --- prompts as printed ------------------------------------------------------------------
+def _figure_lines(start: str, end: str) -> list[str]:
+    assert PAPER is not None
+    lines = PAPER.read_text("utf-8").splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith(start))
+    last = next(i for i, line in enumerate(lines) if line.startswith(end) and i > first)
+    return lines[first + 1 : last]
+
+
+def _unwrap(lines: list[str]) -> str:
+    """Join print-wrapped lines (ending in a space or an opening parenthesis)."""
+    out = ""
+    for line in lines:
+        out += line
+        out += "" if line.endswith((" ", "(")) else "\n"
+    return out.replace("{system\\_generated\\_minutes}", "{system_generated_minutes}").strip()
+
+
+@pytest.mark.skipif(PAPER is None, reason="AutoMin paper text not available")
+def test_prompts_are_the_printed_figures() -> None:
+    assert _unwrap(_figure_lines("## **E GPT** prompts", "Figure 17:")) == ART_PROMPT
+    assert _unwrap(_figure_lines("Figure 17:", "Figure 18:")) == AFGR_PROMPT
+    fig19 = [line.removeprefix("| ") for line in _figure_lines("Figure 18:", "Figure 19:")]
+    assert "\n".join(fig19).strip().strip("`").strip() == FILLER_PROMPT.replace("{turn}\n\n", "")
+
+
+def test_prompt_filled_by_plain_replacement() -> None:
+    built = ART.build("A {transcript} with {braces}", "- {system_generated_minutes}")
+    assert (
+        "Transcript:\nA {transcript} with {braces}\n\nMinutes:\n- {system_generated_minutes}\n"
+        in (built)
+    )
+    assert built.endswith("Give each score separately on a scale 0 to 10, where 10 is the best:")
+
+
+# --- parsing -----------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (AFGR_ANSWER, {"adequacy": 8, "fluency": 9, "grammaticality": 10, "relevance": 7}),
+        (
+            "**Adequacy**: 7/10 - covers most topics.\n**Fluency** - 8.5 out of 10\n"
+            "Grammaticality score: 9\nRelevance:\n6",
+            {"adequacy": 7, "fluency": 8.5, "grammaticality": 9, "relevance": 6},
+        ),
+        (  # partial: relevance missing
+            "Adequacy: 5\nFluency: 6\nGrammar: 7",
+            {"adequacy": 5, "fluency": 6, "grammaticality": 7, "relevance": None},
+        ),
+        (  # out of range / other scales are unscored, never clipped
+            "Adequacy: 11\nFluency: 4/5\nGrammatical correctness: -1\nRelevance: 80 out of 100",
+            {"adequacy": None, "fluency": None, "grammaticality": None, "relevance": None},
+        ),
+        ("I cannot rate these minutes.", dict.fromkeys(AFGR.criteria)),
+    ],
+)
+def test_parse_scores(text: str, expected: dict[str, float | None]) -> None:
+    assert dict(parse_scores(text, AFGR).values) == expected
+
+
+def test_parse_reasons_and_last_mention() -> None:
+    text = "Adequacy: the minutes miss 2 topics... Final scores: Adequacy: 6, Relevance: 12"
+    assert parse_criterion(text, "adequacy") == (6.0, "")
+    assert parse_criterion(text, "relevance") == (None, "relevance=12 outside 0-10")
+    assert parse_criterion("Fluency: 4/5", "fluency")[1] == "fluency given as 4/5, not on 0-10"
+    assert parse_criterion("nothing", "topicality") == (None, "no topicality score")
+    # A criterion's definition repeated by the judge is not a score.
+    definition = "Adequacy (to what extent the minutes adequately capture... 0 to 10)"
+    assert parse_criterion(definition, "adequacy")[0] is None
+    assert parse_scores("Adequacy 9, relevance 8, topicality 7", ART).complete
+
+
+def test_filler_labels() -> None:
+    assert parse_filler_label("Filler") == "filler"
+    assert parse_filler_label(" content.") == "content"
+    assert parse_filler_label("Filler (not 'Content')") == "filler"
+    assert parse_filler_label("I am not sure") is None
+
+
+def test_cleaning_and_compression_are_pure() -> None:
+    assert clean_text("Eh, so eh we <laugh/> go (??) now.") == "so we go now."
+    turns = split_turns("intro line\n(PERSON1) a\nb\n(Oh really?)\n(OTHER PERSONS) c")
+    assert [(t.speaker, t.text) for t in turns] == [
+        ("", "intro line"),
+        ("PERSON1", "a\nb\n(Oh really?)"),
+        ("OTHER PERSONS", "c"),
+    ]
+    cleaned = cleaned_turns(TRANSCRIPT)
+    labels = ["filler" if "Yeah" in t.text else "content" for t in cleaned]
+    result = compress(TRANSCRIPT, cleaned, labels)
+    assert result.text == COMPRESSED
+    assert (result.turns, result.filler_turns, result.empty_turns) == (6, 4, 2)
+    assert result.tokens_before == len(TRANSCRIPT.split()) and result.tokens_saved > 0
+
+
+# --- through the client ------------------------------------------------------------------
+def test_afgr_loopback_exact_prompt_filler_and_cache(
+    loopback: LoopbackOpenAI, tmp_path: Path
+) -> None:
+    loopback.handler = scripted(AFGR_ANSWER)  # type: ignore[assignment]
+    config = parse_judge_spec(spec(loopback, f",cache={tmp_path / 'c.sqlite'}"))
+    items = [item("gpt4"), item("ntr", "- Tokenizer needed.")]
+    run = asyncio.run(assess_items_run(items, config))
+    # 4 non-empty turns classified once for both systems + one judge call per minutes.
+    classified = [r for r in loopback.requests if is_classification(r)]
+    assert len(classified) == 4 and len(judge_requests(loopback)) == 2
+    assert {r.body["temperature"] for r in classified} == {0.0}
+    expected = AFGR_PROMPT.replace("{transcript}", COMPRESSED).replace(
+        "{system_generated_minutes}", "- Release on Friday."
+    )
+    assert expected.startswith("Given the following meeting transcript and minutes, evaluate")
+    sent = {r.prompt for r in judge_requests(loopback)}
+    assert expected in sent
+    assert classified[0].prompt == FILLER_PROMPT.replace("{turn}", "(PERSON1) Hi everyone.")
+    first = run.assessments[0]
+    assert first.status == "ok" and first.method == "gpt-afgr"
+    assert dict(first.scores) == {
+        "afgr_adequacy": 8.0,
+        "afgr_fluency": 9.0,
+        "afgr_grammaticality": 10.0,
+        "afgr_relevance": 7.0,
+    }
+    assert first.details["filler"]["tokens_saved"] == len(TRANSCRIPT.split()) - len(
+        COMPRESSED.split()
+    )
+    assert run.usage["requests"] == 6 and run.usage["estimated_cost_usd"] > 0
+    assert run.identity["prompt_hash"] == AFGR.prompt_hash
+
+    loopback.reset()
+    again = asyncio.run(assess_items_run(items, config))
+    assert loopback.requests == [] and again.usage["requests"] == 0
+    assert [a.to_dict() for a in again.assessments] == [a.to_dict() for a in run.assessments]
+
+
+def test_art_without_filler_sends_the_transcript_unchanged(loopback: LoopbackOpenAI) -> None:
+    loopback.handler = scripted("Adequacy: 6\nRelevance: 7\nTopicality: 8")  # type: ignore[assignment]
+    config = parse_judge_spec(
+        spec(loopback, ",cache=memory,filler=false").replace("gpt-afgr", "gpt-art")
+    )
+    [result] = asyncio.run(assess_items([item()], config))
+    assert [r.prompt for r in loopback.requests] == [ART.build(TRANSCRIPT, "- Release on Friday.")]
+    assert dict(result.scores) == {"art_adequacy": 6, "art_relevance": 7, "art_topicality": 8}
+    assert "filler" not in result.details
+
+
+def test_partial_and_out_of_range_replies(loopback: LoopbackOpenAI) -> None:
+    loopback.handler = scripted("Adequacy: 8\nFluency: 12\nGrammar: 9")  # type: ignore[assignment]
+    config = parse_judge_spec(spec(loopback, ",cache=memory,reask=1"))
+    [result] = asyncio.run(assess_items([item()], config))
+    assert len(judge_requests(loopback)) == 2  # re-asked once, still incomplete
+    assert result.status == "partial"
+    assert dict(result.scores) == {
+        "afgr_adequacy": 8.0,
+        "afgr_fluency": None,
+        "afgr_grammaticality": 9.0,
+        "afgr_relevance": None,
+    }
+    assert result.reason == "fluency=12 outside 0-10; no relevance score"
+    metrics = minutes_judge_metrics(json.dumps({"response": "m", "judge": result.to_dict()}))
+    assert metrics == {
+        "afgr_adequacy": 8.0,
+        "afgr_grammaticality": 9.0,
+        "judge_unscored": 0.0,
+        "filler_tokens_saved": float(result.details["filler"]["tokens_saved"]),
+    }
+
+
+def test_reply_without_scores_is_unscored_and_minutes_kept(loopback: LoopbackOpenAI) -> None:
+    loopback.handler = scripted("These minutes look fine to me.")  # type: ignore[assignment]
+    config = parse_judge_spec(spec(loopback, ",cache=memory,reask=0"))
+    docs = [{"meeting_id": "meeting_en_test2023_999", "transcript": TRANSCRIPT}]
+    [[logged]] = judge_minutes(["- Release on Friday."], docs, config, system="gpt4")
+    found = assessment_of(logged)
+    assert found is not None
+    minutes, assessment = found
+    assert minutes == "- Release on Friday." and assessment.status == "unscored"
+    assert "\n" not in assessment.reason and assessment.reason.startswith("no adequacy score")
+    assert assessment.details["raw"] == [["These minutes look fine to me."]]
+    assert minutes_judge_metrics(logged) == {
+        "judge_unscored": 1.0,
+        "filler_tokens_saved": float(assessment.details["filler"]["tokens_saved"]),
+    }
+
+
+def test_failing_judge_keeps_minutes(loopback: LoopbackOpenAI) -> None:
+    loopback.handler = lambda request: Reply(status=500)
+    config = parse_judge_spec(spec(loopback, ",cache=memory,retries=0"))
+    docs = [{"meeting_id": f"meeting_en_test2023_99{i}", "transcript": TRANSCRIPT} for i in (1, 2)]
+    out = judge_minutes(["- one", "- two"], docs, config)
+    parsed = [assessment_of(entry) for entry in out]
+    assert [p[0] for p in parsed if p] == ["- one", "- two"]
+    assert {p[1].status for p in parsed if p} == {"error"}
+    assert all("HTTP 500" in p[1].reason for p in parsed if p)
+    assert minutes_judge_metrics(out[0]) == {"judge_unscored": 1.0}
+
+
+def test_metric_list_follows_the_method() -> None:
+    afgr = parse_judge_spec("openai:gpt-4-0613,rubric=gpt-afgr")
+    names = [m["metric"] for m in metric_list(afgr)]
+    assert names == [*AFGR.metrics, "judge_unscored", "filler_tokens_saved"]
+    art = parse_judge_spec("openai:gpt-4-0613,rubric=gpt-art,filler=false")
+    assert [m["metric"] for m in metric_list(art)] == [*ART.metrics, "judge_unscored"]
+    assert get_method(art).planned_calls(item()) == 2  # one call + one re-ask, no classifier
+    assert get_method(afgr).planned_calls(item()) == 2 + 4
