@@ -6,6 +6,7 @@ import shutil
 import statistics
 from collections import defaultdict
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -218,7 +219,7 @@ def test_automin_files_download_once_into_the_cache(
     calls: list[str] = []
 
     class _Response(io.BytesIO):
-        headers: dict[str, str] = {}
+        headers: ClassVar[dict[str, str]] = {}
 
     def fake_urlopen(url: str, timeout: float = 0) -> _Response:
         calls.append(url)
