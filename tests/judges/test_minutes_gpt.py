@@ -195,7 +195,9 @@ def test_afgr_loopback_exact_prompt_filler_and_cache(
     assert expected.startswith("Given the following meeting transcript and minutes, evaluate")
     sent = {r.prompt for r in judge_requests(loopback)}
     assert expected in sent
-    assert classified[0].prompt == FILLER_PROMPT.replace("{turn}", "(PERSON1) Hi everyone.")
+    assert FILLER_PROMPT.replace("{turn}", "(PERSON1) Hi everyone.") in {
+        r.prompt for r in classified
+    }
     first = run.assessments[0]
     assert first.status == "ok" and first.method == "gpt-afgr"
     assert dict(first.scores) == {
