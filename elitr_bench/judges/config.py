@@ -68,6 +68,17 @@ class JudgeConfig:
             AutoMin prompt methods are chosen with ``rubric=gpt-art`` / ``rubric=gpt-afgr``.
         filler: Minutes judges only: compress the transcript by dropping filler turns
             (AutoMin Sec. 6.3, Fig. 19) before judging.
+        debate: MESA: ``none`` (one model per step), ``same`` (MADP-S: moderator and three
+            challengers of this model) or ``mixed`` (MADP-M: challengers from ``pool``).
+        pool: MESA, ``debate=mixed``: challenger judge specs separated by ``|`` (options
+            inside a member with ``;``), or a file with one spec per line.
+        error_types: MESA: error-type YAML file ("" = the paper's, packaged).
+        guidance: MESA: self-training guidance file appended to the step prompts.
+        layout: MESA prompt layout: ``paper`` (Figs. 3-5 verbatim) or ``prefix``
+            (transcript first, for servers with prefix caching).
+        overlength: MESA: a prompt longer than ``context``: ``error``, ``skip`` or
+            ``truncate_middle`` (as the QA tasks' option).
+        context: MESA: the judge's context length in tokens (0 = not checked).
     """
 
     backend: str
@@ -98,6 +109,13 @@ class JudgeConfig:
     progress: bool = True
     method: str = ""
     filler: bool = True
+    debate: str = "none"
+    pool: str = ""
+    error_types: str = ""
+    guidance: str = ""
+    layout: str = "paper"
+    overlength: str = "error"
+    context: int = 0
     spec: str = field(default="", compare=False)
 
     @property
@@ -258,6 +276,9 @@ def _validate(config: JudgeConfig, spec: str) -> None:
         )
     if config.method and config.method not in known_methods():
         raise bad(f"unknown method {config.method!r}; use one of {', '.join(known_methods())}")
+    from elitr_bench.judges.mesa.options import validate_mesa_options
+
+    validate_mesa_options(config, spec)
     if not 0.0 <= config.temperature <= 2.0:
         raise bad(f"temperature={config.temperature} must be in [0, 2]")
     if not 0.0 < config.top_p <= 1.0:
@@ -360,11 +381,36 @@ def effective_base_url(config: JudgeConfig, env: Mapping[str, str] | None = None
     return config.base_url or environ.get("OPENAI_BASE_URL", "")
 
 
-def check_judge_ready(config: JudgeConfig | None, env: Mapping[str, str] | None = None) -> None:
-    """Fail fast, without network calls, when the judge cannot run here.
+def judge_flag_hint(spec: str, command: str = "lm_eval") -> str:
+    """How to pick another judge with a flag that exists in ``command``.
+
+    ``lm_eval`` has no ``--judge``: its judge travels in ``--metadata``.
+    """
+    if command == "lm_eval":
+        return f"--metadata '{{\"judge\": \"{spec}\"}}'"
+    return f"--judge {spec}"
+
+
+def check_judge_ready(
+    config: JudgeConfig | None,
+    env: Mapping[str, str] | None = None,
+    *,
+    network: bool = False,
+    command: str = "lm_eval",
+) -> None:
+    """Fail fast, before generation, when the judge cannot run here.
 
     Meant to be called before generation so that a missing API key does not surface
-    only after hours of model inference.
+    only after hours of model inference. Without ``network`` nothing leaves the machine;
+    with it (and ``preflight`` left on in the spec) an API judge also gets one minimal
+    authenticated request, once per process and endpoint (see
+    :meth:`~elitr_bench.judges.backends.openai_backend.OpenAIBackend.preflight`).
+
+    Args:
+        config: The judge (None: judging is off, nothing to check).
+        env: Environment to read (default ``os.environ``).
+        network: Also send the preflight request of API judges.
+        command: ``lm_eval`` or ``elitr-bench``: which flags the fix names.
 
     Raises:
         JudgeNotReadyError: One line naming what is missing and how to fix it.
@@ -388,6 +434,8 @@ def check_judge_ready(config: JudgeConfig | None, env: Mapping[str, str] | None 
                     f"judge {config.spec or 'openai'} (azure): set {' and '.join(missing)} "
                     "in the environment"
                 )
+            if network:
+                _preflight(config, environ, command)
             return
         base = effective_base_url(config, environ)
         if base:
@@ -400,8 +448,11 @@ def check_judge_ready(config: JudgeConfig | None, env: Mapping[str, str] | None 
         if not environ.get(config.api_key_env) and not (base and _is_loopback(base)):
             raise JudgeNotReadyError(
                 f"judge {config.spec or 'openai'}: no API key; export {config.api_key_env} "
-                "(or pass --judge replay / lexical / none to avoid API calls)"
+                f"(or judge without API calls: {judge_flag_hint('replay', command)}, "
+                "lexical or none)"
             )
+        if network:
+            _preflight(config, environ, command)
     elif config.backend == "hf":
         if importlib.util.find_spec("transformers") is None:
             raise JudgeNotReadyError("judge hf: the 'transformers' package is not installed")
@@ -419,3 +470,39 @@ def check_judge_ready(config: JudgeConfig | None, env: Mapping[str, str] | None 
             raise JudgeNotReadyError(
                 f"judge replay: released responses unavailable: {exc}"
             ) from None
+
+
+#: Endpoints whose preflight passed in this process: (base URL, model, key variable).
+_PREFLIGHT_OK: set[tuple[str, str, str]] = set()
+
+
+def _preflight(config: JudgeConfig, environ: Mapping[str, str], command: str) -> None:
+    """One minimal authenticated request to an API judge, once per process and endpoint.
+
+    Costs nothing for the replay, lexical and hf judges (never called for them) and at
+    most a 1-token completion for an API judge; ``preflight=false`` skips it.
+    """
+    if not config.preflight:
+        return
+    from elitr_bench.judges.backends.openai_backend import OpenAIBackend
+    from elitr_bench.judges.engine import run_coroutine
+
+    backend = OpenAIBackend(config, environ)
+    key = (backend.base_url, config.model, config.api_key_env)
+    if key in _PREFLIGHT_OK:
+        return
+
+    async def probe() -> str | None:
+        try:
+            return await backend.preflight()
+        finally:
+            await backend.aclose()
+
+    problem = run_coroutine(probe)
+    if problem is not None:
+        raise JudgeNotReadyError(
+            f"judge {config.spec or 'openai'}: {problem}; nothing was generated yet. Fix the "
+            f"key, base_url or model, pick another judge ({judge_flag_hint('replay', command)}), "
+            "or skip this check with preflight=false in the judge spec"
+        )
+    _PREFLIGHT_OK.add(key)
