@@ -1,20 +1,28 @@
 """Start-up hook that plugs our tasks and models into lm-eval 0.4.x without flags.
 
-lm-eval 0.4.x reads no plugin entry points, so ``lm_eval --tasks elitr_qa`` would not
-find our tasks. A ``.pth`` file imports this module at interpreter start; it only
-installs an import watcher (a meta-path finder), so the cost at start-up is one tiny
-module. When lm-eval's task manager or model package is imported later, the watcher
-patches them:
+Released lm-eval 0.4.x reads no plugin entry points, so ``lm_eval --tasks elitr_qa``
+would not find our tasks. Two stages keep the cost off every other Python process:
 
-* ``TaskManager.__init__`` gets our task directory prepended to ``include_path``
-  (later include paths override earlier ones, so a user's ``--include_path`` wins);
-* our model classes are registered as lazy placeholders once ``lm_eval.models`` has
-  filled the model registry.
+1. The ``.pth`` line (``elitr_bench/_startup/lm_eval_elitr.pth``) runs in every
+   interpreter, so it imports nothing: it puts a module object whose ``find_spec`` is a
+   one-line lambda first on ``sys.meta_path``. That lambda returns ``None`` for every
+   name except ``lm_eval``; the first time ``lm_eval`` is imported (``python -m lm_eval``,
+   the ``lm_eval`` console script, ``accelerate launch -m lm_eval`` or
+   ``import lm_eval`` in a notebook alike) it imports this module, then lets the normal
+   import go on. ``bench/startup_hook.py`` measures what is left.
+2. This module installs an import watcher (a meta-path finder). When lm-eval's task
+   manager or model package is imported, the watcher patches them:
 
-Nothing is patched when lm-eval itself reads the ``lm_eval.tasks``/``lm_eval.models``
-entry point groups (it then finds us through pyproject's entry points), or when
-``ELITR_BENCH_NO_HOOK=1``. ``--include_path $(elitr-bench tasks-dir)`` remains the
-documented fallback.
+   * ``TaskManager.__init__`` gets our task directory prepended to ``include_path``
+     (later include paths override earlier ones, so a user's ``--include_path`` wins);
+   * our model classes are registered as lazy placeholders once ``lm_eval.models`` has
+     filled the model registry.
+
+The hook steps aside when lm-eval loads the ``lm_eval.tasks``/``lm_eval.models`` entry
+point groups itself (upstream PRs #4013 and #4015, not released yet: they add
+``load_plugins`` to ``lm_eval.api.registry`` and ``discover_plugin_task_paths`` to
+``lm_eval.tasks.manager``); it then finds us through pyproject's entry points. It also
+does nothing when ``ELITR_BENCH_NO_HOOK=1``. ``elitr-bench run`` forces it on.
 """
 
 from __future__ import annotations
@@ -41,8 +49,21 @@ def tasks_dir() -> str:
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "tasks")
 
 
+#: Functions upstream's plugin loading adds (lm-eval PR #4013: models, #4015: tasks).
+UPSTREAM_LOADERS: dict[str, tuple[str, ...]] = {
+    "lm_eval.tasks": ("discover_plugin_task_paths",),
+    "lm_eval.models": ("load_plugins",),
+}
+
+
 def _reads_entry_points(module: ModuleType, group: str) -> bool:
-    """Whether an lm-eval module already loads plugins of ``group`` itself."""
+    """Whether an lm-eval module already loads plugins of ``group`` itself.
+
+    First by the names upstream's plugin PRs define, then, for a release that spells
+    it differently, by its source naming both ``entry_points`` and the group.
+    """
+    if any(callable(getattr(module, name, None)) for name in UPSTREAM_LOADERS.get(group, ())):
+        return True
     path = getattr(module, "__file__", None)
     if not path:
         return False

@@ -68,3 +68,72 @@ def test_elitr_bench_run_loads_the_plugin_even_when_the_hook_is_off() -> None:
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "valid" in (proc.stdout + proc.stderr).lower()
+
+
+PTH = Path(__file__).resolve().parents[1] / "elitr_bench" / "_startup" / "lm_eval_elitr.pth"
+
+PTH_PROBE = """
+import os, sys
+before = set(sys.modules)
+exec(open({pth!r}).read())
+finder = sys.meta_path[0]
+assert finder.find_spec("json", None) is None and finder.find_spec("lm_eval.tasks", None) is None
+print("new modules", sorted(set(sys.modules) - before))
+finder.find_spec("lm_eval", None)
+print("after lm_eval", "elitr_bench._hook" in sys.modules)
+"""
+
+
+def test_pth_line_imports_nothing_until_lm_eval_is_imported(tmp_path: Path) -> None:
+    # -S: a bare interpreter that has loaded only what site.py itself would (os, sys).
+    proc = subprocess.run(
+        [sys.executable, "-S", "-c", PTH_PROBE.format(pth=str(PTH))],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(PTH.parents[2])},
+        check=True,
+        timeout=60,
+    )
+    assert "new modules []" in proc.stdout
+    assert "after lm_eval True" in proc.stdout
+
+
+def test_interpreter_start_loads_nothing_of_ours(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", "import sys; print(sorted(m for m in sys.modules if 'elitr' in m))"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=True,
+        timeout=60,
+    )
+    assert proc.stdout.strip() == "[]"
+
+
+def test_hook_steps_aside_when_lm_eval_reads_our_entry_points() -> None:
+    import types
+
+    import elitr_bench._hook as hook
+
+    # The names upstream's plugin PRs add (#4015 tasks, #4013 models).
+    manager = types.ModuleType("lm_eval.tasks.manager")
+    manager.discover_plugin_task_paths = lambda: []  # type: ignore[attr-defined]
+
+    class TaskManager:
+        def __init__(self, include_path: object = None) -> None:
+            self.include_path = include_path
+
+    manager.TaskManager = TaskManager  # type: ignore[attr-defined]
+    hook._patch_task_manager(manager)
+    assert TaskManager().include_path is None  # not patched
+
+    released = types.ModuleType("lm_eval.tasks.manager")
+    released.TaskManager = type("TaskManager", (TaskManager,), {})  # type: ignore[attr-defined]
+    hook._patch_task_manager(released)
+    assert released.TaskManager().include_path == [hook.tasks_dir()]  # type: ignore[attr-defined]
+
+    registry = types.ModuleType("lm_eval.api.registry")
+    registry.load_plugins = lambda group, reg: []  # type: ignore[attr-defined]
+    assert hook._reads_entry_points(registry, "lm_eval.models")
+    assert not hook._reads_entry_points(types.ModuleType("x"), "lm_eval.models")
