@@ -20,24 +20,35 @@ COMMAND_MODULES: tuple[str, ...] = (
     "elitr_bench.judges.commands",
     "elitr_bench.noise.commands",
     "elitr_bench.report.commands",
+    "elitr_bench.judges.mesa.commands",
 )
 
 Handler = Callable[[argparse.Namespace], int]
 
 
-def _run(args: argparse.Namespace) -> int:
-    """``elitr-bench run ...``: lm-eval's CLI with the plugin loaded for sure."""
+def run_lm_eval(lm_eval_args: Sequence[str]) -> int:
+    """``elitr-bench run ARGS``: exactly ``lm_eval ARGS``, with our tasks and models loaded.
+
+    The hook is installed whatever ``ELITR_BENCH_NO_HOOK`` or a disabled ``.pth`` file
+    says, so this is the complete fallback: tasks *and* models (``elitr-replay``,
+    ``hf-prefix``), which ``--include_path`` alone cannot give.
+    """
     import elitr_bench._hook as hook
 
     hook.install(force=True)
     from lm_eval.__main__ import cli_evaluate
 
-    lm_eval_args = list(args.lm_eval_args)
-    if lm_eval_args[:1] == ["--"]:
-        lm_eval_args = lm_eval_args[1:]
-    sys.argv = ["lm_eval", *lm_eval_args]
+    args = list(lm_eval_args)
+    if args[:1] == ["--"]:
+        args = args[1:]
+    sys.argv = ["lm_eval", *args]
     cli_evaluate()
     return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Parser handler of ``run`` (``main`` normally short-cuts it, see there)."""
+    return run_lm_eval(args.lm_eval_args)
 
 
 def _tasks_dir(args: argparse.Namespace) -> int:
@@ -80,10 +91,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point; bad input exits 2 with one line, not a traceback."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    handler: Handler = args.handler
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
+        if argv[:1] == ["run"]:
+            # Everything after ``run`` belongs to lm_eval, ``--help`` and ``--model``
+            # included; argparse's REMAINDER cannot take a leading option, so bypass it.
+            return run_lm_eval(argv[1:])
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        handler: Handler = args.handler
         return int(handler(args) or 0)
     except ElitrBenchError as exc:
         print(f"elitr-bench: error: {exc}", file=sys.stderr)

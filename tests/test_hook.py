@@ -137,3 +137,51 @@ def test_hook_steps_aside_when_lm_eval_reads_our_entry_points() -> None:
     registry.load_plugins = lambda group, reg: []  # type: ignore[attr-defined]
     assert hook._reads_entry_points(registry, "lm_eval.models")
     assert not hook._reads_entry_points(types.ModuleType("x"), "lm_eval.models")
+
+
+RUN_PROBE = """
+import sys
+import lm_eval.__main__ as entry
+from lm_eval.api.registry import get_model
+from lm_eval.tasks import TaskManager
+
+
+def fake_cli() -> None:  # stands in for lm_eval's CLI: what would it see?
+    import lm_eval.models  # noqa: F401
+    print("argv", sys.argv[1:])
+    print("models", get_model("elitr-replay").__name__, get_model("hf-prefix").__name__)
+    print("task", "elitr_qa_dev" in TaskManager(include_defaults=False).all_tasks)
+
+
+entry.cli_evaluate = fake_cli
+from elitr_bench.cli import main
+
+main(["run", "--model", "elitr-replay", "--tasks", "elitr_qa_dev", "--help"])
+"""
+
+
+def test_elitr_bench_run_passes_every_argument_and_registers_models(tmp_path: Path) -> None:
+    # The hook switched off stands for an environment that ignores .pth files.
+    proc = subprocess.run(
+        [sys.executable, "-c", RUN_PROBE],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "ELITR_BENCH_NO_HOOK": "1"},
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "argv ['--model', 'elitr-replay', '--tasks', 'elitr_qa_dev', '--help']" in proc.stdout
+    assert "models ReplayLM HFPrefixLM" in proc.stdout
+    assert "task True" in proc.stdout
+
+
+def test_elitr_bench_run_help_is_lm_evals_help() -> None:
+    exe = Path(sys.executable).with_name("elitr-bench")
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "elitr_bench.cli"]
+    proc = subprocess.run(
+        [*cmd, "run", "--help"], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.startswith("usage: lm-eval")
