@@ -292,8 +292,18 @@ class MesaMethod:
         return result
 
     async def assess(self, item: MinutesItem, client: JudgeClient) -> MinutesAssessment:
-        """Assess one summary: all types concurrently, then Eq. 1-2."""
-        if self.options.guidance is not None:
+        """Assess one summary: all types concurrently, then Eq. 1-2.
+
+        Raises:
+            GuidanceError: The guidance in use was trained on this item's meeting.
+        """
+        return await self.assess_item(item, client)
+
+    async def assess_item(
+        self, item: MinutesItem, client: JudgeClient, *, feedback_run: bool = False
+    ) -> MinutesAssessment:
+        """:meth:`assess`; ``feedback_run`` (self-training) may use the guidance's meetings."""
+        if self.options.guidance is not None and not feedback_run:
             self.options.guidance.check_disjoint([item.meeting_id])
         fitted = self.fitted(item)
         transcript_info = {

@@ -308,7 +308,8 @@ FEEDBACK = (
     "Human annotations of this summary:\n{human}\n"
     "\n"
     "For every error type, compare the evaluator with the human annotations. Rate its "
-    "reasoning for completeness, overlap with the human reasoning, and logic (each 1-5). "
+    "reasoning for completeness, overlap with the human reasoning (null when the annotations "
+    "hold no reasoning), and logic (each 1-5). "
     "Label the difference between its rating and the human judgement as one of: "
     '{labels} (use "critical disagreement" when the evaluator and the humans disagree on '
     "whether the error is there at all). Then say, in one or two sentences, what the "

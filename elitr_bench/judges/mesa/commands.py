@@ -1,0 +1,320 @@
+"""``elitr-bench mesa`` and ``elitr-bench mesa-train`` over AutoMin 2023's released minutes.
+
+``mesa`` assesses the chosen systems' minutes and writes ``mesa.jsonl`` (one line per
+summary: ``system``, ``meeting_id``, ``quality``, ``impact``, ``types.<TYPE>.{rating,
+confidence,instances}``; readable by ``elitr-bench minutes-check --metric-file``), the full
+assessments with every raw reply (``mesa_details.jsonl``) and ``run.json`` (judge identity,
+plan, usage). ``mesa-train`` runs one self-training iteration on feedback meetings and
+writes ``guidance.yaml`` for ``mesa --guidance``. Both print calls, tokens and cost before
+the first request and stop at ``--max-cost``; every call is cached before use, so a killed
+run resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from elitr_bench.judges.config import JudgeConfig, parse_judge_spec, with_options
+from elitr_bench.judges.errors import JudgeConfigError
+from elitr_bench.judges.minutes.base import MinutesAssessment, MinutesItem
+
+RESULTS_FILE = "mesa.jsonl"
+DETAILS_FILE = "mesa_details.jsonl"
+
+
+def mesa_config(
+    spec: str, error_types: str | None = None, guidance: str | None = None
+) -> JudgeConfig:
+    """The judge config of a ``--judge`` spec with ``method=mesa`` and CLI file overrides.
+
+    Raises:
+        JudgeConfigError: Bad spec, a different method, or a bad file.
+    """
+    config = parse_judge_spec(spec)
+    if config.method and config.method != "mesa":
+        raise JudgeConfigError(
+            f"--judge {spec!r} selects method={config.method}; drop it (MESA is implied)"
+        )
+    changes: dict[str, Any] = {"method": "mesa"}
+    if error_types is not None:
+        changes["error_types"] = error_types
+    if guidance is not None:
+        changes["guidance"] = guidance
+    return with_options(config, **changes)
+
+
+def automin_items(systems: Sequence[str] | None, meetings: Sequence[str]) -> list[MinutesItem]:
+    """AutoMin 2023 minutes of these systems and meetings as MESA items."""
+    from elitr_bench.data.minutes import load_automin_meetings, load_automin_minutes
+
+    by_meeting = {m.meeting_id: m for m in load_automin_meetings(list(meetings))}
+    return [
+        MinutesItem(
+            meeting_id=m.meeting_id,
+            system=m.system,
+            transcript=by_meeting[m.meeting_id].transcript,
+            minutes=m.text,
+            references=tuple(r.text for r in by_meeting[m.meeting_id].references),
+        )
+        for m in load_automin_minutes(systems, list(meetings))
+    ]
+
+
+def result_line(assessment: MinutesAssessment, codes: Sequence[str]) -> dict[str, Any]:
+    """The ``mesa.jsonl`` record of one summary (None = unscored, never a number)."""
+    details = assessment.details
+    types = details.get("types", {})
+    return {
+        "system": assessment.system,
+        "meeting_id": assessment.meeting_id,
+        "quality": assessment.scores.get("mesa_quality"),
+        "impact": details.get("impact"),
+        "status": assessment.status,
+        "reason": assessment.reason,
+        "types": {
+            code: {
+                "rating": types.get(code, {}).get("rating"),
+                "confidence": types.get(code, {}).get("confidence"),
+                "instances": types.get(code, {}).get("instances"),
+            }
+            for code in codes
+        },
+    }
+
+
+def _systems(raw: str | None) -> list[str] | None:
+    if raw is None or raw.strip().lower() in ("", "all"):
+        return None
+    return [s.strip() for s in raw.split(",") if s.strip()]
+
+
+def _print_plan(plan_line: str) -> None:
+    print(plan_line, file=sys.stderr, flush=True)
+
+
+def _write_jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> None:
+    with path.open("w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def _cmd_mesa(args: argparse.Namespace) -> int:
+    from elitr_bench.data.minutes import AUTOMIN_MEETINGS, select_meetings
+    from elitr_bench.judges.config import check_judge_ready, resolve_judge_spec
+    from elitr_bench.judges.engine import run_coroutine
+    from elitr_bench.judges.mesa.fit import check_all
+    from elitr_bench.judges.mesa.method import MesaMethod
+    from elitr_bench.judges.mesa.plan import check_budget, make_plan
+    from elitr_bench.judges.minutes.registry import assess_items_run, make_client
+
+    config = mesa_config(resolve_judge_spec(args.judge), args.error_types, args.guidance)
+    method = MesaMethod(config)
+    guidance = method.options.guidance
+    meetings = select_meetings(args.meetings, AUTOMIN_MEETINGS)
+    if guidance is not None:
+        if args.meetings is None:
+            kept = [m for m in meetings if m not in guidance.feedback_meetings]
+            if len(kept) < len(meetings):
+                print(
+                    f"MESA: leaving out the guidance's feedback meeting(s) "
+                    f"{', '.join(sorted(set(meetings) - set(kept)))}",
+                    file=sys.stderr,
+                )
+            meetings = kept
+        guidance.check_disjoint(meetings)
+    items = automin_items(_systems(args.systems), meetings)
+    check_all(
+        [(i.meeting_id, i.transcript, i.minutes) for i in items],
+        method.budget(),
+        method.options.overlength,
+    )
+    plan = make_plan(items, method, config)
+    _print_plan(plan.line(config.model))
+    check_budget(plan, args.max_cost)
+    if args.dry_run:
+        return 0
+    check_judge_ready(config)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    async def run() -> Any:
+        client = make_client(config)
+        try:
+            return await assess_items_run(items, config, client, method=method, desc="MESA")
+        finally:
+            await method.aclose()
+            await client.aclose()
+
+    result = run_coroutine(run)
+    codes = method.types.codes
+    _write_jsonl(out / RESULTS_FILE, [result_line(a, codes) for a in result.assessments])
+    _write_jsonl(out / DETAILS_FILE, [a.to_dict() for a in result.assessments])
+    run_info = {
+        "judge": result.identity,
+        "mesa": method.identity(),
+        "plan": plan.to_dict(),
+        "usage": result.usage,
+        "pool_usage": method.pool_usage(),
+        "summary": result.summary,
+        "elapsed_s": round(result.elapsed_s, 3),
+        "systems": sorted({i.system for i in items}),
+        "meetings": meetings,
+    }
+    (out / "run.json").write_text(json.dumps(run_info, indent=2) + "\n", encoding="utf-8")
+    _print_summary(result.assessments, result.usage, out)
+    if result.errors:
+        print(
+            f"MESA: {result.errors} summaries failed (reasons in {DETAILS_FILE}); finished "
+            "calls are cached, re-run the same command to resume",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def _print_summary(
+    assessments: Sequence[MinutesAssessment], usage: dict[str, Any], out: Path
+) -> None:
+    by_system: dict[str, list[float]] = {}
+    for a in assessments:
+        q = a.scores.get("mesa_quality")
+        by_system.setdefault(a.system, [])
+        if q is not None:
+            by_system[a.system].append(q)
+    print(f"{'system':<12} {'scored':>6} {'quality':>8}")
+    for system, values in sorted(by_system.items()):
+        mean = f"{statistics.fmean(values):8.2f}" if values else f"{'-':>8}"
+        print(f"{system:<12} {len(values):>6} {mean}")
+    statuses = {s: sum(a.status == s for a in assessments) for s in ("ok", "partial")}
+    print(
+        f"requests {usage.get('requests', 0)}, cache hits {usage.get('cache_hits', 0)}, "
+        f"tokens {usage.get('prompt_tokens', 0)}+{usage.get('completion_tokens', 0)}, "
+        f"cost ${usage.get('estimated_cost_usd', 0.0)}; ok {statuses['ok']}, partial "
+        f"{statuses['partial']}, of {len(assessments)}; wrote {out / RESULTS_FILE}"
+    )
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    from elitr_bench.data.minutes import AUTOMIN_MEETINGS, select_meetings
+    from elitr_bench.judges.config import check_judge_ready, resolve_judge_spec
+    from elitr_bench.judges.engine import run_coroutine
+    from elitr_bench.judges.mesa.method import MesaMethod
+    from elitr_bench.judges.mesa.plan import check_budget, make_plan
+    from elitr_bench.judges.mesa.selftrain import automin_feedback_samples, split_meetings, train
+    from elitr_bench.judges.minutes.registry import make_client
+
+    config = mesa_config(resolve_judge_spec(args.judge), args.error_types, args.guidance)
+    method = MesaMethod(config)
+    feedback_meetings, evaluate = split_meetings(
+        AUTOMIN_MEETINGS, select_meetings(args.feedback_meetings, AUTOMIN_MEETINGS)
+    )
+    samples = automin_feedback_samples(feedback_meetings, _systems(args.systems))
+    if not samples:
+        raise JudgeConfigError(
+            f"meetings {', '.join(feedback_meetings)} have no human scores (AutoMin 2023 "
+            "judged neither 001, 008 nor 012); pick others with --feedback-meetings"
+        )
+    items = [s.item for s in samples]
+    extra_chars = sum(len(i.transcript) + len(i.minutes) + 4000 for i in items)
+    extra_chars += len(method.types) * 500 * len(items)
+    plan = make_plan(
+        items,
+        method,
+        config,
+        extra_calls=len(items) + len(method.types),
+        extra_prompt_chars=extra_chars,
+    )
+    _print_plan(plan.line(config.model))
+    check_budget(plan, args.max_cost)
+    if args.dry_run:
+        return 0
+    check_judge_ready(config)
+
+    async def run() -> Any:
+        client = make_client(config)
+        try:
+            return await train(
+                samples,
+                method,
+                client,
+                meta={"judge": config.identity(), "mesa": method.identity()},
+            )
+        finally:
+            await method.aclose()
+            await client.aclose()
+
+    result = run_coroutine(run)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = result.guidance.save(out / "guidance.yaml")
+    _write_jsonl(out / "feedback.jsonl", result.feedback)
+    _write_jsonl(out / DETAILS_FILE, [a.to_dict() for a in result.assessments])
+    print(
+        f"wrote {path} (feedback meetings {', '.join(feedback_meetings)}); review it, then: "
+        f"elitr-bench mesa --guidance {path} --judge ... (evaluates {len(evaluate)} other "
+        "meetings)"
+    )
+    return 0
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--judge",
+        default=None,
+        help="judge spec, e.g. openai:gpt-4o or openai:gpt-4o,debate=same,layout=prefix "
+        "(method=mesa implied; default $ELITR_JUDGE or openai:gpt-4-0613)",
+    )
+    parser.add_argument(
+        "--systems",
+        default=None,
+        help="comma-separated AutoMin systems (default: all 9, annot = human reference)",
+    )
+    parser.add_argument("--out", required=True, help="output directory")
+    parser.add_argument(
+        "--max-cost", type=float, default=None, help="stop before any call above this USD estimate"
+    )
+    parser.add_argument(
+        "--error-types", default=None, help="error-type YAML file (default: the paper's)"
+    )
+    parser.add_argument(
+        "--guidance", default=None, help="self-training guidance file (from mesa-train)"
+    )
+    parser.add_argument(
+        "--dry-run", action="store_true", help="print the plan (calls, tokens, cost) and stop"
+    )
+
+
+def register(subparsers: Any) -> None:
+    """Add ``mesa`` and ``mesa-train`` to the ``elitr-bench`` CLI."""
+    mesa = subparsers.add_parser(
+        "mesa",
+        help="MESA error-type assessment of AutoMin 2023's released minutes",
+        description=__doc__.split("\n\n")[1] if __doc__ else None,
+    )
+    _common(mesa)
+    mesa.add_argument(
+        "--meetings",
+        default=None,
+        help="N (first N), ids or 1-based indices, comma-separated (default: all 12, minus "
+        "the guidance's feedback meetings)",
+    )
+    mesa.set_defaults(handler=_cmd_mesa)
+
+    trainer = subparsers.add_parser(
+        "mesa-train",
+        help="MESA self-training: feedback on human-scored meetings -> guidance.yaml",
+    )
+    _common(trainer)
+    trainer.add_argument(
+        "--feedback-meetings",
+        required=True,
+        help="meetings whose human scores give the feedback (N, ids or indices); they are "
+        "then excluded from evaluation",
+    )
+    trainer.set_defaults(handler=_cmd_train)

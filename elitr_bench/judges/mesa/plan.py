@@ -1,0 +1,108 @@
+"""Calls, tokens and cost of a MESA run, printed before any request (``--max-cost``).
+
+A full assessment is 24 calls per summary (8 types x 3 steps), 120 with debate, each
+carrying the whole transcript, so the preview matters. Prompt tokens are estimated from
+the prompt lengths (characters / 3.7, the ratio measured with GPT-4o's tokenizer on the
+AutoMin transcripts; see :mod:`.fit`); completion tokens are bounded by
+``max_tokens`` per call. Cache hits are not subtracted: a resumed run costs less than shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from elitr_bench.data.errors import ElitrBenchError
+from elitr_bench.judges.config import JudgeConfig
+from elitr_bench.judges.mesa.method import MesaMethod
+from elitr_bench.judges.minutes.base import MinutesItem
+from elitr_bench.judges.pricing import estimate_cost, price_for
+
+#: Typical characters per token (o200k on the 12 AutoMin 2023 transcripts: 3.72).
+TYPICAL_CHARS_PER_TOKEN = 3.7
+
+
+class BudgetError(ElitrBenchError):
+    """The estimated cost exceeds ``--max-cost``."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a run will ask for.
+
+    Attributes:
+        summaries: Summaries to assess.
+        calls: Completions when every reply validates at once.
+        calls_max: Completions if every reply needs all re-asks.
+        prompt_tokens: Estimated prompt tokens of ``calls`` (+ ``extra_calls``).
+        completion_tokens_max: ``calls`` x ``max_tokens``.
+        cost_usd: Estimated cost of prompt tokens + maximal completions (None: no price).
+        extra_calls: Calls besides the assessments (self-training feedback, consolidation).
+    """
+
+    summaries: int
+    calls: int
+    calls_max: int
+    prompt_tokens: int
+    completion_tokens_max: int
+    cost_usd: float | None
+    extra_calls: int = 0
+
+    def line(self, model: str) -> str:
+        """One human-readable preview line."""
+        cost = (
+            f"~${self.cost_usd:,.2f}"
+            if self.cost_usd is not None
+            else "unknown cost (no price for this model; set price=IN:OUT in the judge spec)"
+        )
+        extra = f" + {self.extra_calls} self-training calls" if self.extra_calls else ""
+        return (
+            f"MESA plan: {self.summaries} summaries -> {self.calls:,} calls{extra} "
+            f"(up to {self.calls_max:,} with re-asks), ~{self.prompt_tokens:,} prompt tokens, "
+            f"<= {self.completion_tokens_max:,} completion tokens; {model}: {cost} "
+            "(cache hits not subtracted)"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for run files."""
+        return asdict(self)
+
+
+def make_plan(
+    items: Sequence[MinutesItem],
+    method: MesaMethod,
+    config: JudgeConfig,
+    *,
+    extra_calls: int = 0,
+    extra_prompt_chars: int = 0,
+) -> Plan:
+    """Estimate a run over ``items`` (plus optional extra calls, e.g. self-training)."""
+    calls = sum(method.expected_calls(i) for i in items) + extra_calls
+    calls_max = sum(method.planned_calls(i) for i in items) + extra_calls * (config.reask + 1)
+    chars = sum(method.planned_prompt_chars(i) for i in items) + extra_prompt_chars
+    prompt_tokens = int(chars / TYPICAL_CHARS_PER_TOKEN)
+    completion = calls * config.max_tokens
+    prices = price_for(config.model, config.price_in, config.price_out)
+    cost = estimate_cost(prompt_tokens, completion, prices) if prices else None
+    return Plan(len(items), calls, calls_max, prompt_tokens, completion, cost, extra_calls)
+
+
+def check_budget(plan: Plan, max_cost: float | None) -> None:
+    """Refuse to start when the estimate exceeds ``max_cost`` (USD).
+
+    Raises:
+        BudgetError: Over budget, or the cost is unknown while a budget is set.
+    """
+    if max_cost is None:
+        return
+    if plan.cost_usd is None:
+        raise BudgetError(
+            f"--max-cost {max_cost:g} given but the judge model has no known price; add "
+            "price=IN:OUT (USD per 1M tokens) to the judge spec"
+        )
+    if plan.cost_usd > max_cost:
+        raise BudgetError(
+            f"estimated cost ${plan.cost_usd:,.2f} exceeds --max-cost {max_cost:g}; select "
+            "fewer --systems/--meetings, a cheaper judge, or raise --max-cost"
+        )

@@ -1,0 +1,248 @@
+"""MESA self-training (Sec. 2.5): feedback on human-annotated samples -> per-type guidance.
+
+1. MESA assesses the feedback summaries (with the current guidance, if any).
+2. Per summary, a judge compares MESA's per-type ratings and reasoning with the human
+   annotations: reasoning completeness / overlap / logic and a difference label from
+   "no difference" to "major difference", "critical disagreement" for conflicting
+   observations.
+3. Per error type, a second call detects patterns in that feedback and writes the
+   consolidated guidance, which :mod:`.guidance` saves for review and which is appended to
+   the step prompts of later assessments.
+
+Feedback and evaluated summaries are disjoint by meeting: :func:`split_meetings` refuses an
+overlap, and the guidance file records its feedback meetings so that MESA refuses to
+assess them later (:meth:`Guidance.check_disjoint`).
+
+What AutoMin 2023 offers as "human annotations": the paper's feedback compares against
+per-error-type Likert scores and written reasoning (QMSum Mistake). AutoMin 2023 released
+neither, only 1-5 scores of adequacy, fluency, grammaticality and relevance per summary
+(document level, and the mean of hunk-level judgements). So the feedback judge can check
+MESA's *calibration* (is a summary humans found adequate rated as heavily omitting?) but not
+its instance-level reasoning, and the mapping from criteria to error types is indirect; the
+prompt says so (see :func:`human_block`), and "overlap with human reasoning" is null.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from elitr_bench.data.errors import ElitrBenchError
+from elitr_bench.judges.client import JudgeClient
+from elitr_bench.judges.jsonparse import parse_json_reply
+from elitr_bench.judges.mesa.debate import Agent, ask
+from elitr_bench.judges.mesa.guidance import Guidance
+from elitr_bench.judges.mesa.method import MesaMethod
+from elitr_bench.judges.mesa.parsing import Parsed
+from elitr_bench.judges.mesa.prompts import consolidation_prompt, feedback_prompt
+from elitr_bench.judges.minutes.base import MinutesAssessment, MinutesItem
+
+ANNOTATIONS_NOTE = (
+    "AutoMin 2023 human scores (1-5, 5 = best) of adequacy, fluency, grammaticality and "
+    "relevance, per summary and averaged over hunks; no per-error-type ratings or reasoning"
+)
+
+
+class SplitError(ElitrBenchError):
+    """Feedback and evaluated meetings overlap, or one side is empty."""
+
+
+@dataclass(frozen=True)
+class FeedbackSample:
+    """A summary with its human annotations.
+
+    Attributes:
+        item: The summary and its meeting.
+        human: Annotation name (``document adequacy``, ``hunk fluency``...) -> value.
+    """
+
+    item: MinutesItem
+    human: Mapping[str, float]
+
+
+@dataclass
+class TrainResult:
+    """Guidance plus everything it was built from (kept for review)."""
+
+    guidance: Guidance
+    assessments: list[MinutesAssessment] = field(default_factory=list)
+    feedback: list[dict[str, Any]] = field(default_factory=list)
+
+
+def split_meetings(
+    all_meetings: Sequence[str], feedback: Sequence[str], evaluate: Sequence[str] | None = None
+) -> tuple[list[str], list[str]]:
+    """Feedback and evaluation meetings, disjoint (evaluation defaults to the rest).
+
+    Raises:
+        SplitError: An overlap, or nothing left on one side.
+    """
+    fb = sorted(set(feedback))
+    ev = sorted(set(evaluate)) if evaluate is not None else sorted(set(all_meetings) - set(fb))
+    overlap = sorted(set(fb) & set(ev))
+    if overlap:
+        raise SplitError(
+            f"MESA self-training: meeting(s) {', '.join(overlap)} are both feedback and "
+            "evaluation meetings; they must be disjoint (pick other --feedback-meetings)"
+        )
+    if not fb:
+        raise SplitError("MESA self-training needs at least one feedback meeting")
+    if not ev:
+        raise SplitError("MESA self-training: no meeting left to evaluate")
+    return fb, ev
+
+
+def automin_feedback_samples(
+    meetings: Sequence[str], systems: Sequence[str] | None = None
+) -> list[FeedbackSample]:
+    """AutoMin 2023 summaries of these meetings that have human scores (others dropped)."""
+    from elitr_bench.data.minutes import (
+        load_automin_human_scores,
+        load_automin_meetings,
+        load_automin_minutes,
+    )
+
+    by_meeting = {m.meeting_id: m for m in load_automin_meetings(list(meetings))}
+    human: dict[tuple[str, str], dict[str, float]] = {}
+    for score in load_automin_human_scores():
+        key = (score.meeting_id, score.system)
+        human.setdefault(key, {})[f"{score.level} {score.criterion}"] = score.value
+    out = []
+    for minutes in load_automin_minutes(systems, list(meetings)):
+        scores = human.get((minutes.meeting_id, minutes.system))
+        if not scores:
+            continue
+        meeting = by_meeting[minutes.meeting_id]
+        item = MinutesItem(
+            meeting_id=minutes.meeting_id,
+            system=minutes.system,
+            transcript=meeting.transcript,
+            minutes=minutes.text,
+            references=tuple(r.text for r in meeting.references),
+        )
+        out.append(FeedbackSample(item, dict(sorted(scores.items()))))
+    return out
+
+
+def human_block(human: Mapping[str, float]) -> str:
+    """The human annotations as shown to the feedback judge, with what they can tell."""
+    lines = [f"- {name}: {value:g}" for name, value in human.items()]
+    return (
+        "Scores from 1 (worst) to 5 (best) given by human annotators (AutoMin 2023); "
+        "'document' judges the whole summary, 'hunk' is the mean over its parts:\n"
+        + "\n".join(lines)
+        + "\nThese are the only annotations: there are no per-error-type ratings and no "
+        "written reasoning. Adequacy reflects omissions and hallucinations; fluency and "
+        "grammaticality reflect language, repetition, incoherence and structure; relevance "
+        "reflects irrelevant content. Use them as evidence of how harsh or lenient each "
+        "error-type rating is, not as per-type ratings."
+    )
+
+
+def assessment_block(assessment: MinutesAssessment) -> str:
+    """MESA's per-type ratings, confidence and reasoning, as shown to the feedback judge."""
+    types = assessment.details.get("types", {})
+    rows = {
+        code: {
+            "rating": data.get("rating"),
+            "confidence": data.get("confidence"),
+            "instances": data.get("instances"),
+            "reasoning": data.get("reasoning") or data.get("reason"),
+        }
+        for code, data in types.items()
+    }
+    return json.dumps(rows, ensure_ascii=False, indent=1)
+
+
+def _parse_feedback(text: str) -> Parsed[dict[str, Any]]:
+    value = parse_json_reply(text)
+    if not isinstance(value, Mapping) or not value:
+        return Parsed(None, "feedback reply: expected a JSON object keyed by error type")
+    return Parsed({str(k).upper(): v for k, v in value.items()})
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _feedback_text(entry: Any, raw: str) -> str:
+    if isinstance(entry, Mapping):
+        parts = [f"{k}={entry[k]}" for k in ("difference", "completeness", "overlap", "logic")]
+        return "; ".join(parts) + f". {_text(entry.get('feedback'))}".rstrip()
+    return ""
+
+
+async def train(
+    samples: Sequence[FeedbackSample],
+    method: MesaMethod,
+    client: JudgeClient,
+    *,
+    meta: Mapping[str, Any] | None = None,
+) -> TrainResult:
+    """One self-training iteration: assess, compare with humans, consolidate per type."""
+    if not samples:
+        raise SplitError("MESA self-training: no feedback summary has human annotations")
+    agent = Agent(method.config, client)
+    reask = method.config.reask
+    assessments = list(
+        await asyncio.gather(
+            *(method.assess_item(s.item, client, feedback_run=True) for s in samples)
+        )
+    )
+    definitions = "\n".join(f"- {t.code} ({t.name}): {t.definition}" for t in method.types)
+
+    async def one(sample: FeedbackSample, assessment: MinutesAssessment) -> dict[str, Any]:
+        prompt = feedback_prompt(
+            definitions=definitions,
+            transcript=sample.item.transcript,
+            summary=sample.item.minutes,
+            assessment=assessment_block(assessment),
+            human=human_block(sample.human),
+        )
+        reply = await ask(agent, prompt, _parse_feedback, reask)
+        return {
+            "meeting_id": sample.item.meeting_id,
+            "system": sample.item.system,
+            "human": dict(sample.human),
+            "mesa": {k: v for k, v in assessment.scores.items()},
+            "raw": reply.raw,
+            "valid": reply.parsed.ok,
+            "feedback": reply.parsed.value or {},
+        }
+
+    feedback = list(
+        await asyncio.gather(*(one(s, a) for s, a in zip(samples, assessments, strict=True)))
+    )
+
+    async def consolidate(code: str) -> str:
+        etype = method.types.get(code)
+        lines = []
+        for record in feedback:
+            entry = record["feedback"].get(code)
+            text = _feedback_text(entry, record["raw"])
+            if text:
+                lines.append(f"- {record['system']} / {record['meeting_id']}: {text}")
+        if not lines:
+            return ""
+        reply = await ask(
+            agent,
+            consolidation_prompt(etype, "\n".join(lines)),
+            lambda t: Parsed(t.strip() or None, "" if t.strip() else "empty guidance"),
+            reask,
+        )
+        return str(reply.parsed.value or "")
+
+    texts = await asyncio.gather(*(consolidate(code) for code in method.types.codes))
+    meetings = tuple(sorted({s.item.meeting_id for s in samples}))
+    info = {
+        "summaries": len(samples),
+        "systems": sorted({s.item.system for s in samples}),
+        "annotations": ANNOTATIONS_NOTE,
+        "feedback_valid": sum(r["valid"] for r in feedback),
+        **dict(meta or {}),
+    }
+    guidance = Guidance(dict(zip(method.types.codes, texts, strict=True)), meetings, info)
+    return TrainResult(guidance, assessments, feedback)
