@@ -1,11 +1,21 @@
-"""Agreement between judges and with the human scores (paper Sec. 6.2, Fig. 2).
+"""Agreement between judges and with the human scores (paper Sec. 6.2, Table 4, Fig. 2).
 
 Scores are pooled per *evaluator* over *items*, an item being one response to one
 question ``(setting, split, mode, meeting, question, response hash)``. Evaluators come
 from ``elitr-bench judge-check --output`` files (the judge, plus the released GPT-4,
 Prometheus, gold-human and silver-human scores of the same 390 responses) and from runs
 whose samples were scored by different judges (e.g. a run and its ``elitr-bench score``
-re-judging). Correlations are pairwise-complete: each pair uses the items both scored.
+re-judging).
+
+Evaluators rarely score the same items: a replayed run's judge covers every answer of the
+run, the humans only the 390 single-turn test answers. Comparing a mean over one set of
+items with a mean over another says nothing about the evaluators, so every table and
+figure here is computed on one :class:`Panel`: the items scored by *every* evaluator in
+it, and the table says how many. An evaluator that would shrink the panel to a small
+part of the reference's items is left out of it, named in a note, and still appears in
+the pairwise-complete correlation table (each pair on the items both scored, n per cell).
+An evaluator whose scores repeat another's on every item (the ``replay`` judge *is* the
+released GPT-4 judge) is shown once.
 """
 
 from __future__ import annotations
@@ -14,7 +24,7 @@ import json
 import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -55,15 +65,26 @@ def cluster_of(score: float) -> str:
 
 @dataclass
 class AgreementData:
-    """Scores per evaluator per item, and where each evaluator came from."""
+    """Scores per evaluator per item, where each evaluator came from, and whose answer each item is.
+
+    Attributes:
+        scores: ``{evaluator: {item: score}}``.
+        sources: Where each evaluator's scores were read.
+        rows: The system or model that wrote each item's answer (Table 4's rows).
+        merged: Evaluators dropped as exact repeats of another, ``{dropped: kept}``.
+    """
 
     scores: dict[str, dict[ItemKey, float]]
     sources: dict[str, str]
+    rows: dict[ItemKey, str] = field(default_factory=dict)
+    merged: dict[str, str] = field(default_factory=dict)
 
-    def add(self, evaluator: str, item: ItemKey, score: float, source: str) -> None:
+    def add(self, evaluator: str, item: ItemKey, score: float, source: str, row: str = "") -> None:
         """Record a score (first one wins if an evaluator scored an item twice)."""
         self.scores.setdefault(evaluator, {}).setdefault(item, score)
         self.sources.setdefault(evaluator, source)
+        if row:
+            self.rows.setdefault(item, row)
 
 
 def load_judge_check(path: Path) -> dict[str, Any]:
@@ -153,7 +174,7 @@ def collect(
                 response_hash(rel.response),
             )
             if item.get("judge") is not None:
-                data.add(label, key, float(item["judge"]), f"judge-check {path}")
+                data.add(label, key, float(item["judge"]), f"judge-check {path}", rel.system)
     run_judges: dict[str, str] = {}
     for run in runs:
         system = run.model.label if run.model.model == "elitr-replay" else ""
@@ -170,7 +191,13 @@ def collect(
                 response_hash(s.response),
             )
             run_judges.setdefault(s.judge.label, s.judge.identity.get("backend", ""))
-            data.add(s.judge.label, key, s.scores["judge_score"], f"runs ({s.judge.label})")
+            data.add(
+                s.judge.label,
+                key,
+                s.scores["judge_score"],
+                f"runs ({s.judge.label})",
+                run.model.label,
+            )
     items_of = {e: set(v) for e, v in data.scores.items()}
     shared = any(len(items_of[a] & items_of[b]) >= 3 for a in items_of for b in items_of if a < b)
     non_replay = any(b != "replay" for b in run_judges.values())
@@ -183,32 +210,126 @@ def collect(
             for name, score in _released_scores(released, key).items():
                 if name in _RELEASED_KEYS:
                     data.add(_RELEASED_KEYS[name], key, float(score), "released ELITR-Bench files")
+    merge_duplicates(data)
     if len(data.scores) < 2:
         return None
     return data
 
 
+_FIXED = (RELEASED_GPT4, RELEASED_PROMETHEUS, GOLD, SILVER)
+
+
 def _order(data: AgreementData) -> list[str]:
-    fixed = [RELEASED_GPT4, RELEASED_PROMETHEUS, GOLD, SILVER]
-    judges = sorted(e for e in data.scores if e not in fixed)
-    return judges + [e for e in fixed if e in data.scores]
+    judges = sorted(e for e in data.scores if e not in _FIXED)
+    return judges + [e for e in _FIXED if e in data.scores]
 
 
-def correlation_tables(data: AgreementData) -> list[Table]:
-    """Pearson and Spearman matrices (Fig. 2b) with the pair sizes."""
-    names = _order(data)
+def merge_duplicates(data: AgreementData) -> None:
+    """Drop each evaluator whose scores repeat another evaluator's on every item it scored.
+
+    The ``replay`` judge returns the released GPT-4 (or Prometheus) scores, so next to the
+    released evaluator it would be a second, identical series in every table and figure.
+    The released evaluator is kept (it covers at least the same items); the dropped one is
+    recorded in :attr:`AgreementData.merged` so the report can say so.
+    """
+    for name in [e for e in _order(data) if e not in _FIXED]:
+        mine = data.scores[name]
+        candidates = [e for e in _FIXED if e in data.scores] + [
+            e for e in _order(data) if e not in _FIXED and e != name
+        ]
+        for other in candidates:
+            theirs = data.scores[other]
+            if mine and all(k in theirs and theirs[k] == v for k, v in mine.items()):
+                data.merged[name] = other
+                del data.scores[name]
+                break
+
+
+@dataclass(frozen=True)
+class Panel:
+    """The evaluators compared together and the items every one of them scored.
+
+    Attributes:
+        reference: Evaluator whose score bins Fig. 2a (Gold Human by default).
+        evaluators: Evaluators in the panel, in report order (reference included).
+        items: Items scored by every evaluator of the panel.
+        left_out: ``(evaluator, items shared with the reference)`` for evaluators left out
+            because they scored too few of the reference's items.
+    """
+
+    reference: str
+    evaluators: tuple[str, ...]
+    items: tuple[ItemKey, ...]
+    left_out: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def others(self) -> list[str]:
+        """The evaluators other than the reference."""
+        return [e for e in self.evaluators if e != self.reference]
+
+    def values(self, data: AgreementData, evaluator: str) -> list[float]:
+        """The evaluator's scores of the panel items, in item order."""
+        return [data.scores[evaluator][k] for k in self.items]
+
+
+#: An evaluator joins the panel if it scored at least this share of the reference items
+#: that the best-covering other evaluator scored; fewer would shrink every table to a
+#: sliver of the data (a judge re-scoring one run next to 390 human-scored answers).
+MIN_COVERAGE = 0.5
+
+
+def choose_panel(data: AgreementData, reference: str) -> Panel:
+    """The evaluators to compare on common items, and those items."""
+    ref_items = set(data.scores[reference])
+    shared = {e: len(ref_items & set(data.scores[e])) for e in _order(data) if e != reference}
+    best = max(shared.values(), default=0)
+    keep = [
+        e
+        for e in _order(data)
+        if e == reference or (shared[e] >= 3 and shared[e] >= MIN_COVERAGE * best)
+    ]
+    items = set.intersection(*(set(data.scores[e]) for e in keep))
+    return Panel(
+        reference=reference,
+        evaluators=tuple(keep),
+        items=tuple(sorted(items)),
+        left_out=tuple((e, n) for e, n in shared.items() if e not in keep),
+    )
+
+
+def panel_notes(data: AgreementData, panel: Panel) -> list[str]:
+    """Sentences on what the panel holds, what was merged, and what was left out."""
+    notes = [
+        f"Every table and figure of this section compares the evaluators on the same "
+        f"{len(panel.items)} items (answers scored by all of: {', '.join(panel.evaluators)})."
+    ]
+    for dropped, kept in data.merged.items():
+        notes.append(
+            f"{dropped} gave exactly the scores of {kept} on every item it scored (the replay "
+            f"judge returns the released scores), so it is shown once, as {kept}."
+        )
+    for name, n in panel.left_out:
+        notes.append(
+            f"{name} scored only {n} of {panel.reference}'s {len(data.scores[panel.reference])} "
+            "items, so it is left out of the common-item tables; it appears in the "
+            "pairwise-complete correlation table."
+        )
+    return notes
+
+
+def correlation_tables(data: AgreementData, panel: Panel) -> list[Table]:
+    """Pearson and Spearman matrices (Fig. 2b) on the panel's common items."""
+    names = list(panel.evaluators)
     matrices: dict[str, list[tuple[str, ...]]] = {"pearson": [], "spearman": []}
     records = []
+    n = len(panel.items)
     for a in names:
         prow, srow = [a], [a]
         for b in names:
-            common = sorted(set(data.scores[a]) & set(data.scores[b]))
-            xs = [data.scores[a][k] for k in common]
-            ys = [data.scores[b][k] for k in common]
-            p, s = correlation(xs, ys)
-            prow.append(f"{fmt(p)} ({len(common)})")
-            srow.append(f"{fmt(s)} ({len(common)})")
-            records.append({"a": a, "b": b, "pearson": p, "spearman": s, "n": len(common)})
+            p, s = correlation(panel.values(data, a), panel.values(data, b))
+            prow.append(fmt(p))
+            srow.append(fmt(s))
+            records.append({"a": a, "b": b, "pearson": p, "spearman": s, "n": n})
         matrices["pearson"].append(tuple(prow))
         matrices["spearman"].append(tuple(srow))
     tables = []
@@ -216,14 +337,54 @@ def correlation_tables(data: AgreementData) -> list[Table]:
         tables.append(
             Table(
                 key=f"agreement_{kind}",
-                title=f"Judge agreement (Fig. 2b): {title} correlation (n items)",
+                title=f"Judge agreement (Fig. 2b): {title} correlation, N = {n} common items",
                 columns=("Evaluator", *names),
                 rows=tuple(matrices[kind]),
                 records=tuple(records) if kind == "pearson" else (),
-                notes=("Pairwise-complete: each cell uses the items both evaluators scored.",),
+                notes=(f"Every cell uses the same {n} items, scored by all evaluators shown.",),
             )
         )
     return tables
+
+
+def pairwise_table(data: AgreementData, panel: Panel) -> Table | None:
+    """Pearson on each pair's own shared items, when that adds pairs or items to the panel.
+
+    None when every pair shares exactly the panel's items (nothing to add).
+    """
+    names = _order(data)
+    n = len(panel.items)
+    counts = {
+        (a, b): len(set(data.scores[a]) & set(data.scores[b]))
+        for a in names
+        for b in names
+        if a != b
+    }
+    if all(c == n for c in counts.values()):
+        return None
+    rows, records = [], []
+    for a in names:
+        cells = [a]
+        for b in names:
+            common = sorted(set(data.scores[a]) & set(data.scores[b]))
+            xs = [data.scores[a][k] for k in common]
+            ys = [data.scores[b][k] for k in common]
+            p, _ = correlation(xs, ys)
+            cells.append("" if a == b else f"{fmt(p)} (n={len(common)})")
+            if a != b:
+                records.append({"a": a, "b": b, "pearson": p, "n": len(common)})
+        rows.append(tuple(cells))
+    return Table(
+        key="agreement_pearson_pairwise",
+        title="Pearson correlation, pairwise-complete (each pair on the items both scored)",
+        columns=("Evaluator", *names),
+        rows=tuple(rows),
+        records=tuple(records),
+        notes=(
+            "Cells differ in their items (n per cell): compare a cell with the common-item "
+            "table above only when its n matches.",
+        ),
+    )
 
 
 def pick_reference(data: AgreementData, wanted: str | None) -> str:
@@ -236,6 +397,9 @@ def pick_reference(data: AgreementData, wanted: str | None) -> str:
     if wanted:
         hits = [n for n in names if wanted.lower() in n.lower()]
         if not hits:
+            merged = [k for k, v in data.merged.items() if wanted.lower() in k.lower()]
+            if merged:
+                return data.merged[merged[0]]
             raise ReportError(
                 f"--reference {wanted!r}: no such evaluator; choose one of {', '.join(names)}"
             )
@@ -243,41 +407,43 @@ def pick_reference(data: AgreementData, wanted: str | None) -> str:
     return GOLD if GOLD in data.scores else names[0]
 
 
-def bin_tables(data: AgreementData, reference: str) -> tuple[list[Table], dict[str, Any]]:
+def score_bin(score: float) -> int:
+    """The 1-10 bin of a (possibly fractional) score: nearest integer, halves rounded up."""
+    return min(10, max(1, math.floor(score + 0.5)))
+
+
+def bin_tables(data: AgreementData, panel: Panel) -> tuple[list[Table], dict[str, Any]]:
     """Fig. 2a: other evaluators' mean [95% CI] per reference score bin; cluster shares.
 
     Returns:
-        The tables and the plotted data ``{evaluator: {bin: Interval-like dict}}``.
+        The tables and the plotted data ``{"bins": {bin: n}, "series": {evaluator: {bin:
+        {"mean", "low", "high", "n"}}}}``.
     """
+    reference = panel.reference
     ref = data.scores[reference]
-    others = [e for e in _order(data) if e != reference]
+    others = panel.others
+    n_all = len(panel.items)
     bins: dict[int, list[ItemKey]] = defaultdict(list)
-    for key, score in ref.items():
-        bins[min(10, max(1, math.floor(score + 0.5)))].append(key)
+    for key in panel.items:
+        bins[score_bin(ref[key])].append(key)
     rows, records = [], []
-    plot: dict[str, Any] = {e: {} for e in others}
+    series: dict[str, dict[int, dict[str, Any]]] = {e: {} for e in others}
     for level in range(1, 11):
         members = bins.get(level, [])
         cells = [str(level), str(len(members))]
         for e in others:
-            vals = [data.scores[e][k] for k in members if k in data.scores[e]]
+            vals = [data.scores[e][k] for k in members]
             iv = mean_t_interval(vals)
-            cells.append(
-                f"{fmt(iv.estimate)} [{fmt(iv.low)}, {fmt(iv.high)}] ({iv.n})" if vals else "-"
-            )
-            plot[e][level] = {
-                "mean": iv.estimate if vals else None,
-                "low": iv.low,
-                "high": iv.high,
-                "n": iv.n,
-            }
+            mean = iv.estimate if vals else None
+            cells.append(f"{fmt(mean)} [{fmt(iv.low)}, {fmt(iv.high)}]" if vals else "-")
+            series[e][level] = {"mean": mean, "low": iv.low, "high": iv.high, "n": iv.n}
             records.append(
                 {
                     "reference": reference,
                     "bin": level,
                     "evaluator": e,
                     "n": iv.n,
-                    "mean": iv.estimate if vals else None,
+                    "mean": mean,
                     "ci_low": iv.low,
                     "ci_high": iv.high,
                 }
@@ -285,15 +451,18 @@ def bin_tables(data: AgreementData, reference: str) -> tuple[list[Table], dict[s
         rows.append(tuple(cells))
     dist = Table(
         key="agreement_bins",
-        title=f"Score distribution per {reference} score bin (Fig. 2a)",
+        title=f"Score distribution per {reference} score bin (Fig. 2a), N = {n_all} items",
         columns=("Bin", "N", *others),
         rows=tuple(rows),
         records=tuple(records),
-        notes=("Cells: mean [95% t CI] (n items scored by that evaluator in the bin).",),
+        notes=(
+            "Cells: mean [95% t CI] of the evaluator's scores of the bin's N items; every "
+            f"evaluator scored all {n_all} items.",
+        ),
     )
     share_rows, share_records = [], []
-    for e in _order(data):
-        vals = list(data.scores[e].values())
+    for e in panel.evaluators:
+        vals = panel.values(data, e)
         counts = {name: sum(cluster_of(v) == name for v in vals) for name, _, _ in CLUSTERS}
         share_rows.append(
             (e, str(len(vals)), *(f"{100 * counts[c] / len(vals):.1f}%" for c, _, _ in CLUSTERS))
@@ -303,20 +472,26 @@ def bin_tables(data: AgreementData, reference: str) -> tuple[list[Table], dict[s
         )
     shares = Table(
         key="agreement_clusters",
-        title="Share of scores in the paper's clusters [1-2], [3-5], [6-10]",
+        title=(
+            f"Share of scores in the paper's clusters [1-2], [3-5], [6-10], N = {n_all} "
+            "common items"
+        ),
         columns=("Evaluator", "N", *(c for c, _, _ in CLUSTERS)),
         rows=tuple(share_rows),
         records=tuple(share_records),
-        notes=("Fractional scores (averages, k samples) are assigned with edges 2.5 and 5.5.",),
+        notes=(
+            f"Every row counts the same {n_all} items. Fractional scores (averages, k "
+            "samples) are assigned with edges 2.5 and 5.5.",
+        ),
     )
     by_cluster_rows, by_cluster_records = [], []
     for name, _, _ in CLUSTERS:
-        members = [k for k, s in ref.items() if cluster_of(s) == name]
+        members = [k for k in panel.items if cluster_of(ref[k]) == name]
         cells = [name, str(len(members))]
         for e in others:
-            vals = [data.scores[e][k] for k in members if k in data.scores[e]]
+            vals = [data.scores[e][k] for k in members]
             mean = math.fsum(vals) / len(vals) if vals else None
-            cells.append(f"{fmt(mean)} ({len(vals)})")
+            cells.append(fmt(mean))
             by_cluster_records.append(
                 {
                     "reference": reference,
@@ -329,9 +504,157 @@ def bin_tables(data: AgreementData, reference: str) -> tuple[list[Table], dict[s
         by_cluster_rows.append(tuple(cells))
     by_cluster = Table(
         key="agreement_reference_clusters",
-        title=f"Mean score of each evaluator within {reference}'s clusters",
+        title=f"Mean score of each evaluator within {reference}'s clusters, N = {n_all} items",
         columns=(f"{reference} cluster", "N", *others),
         rows=tuple(by_cluster_rows),
         records=tuple(by_cluster_records),
+        notes=("Cells: mean over the cluster's N items (scored by every evaluator).",),
     )
+    plot = {"bins": {level: len(bins.get(level, [])) for level in range(1, 11)}, "series": series}
     return [dist, shares, by_cluster], plot
+
+
+# ------------------------------------------------------------------ Table 4
+#: Paper Table 4 (qa, test, single-turn, one seeded run): mean score per system and evaluator.
+PAPER_TABLE4: dict[str, dict[str, float]] = {
+    "GPT-4": {RELEASED_GPT4: 8.33, RELEASED_PROMETHEUS: 5.68, GOLD: 7.93, SILVER: 7.21},
+    "Vicuna-13B-v1.5": {RELEASED_GPT4: 6.69, RELEASED_PROMETHEUS: 4.80, GOLD: 6.19, SILVER: 5.80},
+    "LongAlpaca-7B": {RELEASED_GPT4: 5.57, RELEASED_PROMETHEUS: 4.46, GOLD: 4.55, SILVER: 4.72},
+}
+#: Pearson correlations the paper states for Fig. 2b (Sec. 6.2 text; the figure itself is
+#: an image). Prometheus is only described as "between 0.2 and 0.3" with all the others.
+PAPER_FIG2B: dict[tuple[str, str], float] = {
+    (RELEASED_GPT4, GOLD): 0.82,
+    (RELEASED_GPT4, SILVER): 0.78,
+    (GOLD, SILVER): 0.89,
+}
+PAPER_PROMETHEUS_RANGE = (0.2, 0.3)
+#: Row order of Table 4, then other systems alphabetically.
+TABLE4_ORDER = ("GPT-4", "Vicuna-13B-v1.5", "LongAlpaca-7B")
+_PAPER_ITEMS = ("qa", "test2", "st")
+_SETTING_TITLES = {("qa", "st"): "Single-turn QA", ("qa", "mt"): "Multi-turn QA"}
+
+
+def table4(data: AgreementData, panel: Panel) -> Table | None:
+    """Table 4: mean score per system (rows) and evaluator (columns) on the panel's items.
+
+    A row is the system or model that wrote the answers, split by setting when the panel
+    holds several (the paper's Table 4 is single-turn QA, test, only).
+    """
+    groups: dict[tuple[str, str, str, str], list[ItemKey]] = defaultdict(list)
+    for key in panel.items:
+        groups[(data.rows.get(key, "?"), key[0], key[2], key[1])].append(key)
+    if not groups:
+        return None
+    combos = {g[1:] for g in groups}
+    rank = {name: i for i, name in enumerate(TABLE4_ORDER)}
+    rows, records = [], []
+    for group in sorted(groups, key=lambda g: (rank.get(g[0], len(rank)), g)):
+        system, setting, mode, split = group
+        members = groups[group]
+        label = system
+        if len(combos) > 1:
+            title = _SETTING_TITLES.get((setting, mode), f"{setting}/{mode}")
+            label += f" ({title}, {'test' if split == 'test2' else split})"
+        cells = [label, str(len(members))]
+        for e in panel.evaluators:
+            mean = math.fsum(data.scores[e][k] for k in members) / len(members)
+            cells.append(fmt(mean))
+            records.append(
+                {
+                    "system": system,
+                    "setting": setting,
+                    "mode": mode,
+                    "split": split,
+                    "evaluator": e,
+                    "n": len(members),
+                    "mean": mean,
+                    "paper": PAPER_TABLE4.get(system, {}).get(e)
+                    if (setting, split, mode) == _PAPER_ITEMS
+                    else None,
+                }
+            )
+        rows.append(tuple(cells))
+    return Table(
+        key="table4",
+        title=f"Table 4 layout: mean score per system and evaluator, N = {len(panel.items)} items",
+        columns=("Model", "N", *panel.evaluators),
+        rows=tuple(rows),
+        records=tuple(records),
+        notes=(
+            "Scores 1-10 (Prometheus' 1-5 scores x2, as in the paper). Each row's evaluators "
+            "scored the same N answers.",
+        ),
+    )
+
+
+def paper_comparison(t4: Table | None, pearson: Table) -> Table | None:
+    """Our Table 4 and Fig. 2b numbers next to the printed ones, with the differences.
+
+    Only when the panel holds the paper's items: the 130 single-turn QA test answers of
+    each of the paper's three systems. None otherwise.
+    """
+    if t4 is None:
+        return None
+    ours = {
+        (r["system"], r["evaluator"]): r
+        for r in t4.records
+        if (r["setting"], r["split"], r["mode"]) == _PAPER_ITEMS
+    }
+    paper_rows = [
+        (system, e, value)
+        for system, by_e in PAPER_TABLE4.items()
+        for e, value in by_e.items()
+        if (system, e) in ours and ours[(system, e)]["n"] == 130
+    ]
+    if not paper_rows:
+        return None
+    rows, records = [], []
+
+    def add(what: str, value: float | None, printed: str, ok: bool, diff: float | None) -> None:
+        verdict = "same" if ok else "DIFFERS"
+        rows.append((what, fmt(value), printed, fmt(diff, 3) if diff is not None else "-", verdict))
+        records.append(
+            {"quantity": what, "ours": value, "paper": printed, "difference": diff, "same": ok}
+        )
+
+    for system, e, printed in paper_rows:
+        value = ours[(system, e)]["mean"]
+        diff = value - printed
+        add(f"Table 4: {system}, {e}", value, f"{printed:.2f}", round(value, 2) == printed, diff)
+    corr = {(r["a"], r["b"]): r["pearson"] for r in pearson.records}
+    for (a, b), printed in PAPER_FIG2B.items():
+        if (a, b) in corr and corr[(a, b)] is not None:
+            value = corr[(a, b)]
+            add(
+                f"Fig. 2b: Pearson {a} ~ {b}",
+                value,
+                f"{printed:.2f}",
+                round(value, 2) == printed,
+                value - printed,
+            )
+    low, high = PAPER_PROMETHEUS_RANGE
+    for e in (RELEASED_GPT4, GOLD, SILVER):
+        value = corr.get((RELEASED_PROMETHEUS, e))
+        if value is not None:
+            ok = low <= round(value, 2) <= high
+            add(
+                f"Fig. 2b: Pearson {RELEASED_PROMETHEUS} ~ {e}",
+                value,
+                f"{low}-{high} (text)",
+                ok,
+                None,
+            )
+    return Table(
+        key="paper_table4_fig2b",
+        title="Table 4 and Fig. 2b: computed from the released scores vs printed in the paper",
+        columns=("Quantity", "Ours", "Paper", "Ours - paper", "Rounded equal"),
+        rows=tuple(rows),
+        records=tuple(records),
+        notes=(
+            "Paper values: Table 4, and the Pearson correlations quoted in Sec. 6.2 (Fig. 2b "
+            "is an image; Prometheus is only described as 'between 0.2 and 0.3').",
+            "A mean over 130 answers moves in steps of 1/130 = 0.0077: a difference below "
+            "that is one score point on one answer (e.g. 869/130 = 6.68 vs 870/130 = 6.69).",
+        ),
+    )

@@ -7,6 +7,9 @@ Output layout under ``--out``::
     tables/<key>.csv      one long-form CSV per table (unrounded values, run ids)
     tables/<key>.json     the same records as JSON
     figures/*.png         Table 2 bars, Fig. 1 (noise), Fig. 2a/2b (agreement), Fig. 3
+
+The report is assembled by :data:`SECTION_BUILDERS`, one function per kind of input (the
+ELITR-Bench QA/Conv runs, the judge agreement); a new kind of run adds its builder there.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,6 +53,7 @@ class Report:
         runs: The task runs used.
         notes: What was skipped or substituted, and why.
         sections: ``(heading, text-or-table-keys)`` for the Markdown layout.
+        options: Metric and interval options, written into ``report.json``.
     """
 
     tables: list[Table] = field(default_factory=list)
@@ -57,6 +61,7 @@ class Report:
     runs: Sequence[TaskRun] = ()
     notes: list[str] = field(default_factory=list)
     sections: list[tuple[str, list[str | Table]]] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)
 
     def table(self, key: str) -> Table:
         """The table with ``key``.
@@ -177,43 +182,49 @@ def _judges_table(runs: Sequence[TaskRun]) -> Table | None:
     )
 
 
-def build_report(
-    run_paths: Sequence[str | Path],
-    out_dir: str | Path,
-    *,
-    judge_checks: Sequence[str | Path] = (),
-    metric: str = "judge_score",
-    ci: CIMethod = "cluster-t",
-    n_resamples: int = 10_000,
-    seed: int = 0,
-    reference: str | None = None,
-) -> Report:
-    """Build and write the report for lm-eval run dirs and/or judge-check files.
+@dataclass(frozen=True)
+class ReportInputs:
+    """What ``elitr-bench report`` was given, for the section builders.
 
-    Args:
-        run_paths: lm-eval ``--output_path`` dirs (or results files) of elitr_* tasks.
-        out_dir: Where to write ``report.md``, tables and figures.
-        judge_checks: ``elitr-bench judge-check --output`` JSON files.
-        metric: Main per-sample metric (``judge_score``; ``f1``/``rouge_l`` to force them).
-        ci: ``cluster-t`` (default) or ``bootstrap``.
+    Attributes:
+        run_paths: The RUN_DIR arguments as given (builders for other kinds of runs, e.g.
+            minutes, read their own files below them).
+        judge_checks: ``elitr-bench judge-check --output`` files.
+        out: The output directory (figures go to ``out/figures``).
+        runs: The ELITR-Bench QA/Conv task runs found below ``run_paths``.
+        metric: Main per-sample metric asked for.
+        ci: Interval method.
         n_resamples: Bootstrap resamples.
         seed: Bootstrap seed.
-        reference: Evaluator to bin by for Fig. 2a (default Gold Human).
-
-    Raises:
-        ReportError: Nothing to report, or unusable input.
+        reference: Evaluator to bin by in the agreement section (None: Gold Human).
     """
-    if not run_paths and not judge_checks:
-        raise ReportError("report: give at least one RUN_DIR or --judge-check FILE")
-    out = Path(out_dir)
-    loaded = load_runs(run_paths) if run_paths else LoadedRuns(runs=(), notes=())
-    report = Report(runs=loaded.runs, notes=list(loaded.notes))
-    runs = list(loaded.runs)
-    opts = {"ci": ci, "n_resamples": n_resamples, "seed": seed}
 
+    run_paths: tuple[Path, ...]
+    judge_checks: tuple[Path, ...]
+    out: Path
+    runs: tuple[TaskRun, ...]
+    metric: str = "judge_score"
+    ci: CIMethod = "cluster-t"
+    n_resamples: int = 10_000
+    seed: int = 0
+    reference: str | None = None
+
+
+#: A section builder adds sections, figures and notes to the report for the inputs it
+#: understands, and leaves the rest alone (it may find nothing to add).
+SectionBuilder = Callable[[ReportInputs, Report], None]
+
+
+def qa_sections(inputs: ReportInputs, report: Report) -> None:
+    """Runs, judges, Tables 2, 9, 3, 10 and Figs. 1 and 3 of the ELITR-Bench QA/Conv runs."""
+    runs = list(inputs.runs)
+    if not runs:
+        return
+    metric, out = inputs.metric, inputs.out
+    opts = {"ci": inputs.ci, "n_resamples": inputs.n_resamples, "seed": inputs.seed}
     main_runs = [r for r in runs if r.has(metric)]
     rest = [r for r in runs if not r.has(metric)]
-    if runs and not main_runs and metric == "judge_score":
+    if not main_runs and metric == "judge_score":
         report.notes.append(
             "No run has judge scores (judge=none?): all tables use token F1 instead and are "
             "NOT comparable with the paper's judge scores."
@@ -224,12 +235,12 @@ def build_report(
             f"Runs without {metric}: {' '.join(r.run_id for r in rest)}; they appear only in "
             "the fallback tables (token F1 / ROUGE-L), clearly labelled."
         )
+    report.options["metric"] = metric
 
-    if runs:
-        report.section("Runs", _runs_table(runs, metric))
-        judges = _judges_table(runs)
-        if judges:
-            report.section("Judges", judges)
+    report.section("Runs", _runs_table(runs, metric))
+    judges = _judges_table(runs)
+    if judges:
+        report.section("Judges", judges)
     if main_runs:
         ctx = ReportContext(main_runs, metric=metric, **opts)  # type: ignore[arg-type]
         t2 = table2(ctx)
@@ -263,26 +274,114 @@ def build_report(
             fctx = ReportContext(fb_runs, metric=fallback, **opts)  # type: ignore[arg-type]
             report.section(f"Fallback: {fallback} for runs without {metric}", table2(fctx))
 
-    data = agreement.collect(runs, [Path(p) for p in judge_checks])
-    if data is not None:
-        corr = agreement.correlation_tables(data)
-        ref = agreement.pick_reference(data, reference)
-        bins, plot = agreement.bin_tables(data, ref)
-        sources = "; ".join(f"{k}: {v}" for k, v in data.sources.items())
+
+def agreement_sections(inputs: ReportInputs, report: Report) -> None:
+    """Table 4 and Fig. 2: judges against each other and against the human scores."""
+    data = agreement.collect(list(inputs.runs), list(inputs.judge_checks))
+    if data is None:
+        if inputs.runs:
+            report.notes.append(
+                "Judge agreement skipped: pass --judge-check FILE or runs re-judged by a second "
+                "judge (`elitr-bench score`)."
+            )
+        return
+    out = inputs.out
+    ref = agreement.pick_reference(data, inputs.reference)
+    panel = agreement.choose_panel(data, ref)
+    sources = "; ".join(
+        f"{k}: {v}" + (f" (= {data.merged[k]})" if k in data.merged else "")
+        for k, v in data.sources.items()
+    )
+    intro = [f"Evaluators and sources: {sources}.", *agreement.panel_notes(data, panel)]
+    pairwise = agreement.pairwise_table(data, panel)
+    if len(panel.evaluators) < 2 or len(panel.items) < 3:
         report.section(
-            "Judge agreement (Figure 2)", f"Evaluators and sources: {sources}.", *corr, *bins
+            "Judge agreement (Figure 2)",
+            *intro,
+            f"Fewer than 3 items are scored by {ref} and another evaluator: no common-item tables.",
+            *([pairwise] if pairwise else []),
         )
-        names = [row[0] for row in corr[0].rows]
-        report.figures.append(
-            figures.figure2b(corr[0].records, names, out / "figures" / "figure2b.png")
+        return
+    corr = agreement.correlation_tables(data, panel)
+    t4 = agreement.table4(data, panel)
+    versus = agreement.paper_comparison(t4, corr[0])
+    bins, plot = agreement.bin_tables(data, panel)
+    if t4 is not None:
+        report.section("Evaluators per system (Table 4)", t4, *([versus] if versus else []))
+    report.section(
+        "Judge agreement (Figure 2)", *intro, *corr, *([pairwise] if pairwise else []), *bins
+    )
+    report.figures.append(
+        figures.figure2b(
+            corr[0].records,
+            list(panel.evaluators),
+            len(panel.items),
+            out / "figures" / "figure2b.png",
         )
-        report.figures.append(figures.figure2a(plot, ref, out / "figures" / "figure2a.png"))
-    elif runs:
-        report.notes.append(
-            "Judge agreement skipped: pass --judge-check FILE or runs re-judged by a second "
-            "judge (`elitr-bench score`)."
+    )
+    report.figures.append(figures.figure2a(plot, ref, out / "figures" / "figure2a.png"))
+
+
+#: The report's section builders, in report order. Each kind of run gets its own builder;
+#: the minutes report (``report/minutes.py``) adds one here for its runs.
+SECTION_BUILDERS: list[SectionBuilder] = [qa_sections, agreement_sections]
+
+
+def build_report(
+    run_paths: Sequence[str | Path],
+    out_dir: str | Path,
+    *,
+    judge_checks: Sequence[str | Path] = (),
+    metric: str = "judge_score",
+    ci: CIMethod = "cluster-t",
+    n_resamples: int = 10_000,
+    seed: int = 0,
+    reference: str | None = None,
+    builders: Sequence[SectionBuilder] | None = None,
+) -> Report:
+    """Build and write the report for lm-eval run dirs and/or judge-check files.
+
+    Args:
+        run_paths: lm-eval ``--output_path`` dirs (or results files) of elitr_* tasks.
+        out_dir: Where to write ``report.md``, tables and figures.
+        judge_checks: ``elitr-bench judge-check --output`` JSON files.
+        metric: Main per-sample metric (``judge_score``; ``f1``/``rouge_l`` to force them).
+        ci: ``cluster-t`` (default) or ``bootstrap``.
+        n_resamples: Bootstrap resamples.
+        seed: Bootstrap seed.
+        reference: Evaluator to bin by for Fig. 2a (default Gold Human).
+        builders: Section builders to run (default :data:`SECTION_BUILDERS`).
+
+    Raises:
+        ReportError: Nothing to report, or unusable input.
+    """
+    if not run_paths and not judge_checks:
+        raise ReportError("report: give at least one RUN_DIR or --judge-check FILE")
+    out = Path(out_dir)
+    loaded = load_runs(run_paths, require=False) if run_paths else LoadedRuns(runs=(), notes=())
+    inputs = ReportInputs(
+        run_paths=tuple(Path(p) for p in run_paths),
+        judge_checks=tuple(Path(p) for p in judge_checks),
+        out=out,
+        runs=loaded.runs,
+        metric=metric,
+        ci=ci,
+        n_resamples=n_resamples,
+        seed=seed,
+        reference=reference,
+    )
+    report = Report(runs=loaded.runs, notes=list(loaded.notes))
+    report.options.update(
+        {"metric": metric, "ci": ci, "n_resamples": n_resamples, "seed": seed, "level": 0.95}
+    )
+    for builder in SECTION_BUILDERS if builders is None else builders:
+        builder(inputs, report)
+    if not report.sections:
+        raise ReportError(
+            "no ELITR-Bench runs with samples found; run lm_eval with --log_samples on elitr_* "
+            "tasks and pass its --output_path"
         )
-    write_report(report, out, {"metric": metric, **opts, "level": 0.95})
+    write_report(report, out, report.options)
     return report
 
 

@@ -431,14 +431,20 @@ class LoadedRuns:
     notes: tuple[str, ...]
 
 
-def load_runs(paths: Sequence[str | Path]) -> LoadedRuns:
+def load_runs(paths: Sequence[str | Path], *, require: bool = True) -> LoadedRuns:
     """Load every ELITR-Bench task run (results + samples) below ``paths``.
 
     Tasks without a samples file, or whose documents are not ELITR-Bench documents, are
     skipped with a note rather than failing the whole report.
 
+    Args:
+        paths: lm-eval output dirs or results files.
+        require: Raise when no ELITR-Bench run is found (the report passes False, as its
+            other section builders may use runs of other tasks).
+
     Raises:
-        ReportError: A path is missing or holds no results file, or nothing usable was found.
+        ReportError: A path is missing or holds no results file, or (with ``require``)
+            nothing usable was found.
     """
     notes: list[str] = []
     runs: list[TaskRun] = []
@@ -513,7 +519,7 @@ def load_runs(paths: Sequence[str | Path]) -> LoadedRuns:
                     n_logged=int(n_logged) if n_logged is not None else None,
                 )
             )
-    if not runs:
+    if not runs and require:
         raise ReportError(
             "no ELITR-Bench runs with samples found; run lm_eval with --log_samples on elitr_* "
             "tasks and pass its --output_path"

@@ -112,12 +112,26 @@ def test_cli_with_judge_check_and_rescored_run(
     assert "report:" in capsys.readouterr().out
     with (out / "tables" / "agreement_pearson.csv").open() as fh:
         cells = {(r["a"], r["b"]): r for r in csv.DictReader(fh)}
-    # The replay judge-check is the released GPT-4 judge: the paper's Fig. 2b numbers.
-    assert round(float(cells[("replay/gpt4-rubric", "Gold Human")]["pearson"]), 2) == 0.82
+    # The replay judge-check is the released GPT-4 judge: shown once, with the paper's
+    # Fig. 2b numbers, every cell on the same 390 human-scored answers.
+    assert {a for a, _ in cells} == {
+        "GPT-4 judge (released)",
+        "Prometheus (released)",
+        "Gold Human",
+        "Silver Human",
+    }
+    assert round(float(cells[("GPT-4 judge (released)", "Gold Human")]["pearson"]), 2) == 0.82
     assert round(float(cells[("Silver Human", "Gold Human")]["pearson"]), 2) == 0.89
-    assert int(cells[("Gold Human", "Silver Human")]["n"]) == 390
-    lex = cells[("lexical/gpt4-rubric", "replay/gpt4-rubric")]
-    assert int(lex["n"]) == 271  # the rescored run against its original judge
+    assert {int(c["n"]) for c in cells.values()} == {390}
+    # The lexical re-scoring covers 130 of the 390 answers: left out of the common-item
+    # tables, compared pairwise on the items it shares with each evaluator.
+    with (out / "tables" / "agreement_pearson_pairwise.csv").open() as fh:
+        pairs = {(r["a"], r["b"]): int(r["n"]) for r in csv.DictReader(fh)}
+    assert pairs[("lexical/gpt4-rubric", "GPT-4 judge (released)")] == 271
+    assert pairs[("lexical/gpt4-rubric", "Gold Human")] == 130
+    md = (out / "report.md").read_text()
+    assert "lexical/gpt4-rubric scored only 130 of Gold Human's 390 items" in md
+    assert "replay/gpt4-rubric gave exactly the scores of GPT-4 judge (released)" in md
     with (out / "tables" / "table2_judge_score.csv").open() as fh:
         rows = {r["row"] for r in csv.DictReader(fh)}
     assert rows == {"GPT-4 [replay/gpt4-rubric]", "GPT-4 [lexical/gpt4-rubric]"}
