@@ -1,7 +1,9 @@
 """``elitr-replay``: answers with the responses the ELITR-Bench authors released.
 
 It makes the whole pipeline (tasks, judges, reports) runnable offline and lets the
-published scores be reproduced through lm-eval itself.
+published scores be reproduced through lm-eval itself. On the minutes task
+``automin23_en`` it replays the minutes AutoMin 2023 released for one of its 9 English
+systems (``system=gpt4``, ``ntr``, ..., ``annot`` = the human reference).
 """
 
 from __future__ import annotations
@@ -57,8 +59,21 @@ class ReplayLM(LM):
 
     def __init__(self, system: str = "gpt-4", **kwargs: Any) -> None:
         super().__init__()
-        self.system = canonical_system(str(system), all_systems())
+        from elitr_bench.data.minutes import AUTOMIN_SYSTEMS
+
+        self.requested = str(system)
+        self._minutes: dict[str, str] | None = None
         self._answers: dict[_Key, str] = {}
+        if self.requested.strip().lower() in AUTOMIN_SYSTEMS:
+            # An AutoMin system: serves the minutes task automin23_en only.
+            self.system = self.requested.strip().lower()
+            return
+        try:
+            self.system = canonical_system(self.requested, all_systems())
+        except ReplayError as exc:
+            raise ReplayError(
+                f"{exc}; or, on the minutes task automin23_en, one of {', '.join(AUTOMIN_SYSTEMS)}"
+            ) from None
         for setting, split, mode, source in RELEASED_FILES:
             if source != "gpt-4-eval":
                 continue
@@ -89,6 +104,15 @@ class ReplayLM(LM):
         out = []
         for request in requests:
             doc = request.doc
+            if doc.get("task_kind") == "minutes":
+                out.append(self._released_minutes(request))
+                continue
+            if not self._answers:
+                raise ReplayError(
+                    f"elitr-replay: system={self.requested!r} is an AutoMin minutes system; "
+                    f"task {request.task_name} needs an ELITR-Bench system "
+                    f"({', '.join(all_systems())})"
+                )
             for field in ("setting", "split", "mode", "meeting_id", "question_id"):
                 if field not in doc:
                     raise ReplayError(
@@ -116,6 +140,30 @@ class ReplayLM(LM):
                 )
             out.append(self._answers[key])
         return out
+
+    def _released_minutes(self, request: Any) -> str:
+        """The released minutes of the replayed AutoMin system for a minutes document."""
+        from elitr_bench.data.minutes import AUTOMIN_SPLIT, AUTOMIN_SYSTEMS, load_automin_minutes
+
+        doc = request.doc
+        if doc.get("split") != AUTOMIN_SPLIT:
+            raise ReplayError(
+                f"elitr-replay: no minutes were released for {doc.get('meeting_id')} "
+                f"(task {request.task_name}); replay serves the minutes task automin23_en"
+            )
+        if self.system not in AUTOMIN_SYSTEMS:
+            raise ReplayError(
+                f"--model_args system={self.requested!r}: no AutoMin 2023 minutes of that "
+                f"system; choose one of {', '.join(AUTOMIN_SYSTEMS)}"
+            )
+        if doc.get("target_wer") is not None:
+            raise ReplayError(
+                f"elitr-replay: task {request.task_name} uses noisy transcripts, and no "
+                "minutes of noisy transcripts were released; run a real model"
+            )
+        if self._minutes is None:
+            self._minutes = {m.meeting_id: m.text for m in load_automin_minutes([self.system])}
+        return self._minutes[str(doc["meeting_id"])]
 
     def loglikelihood(self, requests: list[Any], disable_tqdm: bool = False) -> list[Any]:
         """Not available: released files hold answers, not log-probabilities."""
