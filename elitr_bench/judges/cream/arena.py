@@ -1,0 +1,340 @@
+"""A CREAM arena: systems' minutes of the same meetings, compared pair by pair, persisted.
+
+An arena lives in one output folder. ``arena.json`` holds the judge identity, the meetings
+and the systems; ``minutes.jsonl`` the exact minutes each system entered with;
+``comparisons.jsonl`` every finished comparison, appended as soon as it is done. Adding a
+system later re-reads the folder and judges only the comparisons it does not hold yet (the
+new system against every old one, both orders); a killed run resumes the same way, and the
+judge cache makes any repeated request free as well.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import permutations
+from pathlib import Path
+from typing import Any
+
+from elitr_bench.data.errors import ElitrBenchError
+from elitr_bench.judges.client import JudgeClient
+from elitr_bench.judges.config import JudgeConfig
+from elitr_bench.judges.cream.compare import CALLS_PER_COMPARISON, CreamJudge, Entrant
+from elitr_bench.judges.cream.prompts import (
+    alignment_prompt,
+    extraction_prompt,
+    paragraph_of,
+    summary_lines,
+)
+from elitr_bench.judges.cream.scoring import Comparison
+from elitr_bench.judges.errors import JudgeError
+
+log = logging.getLogger(__name__)
+
+ARENA_VERSION = 1
+ARENA_FILE = "arena.json"
+MINUTES_FILE = "minutes.jsonl"
+COMPARISONS_FILE = "comparisons.jsonl"
+
+
+class ArenaError(ElitrBenchError):
+    """Bad arena input (too few systems, mismatched runs, a foreign output folder)."""
+
+
+@dataclass(frozen=True)
+class SystemMinutes:
+    """One entrant of an arena: a system's minutes for each meeting.
+
+    Attributes:
+        system: Name on the leaderboard (AutoMin system or run name).
+        minutes: meeting_id -> minutes text (unchanged).
+        source: Where the minutes came from (``automin``, a run folder).
+        tasks: lm-eval tasks of a run ("" for AutoMin's release).
+    """
+
+    system: str
+    minutes: Mapping[str, str]
+    source: str = ""
+    tasks: tuple[str, ...] = ()
+
+
+@dataclass
+class ArenaState:
+    """What an arena folder holds (empty for a new arena)."""
+
+    judge: dict[str, Any] = field(default_factory=dict)
+    meetings: list[str] = field(default_factory=list)
+    systems: dict[str, SystemMinutes] = field(default_factory=dict)
+    comparisons: dict[tuple[str, str, str], Comparison] = field(default_factory=dict)
+
+
+def load_state(out: Path) -> ArenaState:
+    """Read an arena folder (an empty state when it holds no arena yet)."""
+    state = ArenaState()
+    meta_path = out / ARENA_FILE
+    if not meta_path.exists():
+        return state
+    try:
+        meta = json.loads(meta_path.read_text("utf-8"))
+        state.judge = dict(meta["judge"])
+        state.meetings = [str(m) for m in meta["meetings"]]
+        texts: dict[str, dict[str, str]] = {}
+        sources = {str(k): v for k, v in meta.get("systems", {}).items()}
+        minutes_path = out / MINUTES_FILE
+        if minutes_path.exists():
+            for line in minutes_path.read_text("utf-8").splitlines():
+                if line.strip():
+                    row = json.loads(line)
+                    texts.setdefault(row["system"], {})[row["meeting_id"]] = row["text"]
+        for name, info in sources.items():
+            state.systems[name] = SystemMinutes(
+                name, texts.get(name, {}), str(info.get("source", "")), tuple(info.get("tasks", []))
+            )
+        comp_path = out / COMPARISONS_FILE
+        if comp_path.exists():
+            for line in comp_path.read_text("utf-8").splitlines():
+                if not line.strip():
+                    continue
+                try:
+                    comp = Comparison.from_dict(json.loads(line))
+                except (ValueError, KeyError, TypeError):
+                    continue  # a line cut by a killed run: that comparison is simply redone
+                state.comparisons[comp.key] = comp
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ArenaError(
+            f"{meta_path}: not a readable arena ({type(exc).__name__}: {exc}); "
+            "use another --out folder"
+        ) from None
+    return state
+
+
+def merge(
+    state: ArenaState,
+    entrants: Sequence[SystemMinutes],
+    meetings: Sequence[str] | None,
+    judge: Mapping[str, Any],
+    out: Path,
+) -> ArenaState:
+    """Add entrants to an arena, checking that everything still compares like with like.
+
+    Raises:
+        ArenaError: A different judge than the folder's, other meetings, a system name
+            that already entered with other minutes, an entrant missing a meeting, or
+            fewer than two systems.
+    """
+    if state.judge and dict(state.judge) != dict(judge):
+        changed = sorted(k for k in {*state.judge, *judge} if state.judge.get(k) != judge.get(k))
+        raise ArenaError(
+            f"{out}: this arena was judged with another judge ({', '.join(changed)} differ); "
+            "use the same --judge and --key-facts, or a new --out folder"
+        )
+    if state.meetings:
+        if meetings is not None and sorted(meetings) != sorted(state.meetings):
+            raise ArenaError(
+                f"{out}: this arena covers {len(state.meetings)} meetings "
+                f"({', '.join(state.meetings)}); drop --meetings or use a new --out folder"
+            )
+        chosen = list(state.meetings)
+    elif meetings is not None:
+        chosen = sorted(meetings)
+    else:
+        chosen = sorted({m for e in entrants for m in e.minutes})
+    systems = dict(state.systems)
+    for entrant in entrants:
+        old = systems.get(entrant.system)
+        if old is not None:
+            differs = [m for m in chosen if old.minutes.get(m) != entrant.minutes.get(m)]
+            if differs:
+                raise ArenaError(
+                    f"{out}: system {entrant.system!r} is already in this arena with other "
+                    f"minutes of {differs[0]}; give the new run another name (NAME=PATH)"
+                )
+            continue
+        missing = [m for m in chosen if m not in entrant.minutes]
+        if missing:
+            raise ArenaError(
+                f"{entrant.source or entrant.system}: no minutes of {', '.join(missing[:3])}"
+                f"{' ...' if len(missing) > 3 else ''} (system {entrant.system}); the arena "
+                "compares the same meetings for every system: pick them with --meetings"
+            )
+        systems[entrant.system] = SystemMinutes(
+            entrant.system,
+            {m: entrant.minutes[m] for m in chosen},
+            entrant.source,
+            entrant.tasks,
+        )
+    run_tasks = {e.tasks for e in systems.values() if e.tasks}
+    if len(run_tasks) > 1:
+        listing = "; ".join(f"{e.system}: {','.join(e.tasks)}" for e in systems.values() if e.tasks)
+        raise ArenaError(
+            f"runs of different task sets ({listing}); an arena compares minutes of the same "
+            "meetings, so pass runs of the same minutes task"
+        )
+    if len(systems) < 2:
+        raise ArenaError(
+            f"an arena needs at least 2 systems, got {len(systems)} "
+            f"({', '.join(systems) or 'none'}); pass more runs, --automin or --systems"
+        )
+    if not chosen:
+        raise ArenaError("no meetings to compare; check --meetings and the runs' tasks")
+    return ArenaState(dict(judge), chosen, systems, dict(state.comparisons))
+
+
+def save_meta(state: ArenaState, out: Path) -> None:
+    """Write ``arena.json`` and the minutes of every system (before any judging)."""
+    out.mkdir(parents=True, exist_ok=True)
+    meta = {
+        "version": ARENA_VERSION,
+        "method": "cream",
+        "judge": state.judge,
+        "meetings": state.meetings,
+        "systems": {
+            s.system: {"source": s.source, "tasks": list(s.tasks)} for s in state.systems.values()
+        },
+    }
+    tmp = out / (ARENA_FILE + ".tmp")
+    tmp.write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", "utf-8")
+    tmp.replace(out / ARENA_FILE)
+    rows = [
+        json.dumps({"system": s.system, "meeting_id": m, "text": t}, ensure_ascii=False)
+        for s in state.systems.values()
+        for m, t in sorted(s.minutes.items())
+    ]
+    tmp = out / (MINUTES_FILE + ".tmp")
+    tmp.write_text("\n".join(rows) + "\n", "utf-8")
+    tmp.replace(out / MINUTES_FILE)
+
+
+def pending(state: ArenaState) -> list[tuple[str, str, str]]:
+    """Comparisons (meeting, first, second) the arena does not hold yet, both orders."""
+    names = sorted(state.systems)
+    todo = []
+    for meeting in state.meetings:
+        for first, second in permutations(names, 2):
+            done = state.comparisons.get((meeting, first, second))
+            if done is None or done.status == "error":
+                todo.append((meeting, first, second))
+    return todo
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What an arena run will ask before it asks.
+
+    Attributes:
+        comparisons: Comparisons to run (both orders of each new pair and meeting).
+        done: Comparisons already in the arena folder.
+        calls: Judge calls without re-asks (3 per comparison).
+        max_calls: Judge calls if every reply needed all re-asks.
+        prompt_tokens: Estimated prompt tokens (characters / 4) of ``calls``.
+        completion_tokens_max: Completion tokens if every reply used ``max_tokens``.
+        cost_usd: Estimated upper-bound cost (None when the model has no known price).
+    """
+
+    comparisons: int
+    done: int
+    calls: int
+    max_calls: int
+    prompt_tokens: int
+    completion_tokens_max: int
+    cost_usd: float | None
+
+
+def plan(state: ArenaState, todo: Sequence[tuple[str, str, str]], config: JudgeConfig) -> Plan:
+    """Count calls and estimate their cost (cache hits are not subtracted)."""
+    from elitr_bench.judges.pricing import estimate_cost, price_for
+
+    max_kf = int(state.judge.get("max_key_facts", 16))
+    chars = 0
+    for meeting, first, second in todo:
+        a = summary_lines(state.systems[first].minutes[meeting])
+        b = summary_lines(state.systems[second].minutes[meeting])
+        extraction = len(extraction_prompt(paragraph_of(a, b), max_kf))
+        # Each alignment resends the extraction turn and its reply (at most max_tokens).
+        history = extraction + 4 * config.max_tokens
+        chars += extraction + 2 * history + len(alignment_prompt(a)) + len(alignment_prompt(b))
+    calls = CALLS_PER_COMPARISON * len(todo)
+    prompt_tokens = chars // 4
+    completion = calls * config.max_tokens
+    prices = price_for(config.model, config.price_in, config.price_out)
+    cost = estimate_cost(prompt_tokens, completion, prices) if prices else None
+    return Plan(
+        comparisons=len(todo),
+        done=len(state.comparisons),
+        calls=calls,
+        max_calls=calls * (config.reask + 1),
+        prompt_tokens=prompt_tokens,
+        completion_tokens_max=completion,
+        cost_usd=cost,
+    )
+
+
+async def run_comparisons(
+    state: ArenaState,
+    todo: Sequence[tuple[str, str, str]],
+    judge: CreamJudge,
+    out: Path,
+    progress: bool = True,
+) -> list[Comparison]:
+    """Run the comparisons concurrently, appending each to ``comparisons.jsonl`` when done.
+
+    A comparison whose judge requests fail for good (after the client's retries) is
+    returned with status ``error`` and not written, so the next run asks again (finished
+    calls come from the cache). The others are never lost.
+    """
+    bar: Any = None
+    if progress and todo:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(todo), desc="CREAM comparisons", unit="cmp", leave=False)
+    path = out / COMPARISONS_FILE
+    out.mkdir(parents=True, exist_ok=True)
+    handle = path.open("a", encoding="utf-8")
+
+    async def one(meeting: str, first: str, second: str) -> Comparison:
+        a = Entrant(first, summary_lines(state.systems[first].minutes[meeting]))
+        b = Entrant(second, summary_lines(state.systems[second].minutes[meeting]))
+        try:
+            comp = await judge.compare(meeting, a, b)
+        except JudgeError as exc:
+            reason = str(exc).splitlines()[0][:300]
+            log.warning("CREAM %s %s vs %s failed: %s", meeting, first, second, reason)
+            from elitr_bench.judges.cream.scoring import unscored_side
+
+            comp = Comparison(
+                meeting,
+                first,
+                second,
+                (),
+                (
+                    unscored_side(first, len(a.lines), reason),
+                    unscored_side(second, len(b.lines), reason),
+                ),
+                "error",
+                reason,
+                judge=judge.identity(),
+            )
+        else:
+            handle.write(json.dumps(comp.to_dict(), ensure_ascii=False) + "\n")
+            handle.flush()
+        state.comparisons[comp.key] = comp
+        if bar is not None:
+            bar.update(1)
+        return comp
+
+    try:
+        return list(await asyncio.gather(*(one(*key) for key in todo)))
+    finally:
+        handle.close()
+        if bar is not None:
+            bar.close()
+
+
+def new_client(config: JudgeConfig) -> JudgeClient:
+    """The shared judge client for a config (same construction as every minutes judge)."""
+    from elitr_bench.judges.minutes.registry import make_client
+
+    return make_client(config)

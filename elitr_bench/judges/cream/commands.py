@@ -1,0 +1,238 @@
+"""``elitr-bench arena``: a CREAM leaderboard of minutes from lm-eval runs and/or AutoMin 2023.
+
+Every lm-eval output folder of a minutes task is one system (named by model and settings,
+or ``NAME=PATH``); ``--automin`` adds the released AutoMin 2023 systems. The command prints
+the number of judge calls and their estimated cost before asking anything, stops above
+``--max-cost``, then runs the comparisons concurrently through the shared judge client.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from elitr_bench.judges.config import JudgeConfig, check_judge_ready, parse_judge_spec
+from elitr_bench.judges.cream.arena import (
+    ArenaError,
+    SystemMinutes,
+    load_state,
+    merge,
+    new_client,
+    pending,
+    plan,
+    run_comparisons,
+    save_meta,
+)
+from elitr_bench.judges.cream.compare import CreamJudge, cream_identity
+from elitr_bench.judges.cream.matches import DEFAULT_TOLERANCE
+from elitr_bench.judges.cream.prompts import DEFAULT_MAX_KEY_FACTS
+from elitr_bench.judges.cream.ratings import (
+    DEFAULT_BOOTSTRAP,
+    DEFAULT_INITIAL,
+    DEFAULT_K,
+    DEFAULT_ORDERS,
+    DEFAULT_SCALE,
+    EloParams,
+)
+
+DEFAULT_CREAM_JUDGE = "openai:gpt-4o-2024-05-13"
+"""The paper's CREAM evaluator (Sec. 3.1 "gpt-4o-2024-05-13"; Sec. 4.1.2 "GPT-4o as
+evaluator model")."""
+
+
+def _split_list(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _run_entrant(arg: str) -> SystemMinutes:
+    """One positional input: ``PATH`` or ``NAME=PATH`` of an lm-eval minutes run."""
+    from elitr_bench.data.minutes import load_run_minutes
+
+    name = ""
+    path = arg
+    if "=" in arg and not Path(arg).exists():
+        name, _, path = arg.partition("=")
+    run = load_run_minutes(path)
+    texts: dict[str, str] = {}
+    for minutes in run.minutes:
+        texts[minutes.meeting_id] = minutes.text
+    return SystemMinutes(name.strip() or run.name, texts, str(path), tuple(sorted(run.tasks)))
+
+
+def _automin_entrants(systems: list[str] | None) -> list[SystemMinutes]:
+    from elitr_bench.data.minutes import load_automin_minutes
+
+    texts: dict[str, dict[str, str]] = defaultdict(dict)
+    for minutes in load_automin_minutes(systems):
+        texts[minutes.system][minutes.meeting_id] = minutes.text
+    return [SystemMinutes(s, t, "automin") for s, t in texts.items()]
+
+
+def _judge_config(spec: str | None) -> JudgeConfig:
+    config = parse_judge_spec(spec or DEFAULT_CREAM_JUDGE)
+    if not config.is_llm:
+        raise ArenaError(
+            f"--judge {config.spec}: CREAM needs an LLM judge (openai:<model> or hf:<model>)"
+        )
+    return config
+
+
+def arena_command(args: argparse.Namespace) -> int:
+    """Handler of ``elitr-bench arena``."""
+    from elitr_bench.data.minutes import AUTOMIN_MEETINGS, select_meetings
+    from elitr_bench.judges.cream.report import analyse, write_outputs
+    from elitr_bench.judges.engine import run_coroutine
+    from elitr_bench.judges.minutes.registry import usage_of
+
+    if args.systems and not args.automin:
+        raise ArenaError("--systems picks AutoMin systems; add --automin (runs enter whole)")
+    if not args.runs and not args.automin and not (Path(args.out) / "arena.json").exists():
+        raise ArenaError(
+            "arena: nothing to compare; pass lm-eval output folders of a minutes task, "
+            "--automin, or --out of an existing arena"
+        )
+    if args.key_facts < 1:
+        raise ArenaError(f"--key-facts {args.key_facts}: must be at least 1 (the paper: 16, 30)")
+    config = _judge_config(args.judge)
+    out = Path(args.out)
+    entrants = [_run_entrant(arg) for arg in args.runs]
+    names = [e.system for e in entrants]
+    clash = sorted({n for n in names if names.count(n) > 1})
+    if clash:
+        raise ArenaError(f"two runs are both named {clash[0]!r}; name them apart with NAME=PATH")
+    if args.automin:
+        entrants += _automin_entrants(_split_list(args.systems))
+    state = load_state(out)
+    meetings = None
+    if args.meetings is not None:
+        available = sorted({m for e in entrants for m in e.minutes}) or list(AUTOMIN_MEETINGS)
+        meetings = select_meetings(args.meetings, state.meetings or available)
+    identity = cream_identity(config, args.key_facts)
+    state = merge(state, entrants, meetings, identity, out)
+    save_meta(state, out)
+    todo = pending(state)
+    p = plan(state, todo, config)
+    n = len(state.systems)
+    print(
+        f"arena {out}: {n} systems x {len(state.meetings)} meetings, {n * (n - 1) // 2} pairs; "
+        f"{p.done} comparisons already judged, {p.comparisons} to judge (both orders)"
+    )
+    cost = "unknown (no price for this model; set price=IN:OUT)"
+    if p.cost_usd is not None:
+        cost = f"${p.cost_usd:.2f} at most"
+    print(
+        f"judge calls: {p.calls} ({p.comparisons} comparisons x 3: key-fact extraction and "
+        f"one alignment per summary; up to {p.max_calls} with re-asks); judge {config.model}; "
+        f"estimated cost {cost} (cached calls are free)"
+    )
+    if args.max_cost is not None and p.cost_usd is not None and p.cost_usd > args.max_cost:
+        raise ArenaError(
+            f"estimated cost ${p.cost_usd:.2f} exceeds --max-cost {args.max_cost:g}; raise "
+            "--max-cost, or fewer --systems/--meetings, or a cheaper --judge"
+        )
+    usage: dict[str, Any] = {}
+    failed = 0
+    if todo:
+        check_judge_ready(config)
+        client = new_client(config)
+        judge = CreamJudge(config, client, args.key_facts)
+
+        async def go() -> int:
+            try:
+                done = await run_comparisons(
+                    state, todo, judge, out, progress=config.progress and not args.quiet
+                )
+            finally:
+                await client.aclose()
+            return sum(c.status == "error" for c in done)
+
+        failed = run_coroutine(go)
+        usage = usage_of(config, client)
+        print(
+            f"judge requests sent: {usage.get('requests', 0)}, cache hits: "
+            f"{usage.get('cache_hits', 0)}, "
+            f"estimated cost ${usage.get('estimated_cost_usd', 0):.4f}"
+        )
+    params = EloParams(args.elo_initial, args.elo_k, args.elo_scale)
+    result = analyse(state, args.tolerance, params, args.orders, args.bootstrap, args.seed)
+    paths = write_outputs(result, out, usage)
+    if not args.quiet:
+        print(paths["leaderboard_md"].read_text("utf-8"))
+    unscored = [c for c in result.comparisons if c.status not in ("ok", "error")]
+    if unscored:
+        print(f"{len(unscored)} comparisons (partly) unscored; reasons in {paths['keyfacts_md']}")
+    print(f"wrote {', '.join(p.name for p in paths.values())} to {out}")
+    if failed:
+        print(
+            f"elitr-bench: {failed} comparisons failed (judge errors); re-run the same command "
+            "to resume (finished calls come from the cache)",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    """Add ``arena`` to the ``elitr-bench`` parser."""
+    p = subparsers.add_parser(
+        "arena",
+        help="CREAM arena: reference-free pairwise comparison of minutes, Elo/BT leaderboard",
+        description=(
+            "Compare systems' minutes pairwise with CREAM (key facts from both summaries, "
+            "completeness and conciseness, both orders) and rank them with Elo and "
+            "Bradley-Terry. Inputs: lm-eval output folders of a minutes task (each run is "
+            "one system; NAME=PATH names it) and/or --automin. Re-running with --out of an "
+            "existing arena and a new run judges only the new pairs."
+        ),
+    )
+    p.add_argument("runs", nargs="*", help="lm-eval output folders (or NAME=PATH) of minutes runs")
+    p.add_argument(
+        "--automin",
+        action="store_true",
+        help="add the released AutoMin 2023 English systems (12 test meetings)",
+    )
+    p.add_argument("--systems", help="AutoMin systems to add, comma-separated (with --automin)")
+    p.add_argument(
+        "--meetings", help="N (first N meetings) or comma-separated meeting ids / 1-based indices"
+    )
+    p.add_argument(
+        "--judge",
+        help=f"judge spec, e.g. openai:gpt-4o,temperature=0 (default {DEFAULT_CREAM_JUDGE}, "
+        "the paper's CREAM evaluator)",
+    )
+    p.add_argument("--out", required=True, help="arena folder (created; re-used to add runs)")
+    p.add_argument(
+        "--max-cost", type=float, default=None, help="stop before judging above this USD estimate"
+    )
+    p.add_argument(
+        "--key-facts",
+        type=int,
+        default=DEFAULT_MAX_KEY_FACTS,
+        help="'at most N' key facts (paper: 16, used for its Elo ranking, and 30)",
+    )
+    p.add_argument(
+        "--tolerance",
+        type=float,
+        default=DEFAULT_TOLERANCE,
+        help=f"score difference counted as a draw (default {DEFAULT_TOLERANCE})",
+    )
+    p.add_argument("--elo-initial", type=float, default=DEFAULT_INITIAL)
+    p.add_argument("--elo-k", type=float, default=DEFAULT_K)
+    p.add_argument("--elo-scale", type=float, default=DEFAULT_SCALE)
+    p.add_argument(
+        "--orders", type=int, default=DEFAULT_ORDERS, help="random match orders averaged for Elo"
+    )
+    p.add_argument(
+        "--bootstrap",
+        type=int,
+        default=DEFAULT_BOOTSTRAP,
+        help="bootstrap replicates (meetings resampled) for the intervals",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of match orders and bootstrap")
+    p.add_argument("--quiet", action="store_true", help="no progress bar, no leaderboard print")
+    p.set_defaults(handler=arena_command)

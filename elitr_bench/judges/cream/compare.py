@@ -1,0 +1,176 @@
+"""One CREAM comparison through the shared judge client: extraction, then two alignments.
+
+Calls per comparison: one extraction of key facts from the two summaries concatenated,
+then one alignment per summary as a follow-up turn of that conversation (the key facts
+are the judge's own previous answer). The two alignments run concurrently. A reply that
+cannot be used is asked again with the next draw (``reask=`` of the judge spec, as for
+every judge of the project); each draw is a separate cache entry, so nothing is paid twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from elitr_bench.judges.backends.base import CompletionRequest
+from elitr_bench.judges.client import JudgeClient
+from elitr_bench.judges.config import JudgeConfig
+from elitr_bench.judges.cream.parse import CreamParseError, parse_key_facts
+from elitr_bench.judges.cream.prompts import (
+    DEFAULT_MAX_KEY_FACTS,
+    alignment_prompt,
+    extraction_prompt,
+    paragraph_of,
+    prompt_hash,
+)
+from elitr_bench.judges.cream.scoring import (
+    Comparison,
+    SideScore,
+    comparison_status,
+    score_side,
+    unscored_side,
+)
+
+CALLS_PER_COMPARISON = 3
+"""Extraction + one alignment per summary (re-asks of unusable replies come on top)."""
+
+
+@dataclass(frozen=True)
+class Entrant:
+    """One summary entering a comparison: its system and its lines."""
+
+    system: str
+    lines: tuple[str, ...]
+
+
+def cream_identity(config: JudgeConfig, max_key_facts: int) -> dict[str, Any]:
+    """What a CREAM score depends on: judge model, prompts and limit, sampling."""
+    return {
+        "method": "cream",
+        "backend": config.backend,
+        "model": config.model,
+        "max_key_facts": max_key_facts,
+        "prompt_hash": prompt_hash(max_key_facts),
+        "temperature": config.temperature,
+        "top_p": config.top_p,
+        "seed": config.seed,
+        "max_tokens": config.max_tokens,
+        "reask": config.reask,
+    }
+
+
+class CreamJudge:
+    """Runs CREAM comparisons for one judge config.
+
+    Args:
+        config: The parsed judge spec (model, sampling, seed, re-asks).
+        client: The shared client (cache written before use, retries, rate limits).
+        max_key_facts: "at most N" key facts in the extraction prompt.
+    """
+
+    def __init__(
+        self, config: JudgeConfig, client: JudgeClient, max_key_facts: int = DEFAULT_MAX_KEY_FACTS
+    ) -> None:
+        self.config = config
+        self.client = client
+        self.max_key_facts = max_key_facts
+
+    def identity(self) -> dict[str, Any]:
+        """What every CREAM score of this judge depends on (stored with each comparison)."""
+        return cream_identity(self.config, self.max_key_facts)
+
+    def _request(
+        self, prompt: str, draw: int, messages: tuple[tuple[str, str], ...] = ()
+    ) -> CompletionRequest:
+        seed = None if self.config.seed is None else self.config.seed + draw
+        return CompletionRequest(
+            prompt,
+            self.config.temperature,
+            self.config.top_p,
+            self.config.max_tokens,
+            seed,
+            messages,
+        )
+
+    async def _extract(self, prompt: str) -> tuple[tuple[str, ...], str, str]:
+        """Key facts, the reply they came from, and the reason if there are none."""
+        raw, reason = "", ""
+        for draw in range(self.config.reask + 1):
+            raw = (await self.client.complete(self._request(prompt, draw), draw)).text
+            try:
+                return parse_key_facts(raw), raw, ""
+            except CreamParseError as exc:
+                reason = str(exc)
+        return (), raw, reason
+
+    async def _align(
+        self,
+        entrant: Entrant,
+        key_facts: Sequence[str],
+        history: tuple[tuple[str, str], ...],
+    ) -> SideScore:
+        prompt = alignment_prompt(entrant.lines)
+        side = unscored_side(entrant.system, len(entrant.lines), "not asked")
+        for draw in range(self.config.reask + 1):
+            reply = await self.client.complete(self._request(prompt, draw, history), draw)
+            side = score_side(
+                entrant.system, len(entrant.lines), key_facts, reply.text, attempts=draw + 1
+            )
+            if side.alignments:  # parsed; a missing conciseness is the judge's answer
+                return side
+        return side
+
+    async def compare(self, meeting_id: str, first: Entrant, second: Entrant) -> Comparison:
+        """Compare two summaries of a meeting with ``first`` first in the paragraph."""
+        if not first.lines or not second.lines:
+            empty = first.system if not first.lines else second.system
+            reason = f"summary of {empty} has no lines"
+            return Comparison(
+                meeting_id,
+                first.system,
+                second.system,
+                (),
+                (
+                    unscored_side(first.system, len(first.lines), reason),
+                    unscored_side(second.system, len(second.lines), reason),
+                ),
+                "unscored",
+                reason,
+                judge=self.identity(),
+            )
+        prompt = extraction_prompt(paragraph_of(first.lines, second.lines), self.max_key_facts)
+        key_facts, raw, reason = await self._extract(prompt)
+        if not key_facts:
+            sides = (
+                unscored_side(first.system, len(first.lines), reason),
+                unscored_side(second.system, len(second.lines), reason),
+            )
+            return Comparison(
+                meeting_id,
+                first.system,
+                second.system,
+                (),
+                sides,
+                "unscored",
+                reason,
+                raw,
+                self.identity(),
+            )
+        history = (("user", prompt), ("assistant", raw))
+        one, two = await asyncio.gather(
+            self._align(first, key_facts, history), self._align(second, key_facts, history)
+        )
+        reasons = [f"{s.system}: {s.reason}" for s in (one, two) if s.reason]
+        return Comparison(
+            meeting_id,
+            first.system,
+            second.system,
+            key_facts,
+            (one, two),
+            comparison_status((one, two)),
+            "; ".join(reasons),
+            raw,
+            self.identity(),
+        )

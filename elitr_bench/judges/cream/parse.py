@@ -1,0 +1,224 @@
+"""Reading CREAM's two replies: tolerant about syntax, strict about meaning.
+
+Syntax problems (prose around the JSON, Markdown fences, trailing commas, single quotes,
+the brace-less list the paper prints) are repaired, because they do not change what the
+judge said. Meaning problems make the comparison unscored with a reason, never a number:
+no key facts, an alignment answer that is neither "Yes" nor "No", a line number outside the
+summary, an alignment that does not answer every key fact once, a missing key.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from elitr_bench.judges.jsonparse import parse_json_reply
+
+_ITEM = re.compile(r"^\s*(?:[-*\u2022\u2013]|\(?\d{1,3}[.):]|\[\d{1,3}\])\s+(?P<text>\S.*)$")
+_HEADER = re.compile(r"^\s*(?:#+\s*)?(?:\*\*)?\s*key\s*facts?\b.*:\s*(?:\*\*)?\s*$", re.I)
+
+
+class CreamParseError(ValueError):
+    """A reply that cannot be scored; the message is the recorded reason."""
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """One key fact aligned to one summary.
+
+    Attributes:
+        key_fact: The key fact (from the extraction step).
+        supported: The judge's "Yes" (True) or "No" (False).
+        lines: 1-based summary lines the judge cited for a "Yes" (empty for a "No").
+        judge_key_fact: The key-fact text the judge repeated in its answer ("" if none).
+    """
+
+    key_fact: str
+    supported: bool
+    lines: tuple[int, ...]
+    judge_key_fact: str = ""
+
+
+def _strings_of(value: Any) -> list[str] | None:
+    """Key facts from a JSON answer: a list of strings or {"key facts": [...]}-like dict."""
+    if isinstance(value, dict):
+        lists = [v for v in value.values() if isinstance(v, list)]
+        if len(lists) != 1:
+            return None
+        value = lists[0]
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return [v.strip() for v in value if v.strip()]
+    return None
+
+
+def parse_key_facts(text: str) -> tuple[str, ...]:
+    """The key facts of an extraction reply, in order, without duplicates.
+
+    The App. A.2 extraction prompt asks for no particular format; judges answer with a
+    bulleted or numbered list, sometimes with a heading, sometimes as JSON. When the reply
+    has list items, only those are key facts (headings and closing remarks are not);
+    otherwise every non-empty line is one.
+
+    Raises:
+        CreamParseError: The reply holds no key fact.
+    """
+    facts: list[str] | None = None
+    stripped = text.strip()
+    if stripped[:1] in "[{" or "```" in stripped:
+        facts = _strings_of(parse_json_reply(stripped))
+    if facts is None:
+        lines = [ln for ln in stripped.splitlines() if ln.strip() and ln.strip() != "```"]
+        items = [m.group("text").strip() for ln in lines if (m := _ITEM.match(ln))]
+        facts = items if items else [ln.strip() for ln in lines if not _HEADER.match(ln)]
+    unique: list[str] = []
+    for fact in facts:
+        fact = fact.strip().strip("*").strip()
+        if fact and fact not in unique:
+            unique.append(fact)
+    if not unique:
+        raise CreamParseError("extraction reply holds no key facts")
+    return tuple(unique)
+
+
+_KEY_FIELDS = {
+    "keyfact": "key fact",
+    "keyfacts": "key fact",
+    "fact": "key fact",
+    "response": "response",
+    "answer": "response",
+    "linenumber": "line number",
+    "linenumbers": "line number",
+    "lines": "line number",
+}
+
+
+def _canonical(entry: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in entry.items():
+        name = _KEY_FIELDS.get(re.sub(r"[\s_\-()]", "", str(key)).lower())
+        if name is not None and name not in out:
+            out[name] = value
+    return out
+
+
+def _braceless(text: str) -> str | None:
+    """Rewrite the paper's brace-less example form ``["key fact": ..., "key fact": ...]``."""
+    start, end = text.find("["), text.rfind("]")
+    if start < 0 or end <= start or "{" in text[start:end]:
+        return None
+    body = text[start + 1 : end]
+    chunks = [c for c in re.split(r",?\s*(?=\"key fact\"\s*:)", body) if c.strip()]
+    if len(chunks) < 1 or not chunks[0].lstrip().startswith('"key fact"'):
+        return None
+    return "[" + ",".join("{" + c.strip().rstrip(",") + "}" for c in chunks) + "]"
+
+
+def _line_numbers(value: Any, n_lines: int, where: str) -> tuple[int, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, bool):
+        raise CreamParseError(f"{where}: line number {value!r} is not a number")
+    if isinstance(value, (int, float)):
+        items: list[Any] = [value]
+    elif isinstance(value, str):
+        items = []
+        for part in re.split(r"[,;\s]+(?:and\s+)?", value.strip()):
+            if not part:
+                continue
+            span = re.fullmatch(r"(\d+)\s*[-\u2013]\s*(\d+)", part)
+            if span:
+                lo, hi = int(span.group(1)), int(span.group(2))
+                if hi < lo:
+                    raise CreamParseError(f"{where}: line range {part!r} runs backwards")
+                items.extend(range(lo, hi + 1))
+            else:
+                items.append(part)
+    elif isinstance(value, list):
+        items = list(value)
+    else:
+        raise CreamParseError(f"{where}: line number {value!r} is not a list of numbers")
+    out: list[int] = []
+    for item in items:
+        if isinstance(item, str) and re.fullmatch(r"\s*\d+\s*", item):
+            item = int(item)
+        if isinstance(item, float) and item.is_integer():
+            item = int(item)
+        if isinstance(item, bool) or not isinstance(item, int):
+            raise CreamParseError(f"{where}: line number {item!r} is not an integer")
+        if not 1 <= item <= n_lines:
+            raise CreamParseError(
+                f"{where}: line {item} is outside the summary (lines 1-{n_lines})"
+            )
+        if item not in out:
+            out.append(item)
+    return tuple(out)
+
+
+def _answer(value: Any, where: str) -> bool:
+    if isinstance(value, str):
+        word = value.strip().strip(".!").strip().lower()
+        if word == "yes":
+            return True
+        if word == "no":
+            return False
+    raise CreamParseError(f'{where}: response {value!r} is neither "Yes" nor "No"')
+
+
+def parse_alignment(
+    text: str, key_facts: Sequence[str], n_lines: int
+) -> tuple[tuple[Alignment, ...], str]:
+    """Check an alignment reply against the key facts and the summary's line count.
+
+    Entries are matched to key facts by position: the judge is asked to answer "for each
+    key fact", so the answer must have exactly one entry per key fact, in order. A "Yes"
+    without line numbers still counts as supported for completeness but leaves conciseness
+    unscored (which lines it covers is unknown); that is returned as a note.
+
+    Args:
+        text: The judge's reply.
+        key_facts: Key facts from the extraction step.
+        n_lines: Number of lines of the aligned summary.
+
+    Returns:
+        The alignments, and a note ("" or why conciseness cannot be computed).
+
+    Raises:
+        CreamParseError: No JSON list, a missing key, an unknown answer, a line outside the
+            summary, or a number of entries different from the number of key facts.
+    """
+    value = parse_json_reply(text)
+    if isinstance(value, list) and len(value) == 1 and isinstance(value[0], dict):
+        fixed = _braceless(text)
+        if fixed is not None:
+            repaired = parse_json_reply(fixed)
+            if isinstance(repaired, list) and len(repaired) > 1:
+                value = repaired
+    if isinstance(value, dict):
+        lists = [v for v in value.values() if isinstance(v, list)]
+        value = lists[0] if len(lists) == 1 else [value]
+    if not isinstance(value, list):
+        raise CreamParseError("alignment reply holds no JSON list")
+    entries = [e for e in value if e not in (None, "", [], {})]
+    if len(entries) != len(key_facts):
+        raise CreamParseError(
+            f"alignment answers {len(entries)} entries for {len(key_facts)} key facts"
+        )
+    out: list[Alignment] = []
+    notes: list[str] = []
+    for i, (entry, fact) in enumerate(zip(entries, key_facts, strict=True), start=1):
+        where = f"alignment entry {i}"
+        if not isinstance(entry, dict):
+            raise CreamParseError(f"{where} is not a dictionary")
+        fields = _canonical(entry)
+        if "response" not in fields:
+            raise CreamParseError(f'{where} has no "response" key')
+        supported = _answer(fields["response"], where)
+        lines = _line_numbers(fields.get("line number"), n_lines, where)
+        if not supported:
+            lines = ()  # lines cited for a "No" support nothing
+        elif not lines:
+            notes.append(f'{where}: "Yes" without line numbers')
+        out.append(Alignment(fact, supported, lines, str(fields.get("key fact", "") or "")))
+    return tuple(out), "; ".join(notes)

@@ -1,0 +1,387 @@
+"""What an arena writes: leaderboard, Table 3 matrix, key facts per pair, ratings for minutes-check.
+
+Files in the arena folder (rewritten from all comparisons after every run):
+
+* ``leaderboard.md`` / ``.csv`` / ``.png``: Elo and Bradley-Terry per metric with bootstrap
+  intervals (meetings resampled), wins/draws/losses and the mean raw score;
+* ``pairwise.md`` / ``.csv``: raw pairwise scores in the paper's Table 3 layout (row system's
+  mean score against the column system);
+* ``keyfacts.md``: for every meeting and pair, each order's key facts and which summary
+  captured (with its lines) or missed each one; ``comparisons.jsonl`` holds the same as data;
+* ``matches.csv``: every match with both orders' outcomes (position bias);
+* ``ratings.csv``: ``system,meeting_id,metric,value`` for ``elitr-bench minutes-check
+  --metric-file`` (``cream_elo_<metric>``, ``cream_bt_<metric>``, system level);
+* ``summary.json``: counts, position bias, Elo-vs-BT agreement, parameters, judge usage.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from elitr_bench.judges.cream.arena import ArenaState
+from elitr_bench.judges.cream.matches import (
+    DEFAULT_TOLERANCE,
+    Match,
+    PositionBias,
+    build_matches,
+    pairwise_matrix,
+    position_bias,
+)
+from elitr_bench.judges.cream.ratings import (
+    DEFAULT_BOOTSTRAP,
+    DEFAULT_ORDERS,
+    Agreement,
+    EloParams,
+    Ratings,
+    agreement,
+    rate,
+)
+from elitr_bench.judges.cream.scoring import METRICS, Comparison
+
+
+@dataclass(frozen=True)
+class ArenaResult:
+    """Everything computed from an arena's comparisons."""
+
+    systems: tuple[str, ...]
+    meetings: tuple[str, ...]
+    comparisons: tuple[Comparison, ...]
+    matches: tuple[Match, ...]
+    ratings: Mapping[str, Ratings]
+    agreements: Mapping[str, Agreement]
+    bias: Mapping[str, PositionBias]
+    tolerance: float
+    params: EloParams
+    orders: int
+    bootstrap: int
+
+
+def analyse(
+    state: ArenaState,
+    tolerance: float = DEFAULT_TOLERANCE,
+    params: EloParams | None = None,
+    orders: int = DEFAULT_ORDERS,
+    bootstrap: int = DEFAULT_BOOTSTRAP,
+    seed: int = 0,
+) -> ArenaResult:
+    """Matches, ratings, agreement and position bias of the arena's comparisons."""
+    params = params or EloParams()
+    systems = tuple(sorted(state.systems))
+    wanted = set(state.meetings)
+    comps = tuple(
+        c
+        for c in state.comparisons.values()
+        if c.meeting_id in wanted and c.first in state.systems and c.second in state.systems
+    )
+    matches = tuple(build_matches(comps, tolerance))
+    ratings = {
+        metric: rate(matches, systems, metric, params, orders, bootstrap, seed=seed)
+        for metric in METRICS
+    }
+    return ArenaResult(
+        systems=systems,
+        meetings=tuple(state.meetings),
+        comparisons=comps,
+        matches=matches,
+        ratings=ratings,
+        agreements={metric: agreement(r) for metric, r in ratings.items()},
+        bias=position_bias(comps, matches),
+        tolerance=tolerance,
+        params=params,
+        orders=orders,
+        bootstrap=bootstrap,
+    )
+
+
+def _record(result: ArenaResult, metric: str, system: str) -> dict[str, Any]:
+    ms = [m for m in result.matches if m.metric == metric and m.result is not None]
+    wins = draws = losses = 0
+    scores: list[float] = []
+    for m in ms:
+        if system not in (m.a, m.b):
+            continue
+        mine = m.result if system == m.a else 1.0 - (m.result or 0.0)
+        wins += mine == 1.0
+        draws += mine == 0.5
+        losses += mine == 0.0
+        value = m.score_a if system == m.a else m.score_b
+        if value is not None:
+            scores.append(value)
+    r = result.ratings[metric]
+    i = r.systems.index(system)
+    return {
+        "metric": metric,
+        "system": system,
+        "elo": r.elo[i],
+        "elo_low": r.elo_low[i],
+        "elo_high": r.elo_high[i],
+        "elo_order_sd": r.elo_order_sd[i],
+        "bt": r.bt[i],
+        "bt_low": r.bt_low[i],
+        "bt_high": r.bt_high[i],
+        "wins": wins,
+        "draws": draws,
+        "losses": losses,
+        "mean_score": sum(scores) / len(scores) if scores else None,
+    }
+
+
+def leaderboard_rows(result: ArenaResult) -> list[dict[str, Any]]:
+    """One row per metric and system, ranked by Elo within each metric."""
+    rows: list[dict[str, Any]] = []
+    for metric in METRICS:
+        records = sorted(
+            (_record(result, metric, s) for s in result.systems), key=lambda r: -r["elo"]
+        )
+        for rank, rec in enumerate(records, start=1):
+            rows.append({"rank": rank, **rec})
+    return rows
+
+
+def _fmt(value: float | None, digits: int = 0) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def leaderboard_markdown(result: ArenaResult, rows: Sequence[Mapping[str, Any]]) -> str:
+    """The leaderboard as Markdown, one table per metric, with the arena's parameters."""
+    level = round(100 * next(iter(result.ratings.values())).level)
+    lines = [
+        "# CREAM arena leaderboard",
+        "",
+        f"{len(result.systems)} systems, {len(result.meetings)} meetings, "
+        f"{len(result.comparisons)} comparisons (both orders). Elo: initial "
+        f"{result.params.initial:g}, K={result.params.k:g}, scale {result.params.scale:g}, "
+        f"mean over {result.orders} random match orders (meeting by meeting). "
+        f"Bradley-Terry on the same scale. [low, high] = {level}% bootstrap interval "
+        f"over meetings ({result.bootstrap} replicates). Draw tolerance {result.tolerance:g}.",
+        "",
+    ]
+    for metric in METRICS:
+        ag = result.agreements[metric]
+        r = result.ratings[metric]
+        lines += [
+            f"## {metric}",
+            "",
+            f"{r.matches} scored matches on {r.meetings} meetings; Elo vs BT: "
+            f"{ag.pairs_agree}/{ag.pairs} pairs ordered alike, Spearman "
+            f"{_fmt(ag.spearman, 3)}, Kendall {_fmt(ag.kendall, 3)}.",
+            "",
+            "| rank | system | Elo | Elo interval | BT | BT interval | W-D-L | mean score |",
+            "|---:|---|---:|---|---:|---|---|---:|",
+        ]
+        for row in rows:
+            if row["metric"] != metric:
+                continue
+            lines.append(
+                f"| {row['rank']} | {row['system']} | {row['elo']:.0f} | "
+                f"[{row['elo_low']:.0f}, {row['elo_high']:.0f}] | {row['bt']:.0f} | "
+                f"[{row['bt_low']:.0f}, {row['bt_high']:.0f}] | "
+                f"{row['wins']}-{row['draws']}-{row['losses']} | {_pct(row['mean_score'])} |"
+            )
+        lines.append("")
+    lines += ["## Position bias", ""]
+    lines += [
+        "| metric | pairs with both orders | outcome changed by order | mean gain of going first |",
+        "|---|---:|---:|---:|",
+    ]
+    for metric in METRICS:
+        b = result.bias[metric]
+        lines.append(
+            f"| {metric} | {b.pairs} | {b.changed} ({_pct(b.changed_share)}) | "
+            f"{_fmt(None if b.first_gain is None else 100 * b.first_gain, 1)} points |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def matrix_markdown(result: ArenaResult) -> str:
+    """Raw pairwise scores in Table 3's layout (rows vs columns, both metrics side by side)."""
+    systems = list(result.systems)
+    mats = {m: pairwise_matrix(result.matches, systems, m) for m in METRICS}
+    head = "| VS | " + " | ".join(f"{m[:5]}. {s}" for m in METRICS for s in systems) + " |"
+    lines = [
+        "# Raw pairwise scores (layout of the CREAM paper's Table 3)",
+        "",
+        "Cell = the ROW system's mean score (both orders, over meetings) when compared with",
+        "the COLUMN system.",
+        "",
+        head,
+        "|---|" + "---:|" * (len(systems) * len(METRICS)),
+    ]
+    for row in systems:
+        cells = [
+            "-" if row == col else _pct(mats[m][row].get(col)) for m in METRICS for col in systems
+        ]
+        lines.append(f"| {row} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def keyfacts_markdown(result: ArenaResult) -> str:
+    """For every meeting, pair and order: each key fact, captured (lines) or missed."""
+    lines = ["# Key facts per pair", ""]
+    comps = sorted(result.comparisons, key=lambda c: c.key)
+    for comp in comps:
+        one, two = comp.sides
+        lines += [
+            f"## {comp.meeting_id}: {comp.first} (first) vs {comp.second} (second)",
+            "",
+            f"status {comp.status}" + (f": {comp.reason}" if comp.reason else ""),
+            "",
+        ]
+        if not comp.key_facts:
+            continue
+        lines += [f"| # | key fact | {comp.first} | {comp.second} |", "|---:|---|---|---|"]
+
+        def mark(side: Any, i: int) -> str:
+            if not side.alignments:
+                return "unscored"
+            a = side.alignments[i]
+            if not a.supported:
+                return "missed"
+            if not a.lines:
+                return "captured"
+            cited = ", ".join(map(str, a.lines))
+            return f"captured (line{'s' if len(a.lines) > 1 else ''} {cited})"
+
+        for i, fact in enumerate(comp.key_facts):
+            text = fact.replace("|", "\\|")
+            lines.append(f"| {i + 1} | {text} | {mark(one, i)} | {mark(two, i)} |")
+        scores = ", ".join(
+            f"{s.system}: completeness {_pct(s.scores.get('completeness'))}, "
+            f"conciseness {_pct(s.scores.get('conciseness'))}"
+            for s in comp.sides
+        )
+        lines += ["", scores, ""]
+    return "\n".join(lines) + "\n"
+
+
+def _write_csv(path: Path, rows: Sequence[Mapping[str, Any]], fields: Sequence[str]) -> None:
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(fields), extrasaction="ignore")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in fields})
+
+
+def plot_leaderboard(result: ArenaResult, rows: Sequence[Mapping[str, Any]], path: Path) -> None:
+    """Elo and BT ratings with their intervals, one panel per metric."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(
+        1, len(METRICS), figsize=(6 * len(METRICS), 0.5 * len(result.systems) + 2), squeeze=False
+    )
+    for ax, metric in zip(axes[0], METRICS, strict=True):
+        mine = sorted((r for r in rows if r["metric"] == metric), key=lambda r: r["elo"])
+        ys = list(range(len(mine)))
+        for offset, key, label, color in (
+            (0.15, "elo", "Elo (mean over orders)", "tab:blue"),
+            (-0.15, "bt", "Bradley-Terry", "tab:orange"),
+        ):
+            vals = [r[key] for r in mine]
+            err = [
+                [max(0.0, r[key] - r[f"{key}_low"]) for r in mine],
+                [max(0.0, r[f"{key}_high"] - r[key]) for r in mine],
+            ]
+            ax.errorbar(
+                vals,
+                [y + offset for y in ys],
+                xerr=err,
+                fmt="o",
+                color=color,
+                capsize=3,
+                label=label,
+            )
+        ax.axvline(result.params.initial, color="grey", lw=0.8, ls=":")
+        ax.set_yticks(ys)
+        ax.set_yticklabels([r["system"] for r in mine])
+        ax.set_title(f"CREAM {metric}")
+        ax.set_xlabel("rating (Elo scale)")
+        ax.legend(loc="lower right", fontsize=8)
+    level = round(100 * next(iter(result.ratings.values())).level)
+    fig.suptitle(
+        f"{len(result.systems)} systems, {len(result.meetings)} meetings; bars: {level}% "
+        "bootstrap over meetings",
+        fontsize=9,
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def write_outputs(
+    result: ArenaResult, out: Path, usage: Mapping[str, Any] | None = None
+) -> dict[str, Path]:
+    """Write every output file of the arena; returns name -> path."""
+    out.mkdir(parents=True, exist_ok=True)
+    rows = leaderboard_rows(result)
+    paths = {
+        "leaderboard_md": out / "leaderboard.md",
+        "leaderboard_csv": out / "leaderboard.csv",
+        "leaderboard_png": out / "leaderboard.png",
+        "pairwise_md": out / "pairwise.md",
+        "pairwise_csv": out / "pairwise.csv",
+        "keyfacts_md": out / "keyfacts.md",
+        "matches_csv": out / "matches.csv",
+        "ratings_csv": out / "ratings.csv",
+        "summary_json": out / "summary.json",
+    }
+    paths["leaderboard_md"].write_text(leaderboard_markdown(result, rows), "utf-8")
+    _write_csv(paths["leaderboard_csv"], rows, ["rank", *rows[0].keys()] if rows else ["rank"])
+    plot_leaderboard(result, rows, paths["leaderboard_png"])
+    paths["pairwise_md"].write_text(matrix_markdown(result), "utf-8")
+    pair_rows = []
+    for metric in METRICS:
+        mat = pairwise_matrix(result.matches, result.systems, metric)
+        for row, cols in mat.items():
+            for col, value in cols.items():
+                pair_rows.append({"metric": metric, "system": row, "vs": col, "score": value})
+    _write_csv(paths["pairwise_csv"], pair_rows, ["metric", "system", "vs", "score"])
+    paths["keyfacts_md"].write_text(keyfacts_markdown(result), "utf-8")
+    _write_csv(
+        paths["matches_csv"],
+        [m.to_dict() for m in result.matches],
+        [*Match.__dataclass_fields__, "order_changed"],
+    )
+    rating_rows = [
+        {
+            "system": r["system"],
+            "meeting_id": "",
+            "metric": f"cream_{kind}_{r['metric']}",
+            "value": r[kind],
+        }
+        for kind in ("elo", "bt")
+        for r in rows
+    ]
+    _write_csv(paths["ratings_csv"], rating_rows, ["system", "meeting_id", "metric", "value"])
+    statuses: dict[str, int] = {}
+    for comp in result.comparisons:
+        statuses[comp.status] = statuses.get(comp.status, 0) + 1
+    summary = {
+        "systems": list(result.systems),
+        "meetings": list(result.meetings),
+        "comparisons": len(result.comparisons),
+        "comparison_status": statuses,
+        "matches": len(result.matches),
+        "unscored_matches": sum(m.result is None for m in result.matches),
+        "tolerance": result.tolerance,
+        "elo": asdict(result.params) | {"orders": result.orders},
+        "bootstrap": result.bootstrap,
+        "position_bias": {
+            k: asdict(v) | {"changed_share": v.changed_share} for k, v in result.bias.items()
+        },
+        "elo_vs_bt": {k: asdict(v) for k, v in result.agreements.items()},
+        "usage": dict(usage or {}),
+    }
+    paths["summary_json"].write_text(json.dumps(summary, indent=2) + "\n", "utf-8")
+    return paths

@@ -1,0 +1,208 @@
+"""Completeness and conciseness of one summary against the key facts (App. A.1).
+
+Both are the FineSurE definitions the paper follows (Song et al., 2024):
+
+* completeness = key facts the summary supports / key facts;
+* conciseness = distinct summary lines cited by supported key facts / summary lines.
+
+A comparison (one concatenation order of one pair) keeps the key facts, each summary's
+alignment and both scores, so that the arena can show which facts a summary captured or
+missed and re-analyse without asking the judge again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from elitr_bench.judges.cream.parse import Alignment, CreamParseError, parse_alignment
+
+METRICS: tuple[str, ...] = ("completeness", "conciseness")
+
+
+def completeness(alignments: Sequence[Alignment]) -> float:
+    """Share of key facts the summary supports (App. A.1, Completeness)."""
+    if not alignments:
+        raise ValueError("completeness needs at least one key fact")
+    return sum(a.supported for a in alignments) / len(alignments)
+
+
+def conciseness(alignments: Sequence[Alignment], n_lines: int) -> float | None:
+    """Share of summary lines that support some key fact (App. A.1, Conciseness).
+
+    None when a supported key fact came without line numbers: which lines it covers is
+    unknown, and guessing would change the score.
+    """
+    if n_lines < 1:
+        raise ValueError("conciseness needs a summary with at least one line")
+    if any(a.supported and not a.lines for a in alignments):
+        return None
+    cited = {line for a in alignments if a.supported for line in a.lines}
+    return len(cited) / n_lines
+
+
+@dataclass(frozen=True)
+class SideScore:
+    """One summary's alignment and scores within one comparison.
+
+    Attributes:
+        system: The summary's system.
+        n_lines: Its number of lines (conciseness denominator).
+        scores: ``completeness`` / ``conciseness`` -> value, None = unscored.
+        alignments: One entry per key fact (empty when the alignment was unusable).
+        reason: Why a metric is unscored ("" when both are scored).
+        raw: The judge's alignment reply (last attempt).
+        attempts: Alignment requests made (1 + re-asks used).
+    """
+
+    system: str
+    n_lines: int
+    scores: Mapping[str, float | None]
+    alignments: tuple[Alignment, ...] = ()
+    reason: str = ""
+    raw: str = ""
+    attempts: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe dict."""
+        return {
+            "system": self.system,
+            "n_lines": self.n_lines,
+            "scores": dict(self.scores),
+            "alignments": [
+                {
+                    "key_fact": a.key_fact,
+                    "supported": a.supported,
+                    "lines": list(a.lines),
+                    "judge_key_fact": a.judge_key_fact,
+                }
+                for a in self.alignments
+            ],
+            "reason": self.reason,
+            "raw": self.raw,
+            "attempts": self.attempts,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SideScore:
+        """Inverse of :meth:`to_dict`."""
+        return cls(
+            system=str(data["system"]),
+            n_lines=int(data["n_lines"]),
+            scores={str(k): (None if v is None else float(v)) for k, v in data["scores"].items()},
+            alignments=tuple(
+                Alignment(
+                    str(a["key_fact"]),
+                    bool(a["supported"]),
+                    tuple(int(x) for x in a["lines"]),
+                    str(a.get("judge_key_fact", "")),
+                )
+                for a in data.get("alignments", [])
+            ),
+            reason=str(data.get("reason", "")),
+            raw=str(data.get("raw", "")),
+            attempts=int(data.get("attempts", 0)),
+        )
+
+
+def unscored_side(
+    system: str, n_lines: int, reason: str, raw: str = "", attempts: int = 0
+) -> SideScore:
+    """A side whose alignment could not be used: every metric None, reason kept."""
+    return SideScore(system, n_lines, dict.fromkeys(METRICS), (), reason, raw, attempts)
+
+
+def score_side(
+    system: str, n_lines: int, key_facts: Sequence[str], reply: str, attempts: int = 1
+) -> SideScore:
+    """Parse an alignment reply and compute both metrics (unscored with a reason on error)."""
+    try:
+        alignments, note = parse_alignment(reply, key_facts, n_lines)
+    except CreamParseError as exc:
+        return unscored_side(system, n_lines, str(exc), reply, attempts)
+    scores: dict[str, float | None] = {
+        "completeness": completeness(alignments),
+        "conciseness": conciseness(alignments, n_lines),
+    }
+    reason = f"conciseness unscored: {note}" if scores["conciseness"] is None else ""
+    return SideScore(system, n_lines, scores, alignments, reason, reply, attempts)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One CREAM comparison: a pair of summaries of one meeting in one concatenation order.
+
+    Attributes:
+        meeting_id: The meeting.
+        first: System whose summary comes first in the extraction paragraph.
+        second: System whose summary comes second.
+        key_facts: Key facts extracted from the paragraph (empty if extraction failed).
+        sides: ``(first, second)`` alignment results.
+        status: ``ok`` (all four scores), ``partial``, ``unscored`` or ``error`` (the
+            judge could not be reached; never persisted as done).
+        reason: Why something is unscored or failed.
+        extraction_raw: The extraction reply (last attempt).
+        judge: Identity of the judge that made it (model, prompt hash, limit, sampling).
+    """
+
+    meeting_id: str
+    first: str
+    second: str
+    key_facts: tuple[str, ...]
+    sides: tuple[SideScore, SideScore]
+    status: str
+    reason: str = ""
+    extraction_raw: str = ""
+    judge: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """``(meeting_id, first, second)``: what identifies a comparison in an arena."""
+        return (self.meeting_id, self.first, self.second)
+
+    def side(self, system: str) -> SideScore:
+        """The side of a system taking part in this comparison."""
+        for side in self.sides:
+            if side.system == system:
+                return side
+        raise KeyError(system)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe dict (one line of the arena's ``comparisons.jsonl``)."""
+        return {
+            "meeting_id": self.meeting_id,
+            "first": self.first,
+            "second": self.second,
+            "status": self.status,
+            "reason": self.reason,
+            "key_facts": list(self.key_facts),
+            "sides": [s.to_dict() for s in self.sides],
+            "extraction_raw": self.extraction_raw,
+            "judge": dict(self.judge),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Comparison:
+        """Inverse of :meth:`to_dict`."""
+        sides = [SideScore.from_dict(s) for s in data["sides"]]
+        return cls(
+            meeting_id=str(data["meeting_id"]),
+            first=str(data["first"]),
+            second=str(data["second"]),
+            key_facts=tuple(str(f) for f in data.get("key_facts", [])),
+            sides=(sides[0], sides[1]),
+            status=str(data["status"]),
+            reason=str(data.get("reason", "")),
+            extraction_raw=str(data.get("extraction_raw", "")),
+            judge=dict(data.get("judge", {})),
+        )
+
+
+def comparison_status(sides: Sequence[SideScore]) -> str:
+    """``ok`` when all four scores exist, ``partial`` when some do, else ``unscored``."""
+    values = [v for s in sides for v in s.scores.values()]
+    have = sum(v is not None for v in values)
+    if values and have == len(values):
+        return "ok"
+    return "partial" if have else "unscored"
