@@ -21,6 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "elitr_bench.noise.commands",
     "elitr_bench.report.commands",
     "elitr_bench.judges.mesa.commands",
+    "elitr_bench.judges.cream.commands",
 )
 
 Handler = Callable[[argparse.Namespace], int]
