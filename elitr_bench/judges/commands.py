@@ -1,9 +1,13 @@
 """``elitr-bench score`` and ``elitr-bench judge-check`` (second-stage judging).
 
-``score`` re-judges the responses logged by ``lm_eval --log_samples`` without loading
-the generating model, so a run can be judged later, by another judge, or again after a
-judge outage (the cache makes the repeat free). ``judge-check`` meta-evaluates a judge
-against the released human scores.
+``score`` judges the responses logged by ``lm_eval --log_samples`` without loading
+the generating model, so a run can be judged later, by another judge, or finished after
+a judge outage: items already judged by the same judge (same identity) are kept as
+they are, and only the others (status ``error`` or ``skipped``, or another judge) are
+sent, so a finished run costs nothing more. The results file it writes is the run's own
+``results_<date>.json`` with the judge metrics of the re-judged tasks (and their
+groups) recomputed over every item. ``judge-check`` meta-evaluates a judge against the
+released human scores.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from elitr_bench.cli_errors import debug_enabled
 from elitr_bench.data.errors import ElitrBenchError
 from elitr_bench.judges.config import (
     JudgeConfig,
@@ -25,7 +30,7 @@ from elitr_bench.judges.config import (
     resolve_judge_spec,
     with_options,
 )
-from elitr_bench.judges.engine import Judge, JudgeItem, JudgeRun, judge_items
+from elitr_bench.judges.engine import Judge, JudgeItem, Judgement, judge_items, summarize
 from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.metrics import judge_metrics, parse_filtered
 from elitr_bench.judges.rubrics import RUBRICS
@@ -122,18 +127,152 @@ def read_samples(path: Path) -> list[dict[str, Any]]:
     return out
 
 
-def _lm_eval_metrics(run: JudgeRun, filter_key: str) -> dict[str, Any]:
-    summary = run.summary
+_JUDGE_METRICS = ("judge_score", "judge_unscored", "judge_errors")
+#: Statuses that are a judge's final word on an item (kept when the judge is the same).
+_FINAL = ("scored", "unscored")
+
+
+def _lm_eval_metrics(summary: dict[str, Any], filter_key: str) -> dict[str, Any]:
+    """A task's judge metrics, named and shaped as lm-eval names and shapes them."""
+
+    def value(name: str) -> Any:
+        return summary[name] if summary.get(name) is not None else "N/A"
+
     return {
-        f"judge_score,{filter_key}": summary["judge_score"]
-        if summary["judge_score"] is not None
-        else "N/A",
-        f"judge_score_stderr,{filter_key}": (
-            summary["judge_score_stderr"] if summary["judge_score_stderr"] is not None else "N/A"
-        ),
-        f"judge_unscored,{filter_key}": summary["judge_unscored"],
+        f"judge_score,{filter_key}": value("judge_score"),
+        f"judge_score_stderr,{filter_key}": value("judge_score_stderr"),
+        f"judge_unscored,{filter_key}": float(summary["judge_unscored"]),
         f"judge_unscored_stderr,{filter_key}": "N/A",
+        f"judge_errors,{filter_key}": float(summary["judge_errors"]),
+        f"judge_errors_stderr,{filter_key}": "N/A",
     }
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def reusable_judgement(sample: dict[str, Any], identity: dict[str, Any]) -> Judgement | None:
+    """The logged judgement of a sample if this judge already gave its final word on it."""
+    judged = parse_filtered(sample.get("filtered_resps"))
+    judge = judged.get("judge") if judged is not None else None
+    if not isinstance(judge, dict) or judge.get("status") not in _FINAL:
+        return None
+    if _canonical(judge.get("identity")) != _canonical(identity):
+        return None
+    return Judgement.from_dict(judge)
+
+
+def original_results(samples_path: Path) -> Path | None:
+    """The ``results_<date>.json`` lm-eval wrote next to a ``samples_<task>_<date>.jsonl``."""
+    match = _SAMPLES_RE.match(samples_path.name)
+    if not match:
+        return None
+    path = samples_path.with_name(f"results_{match.group('date')}.json")
+    return path if path.is_file() else None
+
+
+def _leaves(name: str, subtasks: dict[str, list[str]]) -> list[str]:
+    out: list[str] = []
+    for child in subtasks.get(name, []):
+        out += _leaves(child, subtasks) if child in subtasks else [child]
+    return out
+
+
+def _regroup(payload: dict[str, Any], original: dict[str, Any], filter_key: str) -> None:
+    """Recompute the groups' ``judge_score`` from their re-judged tasks, as lm-eval does.
+
+    lm-eval weights subtasks by size or not per group (``weight_by_size``), which the
+    results file does not record; the choice that reproduces the original group value is
+    kept (our groups use the unweighted mean, Table 2's Mean column).
+    """
+    from lm_eval.api.metrics import (
+        aggregate_subtask_metrics,
+        pooled_sample_stderr,
+        unweighted_mean_stderr,
+    )
+
+    key, err = f"judge_score,{filter_key}", f"judge_score_stderr,{filter_key}"
+    subtasks: dict[str, list[str]] = payload.get("group_subtasks") or {}
+    for group in subtasks:
+        leaves = _leaves(group, subtasks)
+        if group not in payload["results"] or not leaves:
+            continue
+        if not all(t in payload["results"] for t in leaves):
+            continue
+        new = [payload["results"][t] for t in leaves]
+        old = [original["results"].get(t, {}) for t in leaves]
+        sizes = [int(r.get("sample_len", 0) or 0) for r in new]
+        weighted = False
+        old_values = [r.get(key) for r in old]
+        if all(isinstance(v, (int, float)) for v in old_values):
+            old_group = original["results"].get(group, {}).get(key)
+            by_size = aggregate_subtask_metrics(old_values, sizes, True)
+            plain = aggregate_subtask_metrics(old_values, sizes, False)
+            if isinstance(old_group, (int, float)):
+                weighted = abs(by_size - old_group) < abs(plain - old_group)
+        values = [r.get(key) for r in new]
+        entry = payload["results"][group]
+        if not all(isinstance(v, (int, float)) for v in values):
+            entry[key], entry[err] = "N/A", "N/A"
+            continue
+        entry[key] = aggregate_subtask_metrics(values, sizes, weighted)
+        stderrs = [r.get(err) for r in new]
+        if all(isinstance(v, (int, float)) for v in stderrs):
+            entry[err] = (
+                pooled_sample_stderr(stderrs, sizes)
+                if weighted
+                else unweighted_mean_stderr(stderrs)
+            )
+        else:
+            entry[err] = "N/A"
+        if isinstance(payload.get("groups"), dict) and group in payload["groups"]:
+            payload["groups"][group].update({key: entry[key], err: entry[err]})
+
+
+def _complete_results(
+    original_path: Path | None, scored: dict[str, dict[str, Any]], filter_key: str
+) -> dict[str, Any]:
+    """The run's results file with the re-judged tasks' judge metrics replaced.
+
+    Only the re-judged tasks and the groups made of them are kept, so that every number
+    in the file is about items this command saw. Without the original results file the
+    payload holds the judge metrics alone.
+    """
+    original: dict[str, Any] = {}
+    if original_path is not None:
+        try:
+            original = json.loads(original_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            original = {}
+    if not isinstance(original.get("results"), dict):
+        original = {}
+    payload = json.loads(json.dumps(original)) if original else {}
+    tasks = list(scored)
+    subtasks = {
+        g: kids
+        for g, kids in (payload.get("group_subtasks") or {}).items()
+        if all(t in tasks for t in _leaves(g, payload.get("group_subtasks") or {}))
+    }
+    keep = set(tasks) | set(subtasks)
+    results: dict[str, Any] = {}
+    for name, entry in (payload.get("results") or {}).items():
+        if name in keep:
+            results[name] = entry
+    for task, metrics in scored.items():
+        n = metrics.pop("_n")
+        results.setdefault(task, {"alias": task, "sample_len": n})
+        results[task].update(metrics)
+    payload["results"] = results
+    payload["group_subtasks"] = subtasks
+    if isinstance(payload.get("groups"), dict):
+        payload["groups"] = {g: v for g, v in payload["groups"].items() if g in subtasks}
+    for section in ("configs", "versions", "n-shot", "higher_is_better", "n-samples"):
+        if isinstance(payload.get(section), dict):
+            payload[section] = {k: v for k, v in payload[section].items() if k in keep}
+    if original:
+        _regroup(payload, original, filter_key)
+    return payload
 
 
 def score_samples(
@@ -142,18 +281,24 @@ def score_samples(
     output: Path | None = None,
     judge: Judge | None = None,
 ) -> tuple[Path, dict[str, Any]]:
-    """Re-judge logged samples and write an lm-eval-shaped results file (and rescored samples).
+    """Judge logged samples and write an lm-eval results file (and rescored samples).
+
+    Items this judge already judged (same identity, status scored/unscored) are kept;
+    only the rest is sent. Failed items get status ``error`` (``judge_errors`` counts
+    them) and the files are written anyway, so a second call finishes the job.
 
     Returns:
         The results file path and its content.
     """
     files = find_samples(paths)
     stamp = datetime.now().isoformat().replace(":", "-")
-    results: dict[str, Any] = {}
+    identity: dict[str, Any] = config.identity()
+    scored: dict[str, dict[str, Any]] = {}
     n_samples: dict[str, Any] = {}
     usage: dict[str, Any] = {}
     sources: dict[str, str] = {}
-    identity: dict[str, Any] = config.identity()
+    originals: list[Path] = []
+    filter_key = _FALLBACK_FILTER
     for path in files:
         task = task_name_of(path)
         samples = read_samples(path)
@@ -161,38 +306,68 @@ def score_samples(
             str(samples[0].get("filter") or _FALLBACK_FILTER) if samples else _FALLBACK_FILTER
         )
         items = [JudgeItem.from_doc(s["doc"], response_of(s)) for s in samples]
-        run = judge_items(items, config, judge=judge, desc=f"score {task}")
-        identity = run.identity
-        results[task] = {"alias": task, **_lm_eval_metrics(run, filter_key)}
+        judgements: list[Judgement | None] = [reusable_judgement(s, identity) for s in samples]
+        todo = [i for i, j in enumerate(judgements) if j is None]
+        run = judge_items(
+            [items[i] for i in todo], config, judge=judge, desc=f"score {task}", on_error="record"
+        )
+        for i, judgement in zip(todo, run.judgements, strict=True):
+            judgements[i] = judgement
+        final = [j for j in judgements if j is not None]
+        summary = summarize(final)
+        scored[task] = {**_lm_eval_metrics(summary, filter_key), "_n": len(samples)}
         n_samples[task] = {"original": len(samples), "effective": len(samples)}
-        usage[task] = run.usage
+        usage[task] = {**run.usage, "judged_now": len(todo), "kept": len(samples) - len(todo)}
         sources[task] = str(path)
+        found = original_results(path)
+        if found is not None and found not in originals:
+            originals.append(found)
         rescored = path.with_name(f"samples_{task}_rescored_{stamp}.jsonl")
         with rescored.open("w", encoding="utf-8") as fh:
-            for sample, item, judgement in zip(samples, items, run.judgements, strict=True):
+            for sample, item, judgement in zip(samples, items, final, strict=True):
                 judged = judgement.to_dict()
-                judged["identity"] = run.identity
+                judged["identity"] = identity
                 row = dict(sample)
                 row["filtered_resps"] = [{"response": item.response, "judge": judged}]
                 row["filter"] = filter_key
-                for stale in ("judge_score", "judge_unscored"):
+                for stale in _JUDGE_METRICS:
                     row.pop(stale, None)
                 metrics = judge_metrics(row["filtered_resps"])
+                kept = [m for m in row.get("metrics") or [] if m not in _JUDGE_METRICS]
                 row.update(metrics)
-                row["metrics"] = list(metrics)
+                row["metrics"] = [*kept, *metrics]
                 fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-    payload: dict[str, Any] = {
-        "results": results,
-        "configs": {},
-        "versions": {},
-        "n-shot": {},
-        "higher_is_better": {t: {"judge_score": True, "judge_unscored": False} for t in results},
-        "n-samples": n_samples,
-        "judge": identity,
-        "judge_usage": usage,
-        "rescored_from": sources,
-        "date": stamp,
+    # One run's samples complete that run's results file; samples of several runs get a
+    # results file of judge metrics only (no single model config describes them).
+    payload = _complete_results(originals[0] if len(originals) == 1 else None, scored, filter_key)
+    payload.setdefault("configs", {})
+    payload.setdefault("versions", {})
+    payload.setdefault("n-shot", {})
+    payload["higher_is_better"] = {
+        **(payload.get("higher_is_better") or {}),
+        **{
+            t: {
+                **(payload.get("higher_is_better") or {}).get(t, {}),
+                "judge_score": True,
+                "judge_unscored": False,
+                "judge_errors": False,
+            }
+            for t in scored
+        },
     }
+    payload["n-samples"] = {**(payload.get("n-samples") or {}), **n_samples}
+    for task in scored:
+        config_entry = payload["configs"].get(task)
+        if isinstance(config_entry, dict) and isinstance(config_entry.get("metadata"), dict):
+            config_entry["metadata"]["judge_identity"] = identity
+            config_entry["metadata"]["judge_usage"] = usage[task]
+    payload["judge"] = identity
+    payload["judge_usage"] = usage
+    payload["judge_errors"] = int(
+        sum(v.get(f"judge_errors,{filter_key}", 0) for v in scored.values())
+    )
+    payload["rescored_from"] = sources
+    payload["date"] = stamp
     target = output or files[0].with_name(f"results_rescored_{stamp}.json")
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(payload, indent=2, ensure_ascii=False), encoding="utf-8")
@@ -201,12 +376,22 @@ def score_samples(
 
 def _cmd_score(args: argparse.Namespace) -> int:
     config = judge_config_from_args(args.judge, args.rubric)
-    check_judge_ready(config)
+    check_judge_ready(config, network=True, command="elitr-bench")
     target, payload = score_samples(args.paths, config, Path(args.output) if args.output else None)
-    for task, metrics in payload["results"].items():
-        shown = {k.split(",")[0]: v for k, v in metrics.items() if k != "alias"}
+    for task in payload["judge_usage"]:
+        metrics = payload["results"].get(task, {})
+        shown = {k.split(",")[0]: v for k, v in metrics.items() if k.startswith("judge_")}
+        shown = {k: v for k, v in shown.items() if not k.endswith("_stderr")}
         print(f"{task}: {shown}")
     print(f"wrote {target}")
+    if payload["judge_errors"]:
+        print(
+            f"elitr-bench: error: the judge failed on {payload['judge_errors']} item(s) "
+            f"(status 'error' in {target.name}); run the same command again to judge only "
+            "those (finished items are kept)",
+            file=sys.stderr,
+        )
+        return 3
     return 0
 
 
@@ -214,7 +399,7 @@ def _cmd_judge_check(args: argparse.Namespace) -> int:
     from elitr_bench.judges.judge_check import format_report, run_judge_check
 
     config = judge_config_from_args(args.judge, args.rubric)
-    check_judge_ready(config)
+    check_judge_ready(config, network=True, command="elitr-bench")
     report = run_judge_check(config)
     print(format_report(report))
     if args.output:
@@ -274,6 +459,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.handler(args))
     except ElitrBenchError as exc:
+        if debug_enabled():
+            raise
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

@@ -64,6 +64,8 @@ class JudgeConfig:
         price_out: USD per 1M completion tokens (None = price table).
         system: Released system name to disambiguate replay matches.
         progress: Show a tqdm progress bar.
+        preflight: Send one minimal authenticated request before any generation
+            (openai backend), so a wrong key, URL or model fails in seconds.
         method: Minutes method (``mesa``, ...; see ``judges/minutes/registry.py``); the
             AutoMin prompt methods are chosen with ``rubric=gpt-art`` / ``rubric=gpt-afgr``.
         filler: Minutes judges only: compress the transcript by dropping filler turns
@@ -107,6 +109,7 @@ class JudgeConfig:
     price_out: float | None = None
     system: str = ""
     progress: bool = True
+    preflight: bool = True
     method: str = ""
     filler: bool = True
     debate: str = "none"
@@ -387,7 +390,7 @@ def judge_flag_hint(spec: str, command: str = "lm_eval") -> str:
     ``lm_eval`` has no ``--judge``: its judge travels in ``--metadata``.
     """
     if command == "lm_eval":
-        return f"--metadata '{{\"judge\": \"{spec}\"}}'"
+        return f'--metadata \'{{"judge": "{spec}"}}\''
     return f"--judge {spec}"
 
 

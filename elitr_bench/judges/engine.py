@@ -4,7 +4,10 @@ Every backend sits behind one :class:`Judge` protocol: the two LLM backends (``o
 ``hf``) share :class:`LLMJudge` (prompt building, strict parsing, re-asking, k samples);
 ``replay`` returns the released scores of released responses; ``lexical`` is a clearly
 named non-LLM fallback. An item whose outputs never hold a valid score is *unscored*:
-it keeps its raw text and is counted, and never enters a mean.
+it keeps its raw text and is counted, and never enters a mean. An item the judge could
+not be asked about at all (server down, quota, no released score) is an *error*: with
+``on_error="record"`` it keeps the reason, so the generated answers around it are never
+discarded and ``elitr-bench score`` can judge exactly those items later.
 """
 
 from __future__ import annotations
@@ -19,19 +22,20 @@ import time
 from collections import Counter
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar, cast
 
 from elitr_bench.data.records import ReleasedResponse
 from elitr_bench.judges.backends.base import CompletionBackend, CompletionRequest
 from elitr_bench.judges.cache import JudgeCache, open_cache
 from elitr_bench.judges.client import JudgeClient
 from elitr_bench.judges.config import JudgeConfig
-from elitr_bench.judges.errors import JudgeConfigError, ReplayMatchError
+from elitr_bench.judges.errors import JudgeConfigError, JudgeError, ReplayMatchError
 from elitr_bench.judges.pricing import price_for
 from elitr_bench.judges.ratelimit import RateLimiter
 from elitr_bench.judges.rubrics import Rubric
 
-Status = Literal["scored", "unscored", "skipped"]
+Status = Literal["scored", "unscored", "skipped", "error"]
+OnError = Literal["raise", "record"]
 T = TypeVar("T")
 
 
@@ -119,10 +123,12 @@ class Judgement:
 
     Attributes:
         score: Mean over scored samples on the 10-point scale; None unless ``scored``.
-        status: ``scored``, ``unscored`` (no valid score after re-asks) or ``skipped``.
+        status: ``scored``, ``unscored`` (no valid score after re-asks), ``skipped``
+            (judging off) or ``error`` (the judge failed; never a number).
         raw: Raw judge output (last sample) or a description for non-LLM judges.
         samples: Per-sample results.
         spread: Sample standard deviation of the scored samples (None if fewer than 2).
+        reason: Why an ``error`` item was not judged (one line); ``""`` otherwise.
     """
 
     score: float | None
@@ -130,6 +136,7 @@ class Judgement:
     raw: str
     samples: tuple[SampleJudgement, ...] = ()
     spread: float | None = None
+    reason: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """The ``judge`` dict placed in lm-eval filtered responses (JSON-safe, no NaN)."""
@@ -140,10 +147,43 @@ class Judgement:
             "samples": [s.to_dict() for s in self.samples],
             "spread": self.spread,
             "n_scored_samples": sum(s.score is not None for s in self.samples),
+            "reason": self.reason,
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Judgement:
+        """Rebuild a judgement from its :meth:`to_dict` form (as logged in sample files)."""
+        status = str(data.get("status", ""))
+        if status not in ("scored", "unscored", "skipped", "error"):
+            status = "error"
+        samples = tuple(
+            SampleJudgement(
+                score=s.get("score"),
+                native=s.get("native"),
+                raw=str(s.get("raw", "")),
+                attempts=int(s.get("attempts", 0) or 0),
+                reason=str(s.get("reason", "")),
+            )
+            for s in data.get("samples") or ()
+            if isinstance(s, Mapping)
+        )
+        score = data.get("score")
+        return cls(
+            score=float(score) if status == "scored" and score is not None else None,
+            status=cast(Status, status),
+            raw=str(data.get("raw", "")),
+            samples=samples,
+            spread=data.get("spread"),
+            reason=str(data.get("reason", "")),
+        )
 
 
 SKIPPED = Judgement(score=None, status="skipped", raw="")
+
+
+def error_judgement(reason: str) -> Judgement:
+    """An item the judge could not score, with a one-line reason (never a number)."""
+    return Judgement(score=None, status="error", raw="", reason=" ".join(reason.split()))
 
 
 class Judge(Protocol):
@@ -441,8 +481,47 @@ def summarize(judgements: Iterable[Judgement]) -> dict[str, Any]:
         "judge_scored": len(scores),
         "judge_unscored": sum(j.status == "unscored" for j in items),
         "judge_skipped": sum(j.status == "skipped" for j in items),
+        "judge_errors": sum(j.status == "error" for j in items),
         "n": len(items),
     }
+
+
+#: Consecutive failed items after which the remaining items are not sent any more.
+BREAKER_FAILURES = 3
+
+
+class _Breaker:
+    """Stops sending items after repeated failures, so a dead judge costs seconds, not hours.
+
+    Only failures that say something about the judge itself count (a released score that
+    is missing for one item does not); any success resets the count.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.consecutive = 0
+        self.first = ""
+
+    @property
+    def open(self) -> bool:
+        return self.consecutive >= self.limit
+
+    def failed(self, exc: BaseException, reason: str) -> None:
+        if isinstance(exc, ReplayMatchError):
+            return
+        self.consecutive += 1
+        self.first = self.first or reason
+
+    def succeeded(self) -> None:
+        self.consecutive = 0
+
+
+def failure_reason(exc: BaseException) -> str:
+    """One line describing why an item was not judged (our messages already are one line)."""
+    text = " ".join(str(exc).split())
+    if isinstance(exc, JudgeError):
+        return text
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 async def judge_items_async(
@@ -452,8 +531,21 @@ async def judge_items_async(
     judge: Judge | None = None,
     progress: bool | None = None,
     desc: str = "judging",
+    on_error: OnError = "raise",
 ) -> JudgeRun:
-    """Judge all items concurrently (bounded by the client's semaphore) in input order."""
+    """Judge all items concurrently (at most ``config.concurrency`` at once) in input order.
+
+    Args:
+        items: What to judge.
+        config: The judge.
+        judge: An existing judge to reuse (else one is built and closed here).
+        progress: Show a progress bar (default: ``config.progress``).
+        desc: Progress bar label.
+        on_error: ``raise`` stops at the first failure; ``record`` gives each failed
+            item status ``error`` with its reason, and after
+            :data:`BREAKER_FAILURES` consecutive failures the items not yet sent get
+            ``error`` too without a request. Completed judgements are cached either way.
+    """
     start = time.perf_counter()
     own = judge is None
     active = judge if judge is not None else make_judge(config)
@@ -463,9 +555,27 @@ async def judge_items_async(
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(items), desc=desc, unit="item", leave=False)
+    gate = asyncio.Semaphore(max(1, config.concurrency))
+    breaker = _Breaker(BREAKER_FAILURES)
 
     async def one(item: JudgeItem) -> Judgement:
-        result = await active.judge(item)
+        async with gate:
+            if on_error == "record" and breaker.open:
+                result = error_judgement(
+                    f"not sent: the judge failed {breaker.limit} times in a row "
+                    f"(first: {breaker.first})"
+                )
+            else:
+                try:
+                    result = await active.judge(item)
+                except Exception as exc:
+                    if on_error == "raise":
+                        raise
+                    reason = failure_reason(exc)
+                    breaker.failed(exc, reason)
+                    result = error_judgement(reason)
+                else:
+                    breaker.succeeded()
         if bar is not None:
             bar.update(1)
         return result
@@ -518,8 +628,11 @@ def judge_items(
     judge: Judge | None = None,
     progress: bool | None = None,
     desc: str = "judging",
+    on_error: OnError = "raise",
 ) -> JudgeRun:
     """Synchronous :func:`judge_items_async`."""
     return run_coroutine(
-        lambda: judge_items_async(items, config, judge=judge, progress=progress, desc=desc)
+        lambda: judge_items_async(
+            items, config, judge=judge, progress=progress, desc=desc, on_error=on_error
+        )
     )

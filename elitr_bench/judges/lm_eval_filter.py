@@ -3,6 +3,11 @@
 lm-eval hands a filter every response of a task in one call, which is where judging can
 run concurrently (a metric function would see one document at a time). Importing this
 module registers the filter and the ``judge_count`` aggregation.
+
+A judge that fails after generation never costs the generated answers: each item it
+could not judge gets status ``error`` with the reason, lm-eval writes its results and
+samples as usual, and the command then exits non-zero with one line saying how to finish
+(``elitr-bench score RUN_DIR --judge ...`` judges exactly the missing items).
 """
 
 from __future__ import annotations
@@ -10,19 +15,30 @@ from __future__ import annotations
 import json
 import logging
 import math
+import shlex
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from lm_eval.api.filter import Filter
 from lm_eval.api.registry import register_filter
 
+from elitr_bench.cli_errors import exit_with_error_after_run, install_excepthook
 from elitr_bench.judges.config import (
     JudgeConfig,
     check_judge_ready,
     get_run_judge,
     resolve_run_judge,
 )
-from elitr_bench.judges.engine import SKIPPED, JudgeItem, JudgeRun, judge_items
+from elitr_bench.judges.engine import (
+    SKIPPED,
+    JudgeItem,
+    JudgeRun,
+    error_judgement,
+    failure_reason,
+    judge_items,
+    summarize,
+)
 from elitr_bench.judges.metrics import register_lm_eval_aggregations
 
 log = logging.getLogger(__name__)
@@ -30,11 +46,53 @@ log = logging.getLogger(__name__)
 FILTER_NAME = "elitr_judge"
 
 _LAST_RUN: JudgeRun | None = None
+#: Judge failures of this process: failed and judged item counts, first reason, judge spec.
+_FAILURES: dict[str, Any] = {"failed": 0, "total": 0, "first": "", "spec": ""}
 
 
 def last_run() -> JudgeRun | None:
     """The most recent judging run of this process (usage, cost, identity)."""
     return _LAST_RUN
+
+
+def _argv_value(names: tuple[str, ...]) -> str | None:
+    """The value of a command-line option of this process (``--opt V`` or ``--opt=V``)."""
+    argv = sys.argv[1:]
+    for i, arg in enumerate(argv):
+        for name in names:
+            if arg == name and i + 1 < len(argv):
+                return argv[i + 1]
+            if arg.startswith(name + "="):
+                return arg.split("=", 1)[1]
+    return None
+
+
+def finish_hint(spec: str) -> str:
+    """How to judge the items a failed judge left (names the run's ``--output_path``)."""
+    logged = any(a in ("--log_samples", "-s") for a in sys.argv[1:])
+    out = _argv_value(("--output_path", "-o"))
+    if not logged or not out:
+        return (
+            "the answers were not saved because --log_samples --output_path DIR was not set; "
+            "re-run with them (or with --predict_only) to keep answers when the judge fails"
+        )
+    return f"finish with: elitr-bench score {shlex.quote(out)} --judge {shlex.quote(spec)}"
+
+
+def _record_failures(run: JudgeRun, config: JudgeConfig) -> None:
+    """Count the items a run could not judge and arrange the one-line exit."""
+    failed = [j for j in run.judgements if j.status == "error"]
+    _FAILURES["total"] += len(run.judgements)
+    if not failed:
+        return
+    _FAILURES["failed"] += len(failed)
+    _FAILURES["first"] = _FAILURES["first"] or failed[0].reason
+    _FAILURES["spec"] = config.spec or config.backend
+    exit_with_error_after_run(
+        f"the judge failed on {_FAILURES['failed']} of {_FAILURES['total']} answers so far "
+        f"({_FAILURES['first']}); results and samples are still written, with status "
+        f"'error' on those items; {finish_hint(_FAILURES['spec'])}"
+    )
 
 
 def _finite(value: Any) -> Any:
@@ -75,17 +133,25 @@ def judge_responses(
     if config is None:
         skipped = SKIPPED.to_dict()
         return [[judged_json(t, dict(skipped))] for t in texts]
-    check_judge_ready(config)
     items = [JudgeItem.from_doc(doc, text) for doc, text in zip(docs, texts, strict=True)]
-    run = judge_items(items, config, desc="elitr judge")
+    try:
+        check_judge_ready(config)  # no network: the task checked the judge before generation
+    except Exception as exc:  # any failure here must keep the answers
+        judgements = [error_judgement(failure_reason(exc))] * len(items)
+        run = JudgeRun(judgements, config.identity(), {"requests": 0}, 0.0)
+        run.summary = summarize(judgements)
+    else:
+        run = judge_items(items, config, desc="elitr judge", on_error="record")
     _LAST_RUN = run
     log.info(
-        "elitr judge %s: %s scored, %s unscored; usage %s",
+        "elitr judge %s: %s scored, %s unscored, %s failed; usage %s",
         config.spec or config.backend,
         run.summary["judge_scored"],
         run.summary["judge_unscored"],
+        run.summary["judge_errors"],
         run.usage,
     )
+    _record_failures(run, config)
     identity = run.identity
     out = []
     for text, judgement in zip(texts, run.judgements, strict=True):
@@ -114,3 +180,4 @@ class ElitrJudgeFilter(Filter):
 
 
 register_lm_eval_aggregations()
+install_excepthook()

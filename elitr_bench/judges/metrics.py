@@ -10,7 +10,8 @@ document's ``process_results`` returns. So :func:`judge_metrics` simply OMITS
 ``mean`` for it: the mean runs over scored items only and gets the exact
 ``sample_stddev / sqrt(n_scored)`` stderr. (NaN plus ``nanmean`` would give only a
 bootstrap estimate.) ``judge_unscored`` is a 0/1 value per item summed by the
-``judge_count`` aggregation registered here (a count has no stderr: "N/A").
+``judge_count`` aggregation registered here (a count has no stderr: "N/A"), and so is
+``judge_errors`` (items the judge failed on; ``elitr-bench score`` finishes them).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any, ClassVar
 
 JUDGE_SCORE = "judge_score"
 JUDGE_UNSCORED = "judge_unscored"
+JUDGE_ERRORS = "judge_errors"
 COUNT_AGGREGATION = "judge_count"
 
 
@@ -42,16 +44,18 @@ def judge_metrics(judged: Mapping[str, Any] | Sequence[Any]) -> dict[str, float]
             passes around it).
 
     Returns:
-        ``{"judge_score": s, "judge_unscored": 0.0}`` for a scored item, and only
-        ``{"judge_unscored": 1.0}`` (unscored) or ``{"judge_unscored": 0.0}`` (skipped).
+        ``judge_score`` for a scored item only, plus the 0/1 counters
+        ``judge_unscored`` (no valid score) and ``judge_errors`` (the judge failed;
+        the item waits for ``elitr-bench score``) for every item.
     """
     entry = judged_entry(judged)
     judge = entry.get("judge", entry)
     status = judge.get("status")
     score = judge.get("score")
+    errors = 1.0 if status == "error" else 0.0
     if status == "scored" and isinstance(score, (int, float)) and not math.isnan(float(score)):
-        return {JUDGE_SCORE: float(score), JUDGE_UNSCORED: 0.0}
-    return {JUDGE_UNSCORED: 1.0 if status == "unscored" else 0.0}
+        return {JUDGE_SCORE: float(score), JUDGE_UNSCORED: 0.0, JUDGE_ERRORS: errors}
+    return {JUDGE_UNSCORED: 1.0 if status == "unscored" else 0.0, JUDGE_ERRORS: errors}
 
 
 def judge_count(items: Sequence[float]) -> float:

@@ -2,10 +2,18 @@
 
 Options are parsed once into a frozen record with one-line errors, so that a typo in
 ``--metadata`` fails while the task is built, before any generation starts.
+
+lm-eval hands every task the union of ``--metadata`` and ``--model_args``, so unknown keys
+cannot simply be refused: most belong to lm-eval or the model. A key that is a near miss
+of one of ours (``judg``, ``prompt-role``, ``overlenght``) is refused instead, because
+ignoring it would silently run something else (e.g. the paid default judge). The keys
+are data (:data:`OPTION_KEYS`); new tasks add theirs with :func:`register_option_keys`.
 """
 
 from __future__ import annotations
 
+import difflib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, cast
@@ -23,6 +31,78 @@ _FALSE = {"0", "false", "no", "off", ""}
 
 class OptionError(ElitrBenchError):
     """An invalid ``--metadata`` option."""
+
+
+#: Every ``--metadata`` key the ELITR tasks read, with a few words on its values. Add a
+#: new task's keys here or with :func:`register_option_keys`.
+OPTION_KEYS: dict[str, str] = {
+    "judge": "judge spec: openai:MODEL, hf:PATH, replay, lexical or none",
+    "prompt_role": "user or system",
+    "qa_markers": "true or false",
+    "overlength": "error, skip or truncate_middle",
+    "wer": "target word error rate of the noisy transcript, e.g. 0.35",
+    "noise_seed": "integer seed of the noise injection",
+    "noise_rules": "confusion rules file of the noise injection",
+    "history": "own or gold (multi-turn tasks)",
+    "differing_only": "true or false (Conv vs QA wording)",
+}
+
+#: Keys that are never flagged although they may look like ours: lm-eval's and common
+#: model arguments (``--model_args`` is merged into the metadata), and keys we write.
+FOREIGN_KEYS: set[str] = {
+    "version", "num_fewshot", "task", "tag", "group", "pretrained", "model", "dtype",
+    "device", "revision", "tokenizer", "backend", "batch_size", "max_batch_size",
+    "max_length", "max_gen_toks", "trust_remote_code", "parallelize", "base_url",
+    "num_concurrent", "max_retries", "tokenized_requests", "seed", "system", "peft",
+    "judge_identity", "judge_usage",
+}  # fmt: skip
+
+#: Shortest key compared by similarity; shorter ones (``wr``) match too much by chance.
+_MIN_FUZZY = 4
+_CUTOFF = 0.8
+
+
+def register_option_keys(keys: Mapping[str, str], foreign: tuple[str, ...] = ()) -> None:
+    """Declare more task options (name -> values hint) and keys never to flag.
+
+    For new tasks in this package: their options then get the same near-miss check.
+    """
+    OPTION_KEYS.update(keys)
+    FOREIGN_KEYS.update(foreign)
+
+
+def _normal(key: str) -> str:
+    return key.strip().lower().replace("-", "_").replace(" ", "_")
+
+
+def near_miss(key: str) -> str | None:
+    """The option ``key`` was probably meant to be, or None if it is ours or not close."""
+    if key in OPTION_KEYS or key in FOREIGN_KEYS:
+        return None
+    norm = _normal(key)
+    if norm in OPTION_KEYS:
+        return norm
+    if norm in FOREIGN_KEYS or len(norm) < _MIN_FUZZY:
+        return None
+    close = difflib.get_close_matches(norm, list(OPTION_KEYS), n=1, cutoff=_CUTOFF)
+    return close[0] if close else None
+
+
+def check_option_keys(metadata: Mapping[str, Any]) -> None:
+    """Refuse a key that is a near miss of one of ours, with the exact fix.
+
+    Raises:
+        OptionError: One line: the key, the option it resembles and the corrected flag.
+    """
+    for key, value in metadata.items():
+        meant = near_miss(str(key))
+        if meant is None:
+            continue
+        shown = json.dumps({meant: value}, default=str)
+        raise OptionError(
+            f"--metadata key {key!r} is not an option of the ELITR tasks; did you mean "
+            f"{meant!r} ({OPTION_KEYS[meant]})? e.g. --metadata '{shown}'"
+        )
 
 
 def _as_bool(name: str, value: Any) -> bool:
@@ -86,8 +166,12 @@ class TaskOptions:
 
     @classmethod
     def from_metadata(cls, metadata: Mapping[str, Any] | None) -> TaskOptions:
-        """Parse the options we own out of a task's merged metadata; others are ignored."""
+        """Parse the options we own out of a task's merged metadata.
+
+        Keys of lm-eval and the model are ignored; near misses of ours are refused.
+        """
         meta = dict(metadata or {})
+        check_option_keys(meta)
         return cls(
             prompt_role=cast(
                 PromptRole, _choice("prompt_role", meta.get("prompt_role", "user"), _ROLES)

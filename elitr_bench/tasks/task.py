@@ -16,6 +16,7 @@ import datasets
 from lm_eval.api.task import ConfigurableTask
 
 from elitr_bench import prompts
+from elitr_bench.cli_errors import install_excepthook
 from elitr_bench.data import Question, load_benchmark
 from elitr_bench.data.records import MODES, SETTINGS, SPLITS, Mode, Setting, Split
 from elitr_bench.judges.config import JudgeConfig
@@ -24,6 +25,7 @@ from elitr_bench.tasks.metrics import rouge_l, token_f1
 from elitr_bench.tasks.options import OptionError, TaskOptions
 
 log = logging.getLogger(__name__)
+install_excepthook()  # our errors reach the top of lm_eval as one line (see cli_errors)
 
 DocKey = tuple[str, str]
 JUDGE_FILTER = "elitr_judge"
@@ -54,6 +56,16 @@ def judge_for(metadata: dict[str, Any]) -> tuple[str, JudgeConfig | None]:
         spec = f"{spec},system={canonical_system(str(metadata['system']), all_systems())}"
         config = parse_judge_spec(spec)
     return spec, config
+
+
+def _with_judge_errors(metric_list: Any) -> list[Any]:
+    """The YAML's metric list plus ``judge_errors`` (items a failed judge left unjudged)."""
+    metrics = list(metric_list or [])
+    if not any(isinstance(m, dict) and m.get("metric") == "judge_errors" for m in metrics):
+        metrics.append(
+            {"metric": "judge_errors", "aggregation": "judge_count", "higher_is_better": False}
+        )
+    return metrics
 
 
 def question_doc(question: Question, mode: Mode, differs: bool = False) -> dict[str, Any]:
@@ -126,6 +138,10 @@ class ElitrQATask(ConfigurableTask):
         # Our process_results computes every metric; saying so in the config stops
         # lm-eval from looking metric names up in HF `evaluate` (a network call).
         cfg["process_results"] = type(self).process_results
+        cfg["metric_list"] = _with_judge_errors(cfg.get("metric_list"))
+        # lm-eval ignores --num_fewshot silently for a task whose config says 0; leaving
+        # it unset makes lm-eval hand the value to set_config, which refuses it.
+        cfg.pop("num_fewshot", None)
         super().__init__(
             data_dir=data_dir, cache_dir=cache_dir, download_mode=download_mode, config=cfg
         )
@@ -140,6 +156,15 @@ class ElitrQATask(ConfigurableTask):
                 f"wer={self.options.wer} applies to the clean tasks (elitr_qa_dev/test) only"
             )
         return float(fixed)
+
+    def set_config(self, key: str, value: Any, update: bool = False) -> None:
+        """lm-eval's config setter; refuses ``--num_fewshot`` > 0 (the benchmark is zero-shot)."""
+        if key == "num_fewshot" and value:
+            raise OptionError(
+                f"{self.config.task}: ELITR-Bench is zero-shot (the paper's setting); "
+                f"drop --num_fewshot {value} or pass --num_fewshot 0"
+            )
+        super().set_config(key, value, update=update)
 
     @staticmethod
     def _pick(cfg: dict[str, Any], key: str, allowed: tuple[str, ...]) -> str:
@@ -266,7 +291,7 @@ class ElitrQATask(ConfigurableTask):
         if not self.predict_only and self.judge_config is not None:
             from elitr_bench.judges import check_judge_ready
 
-            check_judge_ready(self.judge_config)
+            check_judge_ready(self.judge_config, network=True)  # preflight, once per process
         super().build_all_requests(**kwargs)
         counter = context.token_counter(context.active_model())
         if counter is None:

@@ -111,6 +111,72 @@ class OpenAIBackend:
             completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
         )
 
+    async def preflight(self) -> str | None:
+        """Check key, endpoint and model with one minimal authenticated request.
+
+        First the free model listing: when it names our model, that is enough. Otherwise
+        (model not listed, listing not served, Azure deployments) one completion of at
+        most 1 token with the judge's own parameters decides, so whatever would reject
+        the real calls (key, URL, model, unsupported parameter, exhausted quota) rejects
+        it too. A transient 5xx or connection failure is asked once more.
+
+        Returns:
+            None when the judge can be called, else a one-line description of the problem.
+        """
+        import asyncio
+
+        import openai
+
+        client = self._get_client().with_options(timeout=min(self._config.timeout, 30.0))
+        if not self._config.azure:
+            try:
+                page = await client.models.list()
+                if any(getattr(m, "id", None) == self.model for m in page.data):
+                    return None
+            except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+                return self._rejected(exc)
+            except openai.APIConnectionError as exc:  # includes timeouts
+                return f"cannot reach {self.base_url} ({self._msg(exc)})"
+            except (openai.OpenAIError, ValueError, TypeError, AttributeError):
+                pass  # listing not served or not standard: let a completion decide
+        problem: str | None = None
+        for attempt in range(2):
+            try:
+                await client.chat.completions.create(
+                    model=self.model,
+                    messages=[{"role": "user", "content": "Reply with OK."}],
+                    temperature=self._config.temperature,
+                    top_p=self._config.top_p,
+                    max_tokens=1,
+                )
+                return None
+            except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+                return self._rejected(exc)
+            except openai.NotFoundError as exc:
+                return f"model {self.model!r} not found at {self.base_url} ({self._msg(exc)})"
+            except openai.RateLimitError as exc:
+                if "quota" in self._msg(exc).lower():
+                    return f"quota exhausted at {self.base_url} ({self._msg(exc)})"
+                return None  # the key and model work; the run's limiter handles the pace
+            except openai.APIConnectionError as exc:
+                problem = f"cannot reach {self.base_url} ({self._msg(exc)})"
+            except openai.APIStatusError as exc:
+                problem = f"HTTP {exc.status_code} from {self.base_url}: {self._msg(exc)}"
+                if exc.status_code < 500:
+                    return problem
+            except (openai.OpenAIError, ValueError) as exc:
+                return f"unusable reply from {self.base_url} ({self._msg(exc)})"
+            if attempt == 0:
+                await asyncio.sleep(1.0)
+        return problem
+
+    def _rejected(self, exc: Any) -> str:
+        status = getattr(exc, "status_code", "?")
+        return (
+            f"the API key in {self._config.api_key_env} was rejected by {self.base_url} "
+            f"(HTTP {status}: {self._msg(exc)})"
+        )
+
     def _msg(self, exc: BaseException) -> str:
         return redact(str(exc), self._secret)[:300]
 
