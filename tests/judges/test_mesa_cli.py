@@ -1,0 +1,135 @@
+"""``elitr-bench mesa`` / ``mesa-train`` end to end on the loopback judge; MESA in lm-eval.
+
+The last test runs MESA through the minutes tasks' lm-eval judge filter in-process.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from elitr_bench.cli import main
+from tests.judges.test_mesa_script import PAPER_RATINGS, make_script
+from tests.support.openai_server import LoopbackOpenAI
+
+CODES = ("OM", "REP", "INC", "COR", "HAL", "LAN", "STR", "IRR")
+
+
+def _judge(server: LoopbackOpenAI, extra: str = "") -> str:
+    return f"openai:loop-m,base_url={server.base_url},progress=false{extra}"
+
+
+def test_mesa_command_end_to_end(
+    loopback: LoopbackOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    loopback.handler = make_script()
+    out = tmp_path / "mesa"
+    args = ["mesa", "--systems", "gpt4,ntr", "--meetings", "1", "--judge", _judge(loopback)]
+    assert main([*args, "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "MESA plan: 2 summaries -> 48 calls (up to 96 with re-asks)" in captured.err
+    assert len(loopback.requests) == 48
+    rows = [json.loads(line) for line in (out / "mesa.jsonl").read_text().splitlines()]
+    assert [(r["system"], r["meeting_id"]) for r in rows] == [
+        ("gpt4", "meeting_en_test2023_001"),
+        ("ntr", "meeting_en_test2023_001"),
+    ]
+    for row in rows:
+        assert row["quality"] == pytest.approx(1 + (5 - 14.24 / 6.19) * 9 / 5)
+        assert row["impact"] == pytest.approx(14.24 / 6.19)
+        assert list(row["types"]) == list(CODES)
+        assert row["types"]["OM"] == {"rating": 4.0, "confidence": 8.0, "instances": 1}
+        assert {c: row["types"][c]["rating"] for c in CODES} == {
+            c: r for c, (r, _) in PAPER_RATINGS.items()
+        }
+    details = [json.loads(x) for x in (out / "mesa_details.jsonl").read_text().splitlines()]
+    assert details[0]["details"]["types"]["OM"]["steps"]["scoring"][0]["raw"].startswith("{")
+    run = json.loads((out / "run.json").read_text())
+    assert run["usage"]["requests"] == 48 and run["mesa"]["layout"] == "paper"
+    assert "sk-" not in (out / "run.json").read_text()
+
+    # A second run is served from the cache.
+    loopback.reset()
+    assert main([*args, "--out", str(out)]) == 0
+    assert len(loopback.requests) == 0
+
+    # --max-cost stops before any call; unknown meeting / bad error-type file: one line.
+    priced = ["mesa", "--systems", "gpt4", "--meetings", "2", "--out", str(out)]
+    assert main([*priced, "--judge", _judge(loopback, ",price=5:15"), "--max-cost", "0.01"]) == 2
+    err = capsys.readouterr().err
+    assert "exceeds --max-cost 0.01" in err and len(loopback.requests) == 0
+    bad = tmp_path / "types.yaml"
+    bad.write_text("types:\n  OM: {name: O, definition: d, weight: 0}\n")
+    assert main([*priced, "--judge", _judge(loopback), "--error-types", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "weight 0 must be a number > 0" in err and str(bad) in err
+
+
+def test_mesa_command_overlength_is_one_line(
+    loopback: LoopbackOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    judge = _judge(loopback, ",context=8000")
+    args = ["mesa", "--systems", "gpt4", "--meetings", "1,3", "--judge", judge]
+    assert main([*args, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "meeting_en_test2023_001 (~" in err
+    assert "meeting_en_test2023_003 (~" in err and "overlength=truncate_middle" in err
+    assert len(loopback.requests) == 0
+
+
+def test_mesa_train_then_evaluate_other_meetings(
+    loopback: LoopbackOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = make_script()
+    loopback.handler = script
+    train_dir = tmp_path / "train"
+    args = ["mesa-train", "--systems", "gpt4", "--feedback-meetings", "meeting_en_test2023_002"]
+    assert main([*args, "--judge", _judge(loopback), "--out", str(train_dir)]) == 0
+    kinds = [kind for kind, *_ in script.calls]
+    assert kinds.count("feedback") == 1 and kinds.count("consolidation") == 8
+    assert len(loopback.requests) == 24 + 1 + 8
+    guidance = train_dir / "guidance.yaml"
+    text = guidance.read_text()
+    assert "- meeting_en_test2023_002" in text and "rate OM less harshly" in text
+    feedback = json.loads((train_dir / "feedback.jsonl").read_text().splitlines()[0])
+    assert feedback["human"]["document adequacy"] >= 1 and feedback["valid"] is True
+
+    # Evaluating the feedback meeting with this guidance is refused, before any call.
+    loopback.reset()
+    judge = ["--judge", _judge(loopback), "--guidance", str(guidance)]
+    refused = ["mesa", "--systems", "gpt4", "--meetings", "2,4", *judge]
+    assert main([*refused, "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert "trained on meeting(s) meeting_en_test2023_002" in err and len(loopback.requests) == 0
+
+    # Other meetings: the guidance is appended to every step prompt of its type.
+    ok = ["mesa", "--systems", "gpt4", "--meetings", "meeting_en_test2023_004", *judge]
+    assert main([*ok, "--out", str(tmp_path / "e")]) == 0
+    om_prompts = [r.prompt for r in loopback.requests if "*** criteria: Omission:" in r.prompt]
+    assert len(om_prompts) == 3
+    assert all(p.endswith("in this step:\n- rate OM less harshly") for p in om_prompts)
+
+
+def test_mesa_in_the_lm_eval_minutes_filter(loopback: LoopbackOpenAI) -> None:
+    from elitr_bench.judges.config import parse_judge_spec
+    from elitr_bench.judges.minutes.lm_eval_filter import (
+        judge_minutes,
+        metric_list,
+        minutes_judge_metrics,
+    )
+
+    loopback.handler = make_script()
+    config = parse_judge_spec(_judge(loopback, ",method=mesa"))
+    names = [m["metric"] for m in metric_list(config)]
+    assert names[:9] == ["mesa_quality", *(f"mesa_{c}" for c in CODES)]
+    docs = [{"meeting_id": "meeting_x", "transcript": "A: hi.\nB: bye.", "system": "run1"}]
+    (logged,) = judge_minutes(["- They said hi."], docs, config)
+    entry = json.loads(logged[0])
+    assert entry["response"] == "- They said hi."
+    assert entry["judge"]["method"] == "mesa" and entry["judge"]["status"] == "ok"
+    assert entry["judge"]["details"]["types"]["HAL"]["rating"] == 3.0
+    metrics = minutes_judge_metrics(logged)
+    assert metrics["mesa_quality"] == pytest.approx(1 + (5 - 14.24 / 6.19) * 9 / 5)
+    assert metrics["mesa_IRR"] == 5.0 and metrics["judge_unscored"] == 0.0
