@@ -109,6 +109,20 @@ def _elo_rows(
     return ratings
 
 
+def sequential_elo(
+    matches: Sequence[Match], systems: Sequence[str], params: EloParams = EloParams()
+) -> dict[str, float]:
+    """Final Elo ratings after playing the scored matches once, in the given order."""
+    data = index_matches(matches, systems)
+    if data.a.size == 0:
+        return dict.fromkeys(systems, params.initial)
+    valid = np.ones((1, data.a.size), dtype=bool)
+    final = _elo_rows(
+        data.a[None, :], data.b[None, :], data.result[None, :], valid, len(systems), params
+    )[0]
+    return {s: float(final[i]) for i, s in enumerate(systems)}
+
+
 def _meeting_order(
     meeting: NDArray[np.int64], n_meetings: int, rng: np.random.Generator
 ) -> NDArray[np.int64]:
@@ -168,8 +182,20 @@ def bradley_terry(
         grad = -(grad_pairs.sum(axis=1) - grad_pairs.sum(axis=0)) + prior * theta
         return value, grad
 
+    games = wins + wins.T
+    ridge = prior * np.eye(n)
+
+    def hessian(theta: NDArray[np.float64]) -> NDArray[np.float64]:
+        p = 1.0 / (1.0 + np.exp(-(theta[:, None] - theta[None, :])))
+        curvature = games * p * (1.0 - p)
+        hess = -curvature
+        np.fill_diagonal(hess, curvature.sum(axis=1))
+        return np.asarray(hess + ridge, dtype=np.float64)
+
     x0 = np.zeros(n) if start is None else (start - params.initial) * math.log(10.0) / params.scale
-    fit = minimize(objective, x0, jac=True, method="L-BFGS-B")
+    # A convex problem with an exact Hessian: a trust-region Newton method needs a handful
+    # of iterations (quasi-Newton L-BFGS-B was ~30x slower in the bootstrap loop).
+    fit = minimize(objective, x0, jac=True, hess=hessian, method="trust-ncg")
     theta = fit.x - fit.x.mean()
     return np.asarray(params.initial + params.scale / math.log(10.0) * theta, dtype=np.float64)
 
