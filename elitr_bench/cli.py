@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "elitr_bench.report.commands",
     "elitr_bench.judges.mesa.commands",
     "elitr_bench.judges.cream.commands",
+    "elitr_bench.judges.minutes.commands",
 )
 
 Handler = Callable[[argparse.Namespace], int]

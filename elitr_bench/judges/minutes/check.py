@@ -1,0 +1,235 @@
+"""Meta-evaluation of minutes metrics and judges against AutoMin 2023's human scores.
+
+Everything here is a pure function of in-memory values (the command module reads the
+inputs and writes the outputs), so the statistics are testable on toy data.
+
+Definitions:
+
+* **System level**: a system's metric score is its mean over the meetings where the metric
+  has a value (AutoMin Sec. 7.1: "averaging scores from all meetings"); its human score is
+  the release's per-system mean: document level, the mean over the judged meetings;
+  hunk level, the mean over all judged hunks (the release pools hunks, so per-meeting
+  hunk means are weighted by their hunk counts). This reproduces the released overall TSVs
+  to their 2-decimal rounding.
+* **Pairwise accuracy** (Kocmi et al. 2021, AutoMin Eq. 5): the share of system pairs whose
+  metric difference has the same sign as the human difference. A tie (difference exactly
+  0) is its own sign, so a metric tie agrees only with a human tie; ties are counted and
+  shown.
+* **Document level**: one point per (meeting, system) with both a metric value and a human
+  value (the document score, or that document's mean hunk score).
+* Pearson, Spearman and Kendall (tau-b) from scipy; None with fewer than 3 points or a
+  constant side.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from elitr_bench.data.records import HumanScores
+from elitr_bench.judges.minutes.paper import HUMAN_COLUMNS
+
+#: metric -> (system, meeting_id) -> value; meeting "" = a system-level value.
+MetricValues = Mapping[str, Mapping[tuple[str, str], float]]
+
+#: Derived metrics: name -> components averaged per document (Table 9's "avg" rows).
+DERIVED: Mapping[str, tuple[str, ...]] = {
+    "art_avg": ("art_adequacy", "art_relevance", "art_topicality"),
+    "afgr_avg": ("afgr_adequacy", "afgr_fluency", "afgr_grammaticality", "afgr_relevance"),
+}
+
+
+def add_derived(values: MetricValues) -> dict[str, dict[tuple[str, str], float]]:
+    """Add ``art_avg`` / ``afgr_avg`` where every component has a value for a document."""
+    out = {m: dict(v) for m, v in values.items()}
+    for name, parts in DERIVED.items():
+        if name in out or not all(p in out for p in parts):
+            continue
+        keys = set.intersection(*(set(out[p]) for p in parts))
+        if keys:
+            out[name] = {k: statistics.fmean(out[p][k] for p in parts) for k in keys}
+    return out
+
+
+def human_document_values(
+    scores: Iterable[HumanScores], level: str, criterion: str
+) -> dict[tuple[str, str], tuple[float, int]]:
+    """(system, meeting) -> (value, weight) of one human column."""
+    return {
+        (s.system, s.meeting_id): (s.value, s.count)
+        for s in scores
+        if s.level == level and s.criterion == criterion
+    }
+
+
+def human_system_means(
+    scores: Iterable[HumanScores], level: str, criterion: str
+) -> dict[str, float]:
+    """System -> human mean (documents averaged; hunks pooled by their counts)."""
+    sums: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for (system, _), (value, count) in human_document_values(scores, level, criterion).items():
+        weight = float(count) if level == "hunk" else 1.0
+        sums[system][0] += value * weight
+        sums[system][1] += weight
+    return {s: total / n for s, (total, n) in sums.items() if n > 0}
+
+
+def system_means(
+    values: Mapping[tuple[str, str], float], meetings: Sequence[str] | None = None
+) -> dict[str, float]:
+    """System -> mean of its document values (or its system-level value if it has one)."""
+    per: dict[str, list[float]] = defaultdict(list)
+    system_level: dict[str, float] = {}
+    for (system, meeting), value in values.items():
+        if not math.isfinite(value):
+            continue
+        if meeting == "":
+            system_level[system] = value
+        elif meetings is None or meeting in meetings:
+            per[system].append(value)
+    out = {s: statistics.fmean(v) for s, v in per.items() if v}
+    out.update(system_level)
+    return out
+
+
+def system_spread(
+    values: Mapping[tuple[str, str], float], meetings: Sequence[str] | None = None
+) -> dict[str, tuple[float, float, int]]:
+    """System -> (mean, sample std, n) over its document values (Table 7 cells)."""
+    per: dict[str, list[float]] = defaultdict(list)
+    for (system, meeting), value in values.items():
+        if meeting and math.isfinite(value) and (meetings is None or meeting in meetings):
+            per[system].append(value)
+    return {
+        s: (statistics.fmean(v), statistics.stdev(v) if len(v) > 1 else 0.0, len(v))
+        for s, v in per.items()
+        if v
+    }
+
+
+def _sign(x: float) -> int:
+    return (x > 0) - (x < 0)
+
+
+@dataclass(frozen=True)
+class Pairwise:
+    """Pairwise accuracy of one metric against one human column.
+
+    Attributes:
+        agree: Pairs whose metric and human differences have the same sign.
+        pairs: Pairs compared (both systems have a metric and a human score).
+        metric_ties: Pairs the metric scores equally.
+        human_ties: Pairs the humans score equally.
+        missing: Systems left out for lack of a metric or human score.
+    """
+
+    agree: int
+    pairs: int
+    metric_ties: int
+    human_ties: int
+    missing: tuple[str, ...] = ()
+
+    @property
+    def accuracy(self) -> float | None:
+        """Share of agreeing pairs (None without pairs)."""
+        return self.agree / self.pairs if self.pairs else None
+
+
+def pairwise_accuracy(
+    metric: Mapping[str, float], human: Mapping[str, float], systems: Sequence[str]
+) -> Pairwise:
+    """AutoMin Eq. 5 over all pairs of ``systems`` that have both scores."""
+    usable = [s for s in systems if s in metric and s in human]
+    missing = tuple(s for s in systems if s not in usable)
+    agree = pairs = metric_ties = human_ties = 0
+    for a, b in itertools.combinations(usable, 2):
+        m, h = _sign(metric[a] - metric[b]), _sign(human[a] - human[b])
+        pairs += 1
+        agree += m == h
+        metric_ties += m == 0
+        human_ties += h == 0
+    return Pairwise(agree, pairs, metric_ties, human_ties, missing)
+
+
+def correlations(xs: Sequence[float], ys: Sequence[float]) -> dict[str, float | None]:
+    """Pearson, Spearman and Kendall tau-b (None when undefined)."""
+    out: dict[str, float | None] = {"pearson": None, "spearman": None, "kendall": None, "n": None}
+    out["n"] = float(len(xs))
+    if len(xs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
+        return out
+    from scipy import stats
+
+    out["pearson"] = float(stats.pearsonr(xs, ys)[0])
+    out["spearman"] = float(stats.spearmanr(xs, ys)[0])
+    out["kendall"] = float(stats.kendalltau(xs, ys)[0])
+    return out
+
+
+@dataclass(frozen=True)
+class MetaRow:
+    """One (metric, human column) cell of the meta-evaluation."""
+
+    metric: str
+    column: str
+    level: str
+    criterion: str
+    pairwise: Pairwise
+    system: Mapping[str, float | None]
+    document: Mapping[str, float | None]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Flat dict for CSV / JSON."""
+        p = self.pairwise
+        out: dict[str, Any] = {
+            "metric": self.metric,
+            "human": self.column,
+            "pairwise_accuracy": p.accuracy,
+            "agree": p.agree,
+            "pairs": p.pairs,
+            "metric_ties": p.metric_ties,
+            "human_ties": p.human_ties,
+            "missing_systems": " ".join(p.missing),
+        }
+        for scope, corr in (("system", self.system), ("document", self.document)):
+            for name in ("pearson", "spearman", "kendall", "n"):
+                out[f"{scope}_{name}"] = corr.get(name)
+        return out
+
+
+def meta_evaluate(
+    values: MetricValues,
+    human: Sequence[HumanScores],
+    systems: Sequence[str],
+    meetings: Sequence[str] | None = None,
+) -> list[MetaRow]:
+    """Every metric against every human column (system and document level).
+
+    Args:
+        values: Metric values (document or system level) per system and meeting.
+        human: Per-meeting human scores of the release.
+        systems: Systems compared (others are ignored).
+        meetings: Meetings whose metric values enter system means (None = all).
+    """
+    rows = []
+    chosen = set(systems)
+    for metric, per_doc in values.items():
+        metric_sys = system_means(per_doc, meetings)
+        for level, criterion, label in HUMAN_COLUMNS:
+            human_sys = human_system_means(human, level, criterion)
+            pair = pairwise_accuracy(metric_sys, human_sys, systems)
+            common = [s for s in systems if s in metric_sys and s in human_sys]
+            sys_corr = correlations([metric_sys[s] for s in common], [human_sys[s] for s in common])
+            docs = human_document_values(human, level, criterion)
+            keys = sorted(
+                k
+                for k in docs
+                if k[0] in chosen and k in per_doc and (meetings is None or k[1] in meetings)
+            )
+            doc_corr = correlations([per_doc[k] for k in keys], [docs[k][0] for k in keys])
+            rows.append(MetaRow(metric, label, level, criterion, pair, sys_corr, doc_corr))
+    return rows

@@ -1,0 +1,327 @@
+"""Inputs of ``minutes-check`` and the minutes report: metric values per system and meeting.
+
+Three sources, merged into one ``metric -> (system, meeting) -> value`` table:
+
+* metrics computed here on AutoMin's released minutes (ROUGE through the minutes task's
+  own :func:`~elitr_bench.tasks.minutes_metrics.rouge_scores`, optionally BERTScore and
+  BARTScore);
+* our lm-eval runs of a minutes task (``--log_samples`` output): every numeric per-sample
+  metric and every judge score in the logged assessment. A run of the ``elitr-replay``
+  model on ``automin23_en`` replays a released system's minutes, so its values count for
+  that system (and meet its human scores); any other model is a system of its own, named
+  after the run;
+* ``--metric-file``: CSV ``system,meeting_id,metric,value`` (empty meeting = system level)
+  or JSONL with ``system``, ``meeting_id`` and numeric fields (MESA's output), as the
+  minutes contract fixes.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from elitr_bench.data.errors import DataError
+from elitr_bench.judges.minutes.lm_eval_filter import TOKENS_SAVED, assessment_of
+
+#: Per-sample keys of a minutes task that are bookkeeping, not quality metrics.
+NON_METRICS = frozenset(
+    {
+        "overlength_skipped",
+        "overlength_truncated",
+        "sections",
+        "prompt_tokens",
+        "judge_unscored",
+        "effective_wer",
+    }
+)
+RELEASED_METRICS: tuple[str, ...] = ("rouge1", "rouge2", "rougeL", "bertscore_f1", "bartscore")
+
+Values = dict[str, dict[tuple[str, str], float]]
+
+
+@dataclass
+class RunValues:
+    """What one lm-eval run of a minutes task contributes.
+
+    Attributes:
+        name: System name its values are filed under (replayed system or run name).
+        path: Where it was read from.
+        model: lm-eval model type.
+        judge: The judge identity logged in the results file (``{}`` if none).
+        values: metric -> (system, meeting) -> value.
+        filler: meeting -> filler-compression stats of the judge (if it compressed).
+        statuses: assessment status -> count.
+    """
+
+    name: str
+    path: str
+    model: str = ""
+    judge: dict[str, Any] = field(default_factory=dict)
+    values: Values = field(default_factory=dict)
+    filler: dict[str, dict[str, Any]] = field(default_factory=dict)
+    statuses: dict[str, int] = field(default_factory=dict)
+
+
+def _finite(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def merge_values(
+    target: Values, source: Mapping[str, Mapping[tuple[str, str], float]], origin: str
+) -> None:
+    """Add ``source`` into ``target``; a different value for the same cell is an error.
+
+    Raises:
+        DataError: Two inputs give one (metric, system, meeting) different values.
+    """
+    for metric, cells in source.items():
+        table = target.setdefault(metric, {})
+        for key, value in cells.items():
+            old = table.get(key)
+            if old is not None and abs(old - value) > 1e-9:
+                raise DataError(
+                    f"{origin}: {metric} of {key[0]}/{key[1] or 'system'} is {value:g}, another "
+                    f"input gave {old:g}; label runs (--run DIR:LABEL) to keep both"
+                )
+            table[key] = value
+
+
+def released_metric_values(
+    metrics: Sequence[str] = ("rouge1", "rouge2", "rougeL"),
+    systems: Sequence[str] | None = None,
+    meetings: Sequence[str] | None = None,
+) -> Values:
+    """Reference metrics of AutoMin's released minutes (the human reference is skipped).
+
+    Raises:
+        DataError: Unknown metric. MetricUnavailableError: BERTScore/BARTScore model missing.
+    """
+    from elitr_bench.data.minutes import (
+        AUTOMIN_REFERENCE,
+        load_automin_meetings,
+        load_automin_minutes,
+    )
+    from elitr_bench.tasks import minutes_metrics as mm
+
+    unknown = [m for m in metrics if m not in RELEASED_METRICS]
+    if unknown:
+        raise DataError(
+            f"--metrics {','.join(unknown)}: not computable on released minutes; use "
+            f"{', '.join(RELEASED_METRICS)} (other metrics come from --run or --metric-file)"
+        )
+    refs = {m.meeting_id: [r.text for r in m.references] for m in load_automin_meetings(meetings)}
+    chosen = [s for s in (systems or ()) if s != AUTOMIN_REFERENCE] or None
+    out: Values = {m: {} for m in metrics}
+    rouge = [m for m in metrics if m in mm.ROUGE_TYPES]
+    minutes = [
+        m
+        for m in load_automin_minutes(chosen, meetings)
+        if m.system != AUTOMIN_REFERENCE and m.meeting_id in refs
+    ]
+    try:
+        from tqdm.auto import tqdm
+
+        iterator: Iterable[Any] = tqdm(minutes, desc="released minutes", leave=False)
+    except ImportError:  # pragma: no cover
+        iterator = minutes
+    for item in iterator:
+        key = (item.system, item.meeting_id)
+        references = refs[item.meeting_id]
+        if rouge:
+            scores = mm.rouge_scores(item.text, references)
+            for name in rouge:
+                out[name][key] = float(scores[name])
+        if "bertscore_f1" in metrics:
+            out["bertscore_f1"][key] = float(mm.bertscore_f1(item.text, references))
+        if "bartscore" in metrics:
+            out["bartscore"][key] = float(mm.bartscore(item.text, references))
+    return out
+
+
+def _samples_files(path: Path) -> list[Path]:
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise DataError(f"--run {path}: no such lm-eval output folder or samples file")
+    files = sorted(p for p in path.rglob("samples_*.jsonl") if "_rescored_" not in p.name)
+    if not files:
+        raise DataError(
+            f"--run {path}: no samples_*.jsonl; run lm_eval with --log_samples --output_path DIR"
+        )
+    return files
+
+
+def _results_for(samples: Path) -> Mapping[str, Any]:
+    stamp = samples.stem.rsplit("_", 1)[-1]
+    found = sorted(samples.parent.glob(f"results_{stamp}.json")) or sorted(
+        p for p in samples.parent.glob("results_*.json") if "_rescored_" not in p.name
+    )
+    if not found:
+        return {}
+    try:
+        data = json.loads(found[-1].read_text("utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DataError(f"{found[-1]}: unreadable lm-eval results file ({exc})") from None
+    return data if isinstance(data, Mapping) else {}
+
+
+def _model_args(config: Mapping[str, Any]) -> dict[str, str]:
+    raw = config.get("model_args", "")
+    if isinstance(raw, Mapping):
+        return {str(k): str(v) for k, v in raw.items()}
+    pairs = (part.partition("=") for part in str(raw or "").split(",") if "=" in part)
+    return {k.strip(): v.strip() for k, _, v in pairs}
+
+
+def run_system_name(results: Mapping[str, Any], fallback: str) -> str:
+    """The system a run's minutes belong to: the replayed system, else a run name."""
+    config = results.get("config") if isinstance(results.get("config"), Mapping) else {}
+    assert isinstance(config, Mapping)
+    model = str(config.get("model", ""))
+    args = _model_args(config)
+    if model == "elitr-replay" and args.get("system"):
+        from elitr_bench.data.minutes import AUTOMIN_SYSTEMS
+
+        wanted = args["system"].strip().lower()
+        return wanted if wanted in AUTOMIN_SYSTEMS else args["system"]
+    from elitr_bench.data.minutes import run_name
+
+    return run_name(model or fallback, ",".join(f"{k}={v}" for k, v in args.items()), {})
+
+
+def read_run(path: str | Path, label: str = "") -> RunValues:
+    """Metric values of one lm-eval run of a minutes task.
+
+    Args:
+        path: Output folder (searched recursively) or one samples file.
+        label: Appended to every metric name as ``metric@label`` (to compare judges).
+
+    Raises:
+        DataError: Missing/unreadable samples, or a sample that is not a minutes sample.
+    """
+    root = Path(path).expanduser()
+    files = _samples_files(root)
+    run = RunValues(name="", path=str(root))
+    for samples in files:
+        results = _results_for(samples)
+        name = run_system_name(results, samples.parent.name)
+        if run.name and name != run.name:
+            raise DataError(
+                f"--run {root}: holds runs of {run.name} and {name}; pass each run folder "
+                "separately"
+            )
+        run.name = name
+        config = results.get("config") if isinstance(results.get("config"), Mapping) else {}
+        run.model = str((config or {}).get("model", ""))
+        for task_cfg in (results.get("configs") or {}).values():
+            identity = (task_cfg.get("metadata") or {}).get("judge_identity")
+            if isinstance(identity, Mapping) and identity.get("backend") != "none":
+                run.judge = dict(identity)
+        seen: set[Any] = set()
+        for lineno, line in enumerate(samples.read_text("utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            where = f"{samples}:{lineno}"
+            try:
+                sample = json.loads(line)
+            except ValueError:
+                raise DataError(f"{where}: not JSON; is this an lm-eval samples file?") from None
+            doc = sample.get("doc") if isinstance(sample, Mapping) else None
+            meeting = doc.get("meeting_id") if isinstance(doc, Mapping) else None
+            if not isinstance(meeting, str):
+                raise DataError(
+                    f"{where}: no doc.meeting_id; pass runs of automin23_en / elitr_minutes_*"
+                )
+            if sample.get("doc_id", lineno) in seen:
+                continue
+            seen.add(sample.get("doc_id", lineno))
+            key = (name, meeting)
+            cells: dict[str, float] = {}
+            for metric in sample.get("metrics") or []:
+                value = _finite(sample.get(metric))
+                if value is not None and metric not in NON_METRICS:
+                    cells[metric] = value
+            found = assessment_of(sample.get("filtered_resps"))
+            if found is not None:
+                assessment = found[1]
+                run.statuses[assessment.status] = run.statuses.get(assessment.status, 0) + 1
+                cells.update(assessment.scored())
+                filler = assessment.details.get("filler")
+                if isinstance(filler, Mapping):
+                    run.filler[meeting] = dict(filler)
+            cells.pop(TOKENS_SAVED, None)
+            for metric, value in cells.items():
+                named = f"{metric}@{label}" if label else metric
+                run.values.setdefault(named, {})[key] = value
+    return run
+
+
+def _flatten(obj: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested objects as dotted names (``types: {OM: {rating: 2}}`` -> ``types.OM.rating``)."""
+    out: dict[str, Any] = {}
+    for name, value in obj.items():
+        dotted = f"{prefix}{name}"
+        if isinstance(value, Mapping):
+            out.update(_flatten(value, dotted + "."))
+        else:
+            out[dotted] = value
+    return out
+
+
+def read_metric_file(path: str | Path) -> Values:
+    """A ``--metric-file``: CSV ``system,meeting_id,metric,value`` or JSONL (see module doc).
+
+    Raises:
+        DataError: Missing file, wrong header, non-numeric value, or a JSONL line without
+            ``system``.
+    """
+    file = Path(path).expanduser()
+    if not file.is_file():
+        raise DataError(f"--metric-file {file}: no such file")
+    out: Values = {}
+    if file.suffix.lower() == ".csv":
+        with file.open(encoding="utf-8", newline="") as handle:
+            reader = csv.DictReader(handle)
+            need = {"system", "meeting_id", "metric", "value"}
+            if not need <= set(reader.fieldnames or ()):
+                raise DataError(
+                    f"--metric-file {file}: header must be system,meeting_id,metric,value "
+                    f"(got {','.join(reader.fieldnames or ())})"
+                )
+            for lineno, row in enumerate(reader, 2):
+                try:
+                    value = float(row["value"])
+                except (TypeError, ValueError):
+                    raise DataError(
+                        f"--metric-file {file}:{lineno}: value {row['value']!r} is not a number"
+                    ) from None
+                if math.isfinite(value):
+                    key = (row["system"].strip(), (row["meeting_id"] or "").strip())
+                    out.setdefault(row["metric"].strip(), {})[key] = value
+        return out
+    for lineno, line in enumerate(file.read_text("utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            raise DataError(
+                f"--metric-file {file}:{lineno}: not JSON; use a .csv (system,meeting_id,metric,"
+                "value) or JSONL file"
+            ) from None
+        if not isinstance(obj, Mapping) or not obj.get("system"):
+            raise DataError(f"--metric-file {file}:{lineno}: object without 'system'")
+        key = (str(obj["system"]), str(obj.get("meeting_id") or ""))
+        for name, raw in _flatten(obj).items():
+            number = _finite(raw)
+            if number is not None and name not in ("system", "meeting_id"):
+                out.setdefault(str(name), {})[key] = number
+    return out

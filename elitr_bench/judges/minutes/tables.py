@@ -1,0 +1,367 @@
+"""AutoMin 2023 Tables 6, 7 and 9 from our numbers, next to the printed ones.
+
+A table is a header plus rows of strings (ready for Markdown and CSV) built by pure
+functions; the heatmap is the only I/O besides writing files. Each table says where our
+value differs from the paper's and by how much (``Δ`` = ours - printed).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from elitr_bench.data.records import HumanScores, SystemHumanScore
+from elitr_bench.judges.minutes.check import (
+    MetaRow,
+    MetricValues,
+    human_system_means,
+    system_spread,
+)
+from elitr_bench.judges.minutes.paper import (
+    HUMAN_COLUMNS,
+    METRIC_LABELS,
+    SYSTEM_LABELS,
+    TABLE6_EN,
+    TABLE7_EN_ROWS,
+    TABLE7_METRICS,
+    TABLE9,
+)
+
+
+@dataclass
+class Table:
+    """A titled table of strings, with notes printed under it."""
+
+    name: str
+    title: str
+    header: list[str]
+    rows: list[list[str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def markdown(self) -> str:
+        """GitHub Markdown with the title as a heading and notes as a list."""
+        lines = [f"### {self.title}", "", "| " + " | ".join(self.header) + " |"]
+        lines.append("|" + "|".join("---" for _ in self.header) + "|")
+        lines += ["| " + " | ".join(row) + " |" for row in self.rows]
+        if self.notes:
+            lines.append("")
+            lines += [f"- {note}" for note in self.notes]
+        return "\n".join(lines) + "\n"
+
+    def write_csv(self, path: Path) -> Path:
+        """Header and rows as CSV."""
+        with path.open("w", encoding="utf-8", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(self.header)
+            writer.writerows(self.rows)
+        return path
+
+
+def label(system: str) -> str:
+    """The paper's name of a released system (our run names unchanged)."""
+    return SYSTEM_LABELS.get(system, system)
+
+
+def metric_label(metric: str) -> str:
+    """The paper's name of a metric (``ROUGE-1``), else ours."""
+    base, at, tag = metric.partition("@")
+    return METRIC_LABELS.get(base, base) + (f"@{tag}" if at else "")
+
+
+def _num(value: float | None, digits: int = 2) -> str:
+    return "–" if value is None or not math.isfinite(value) else f"{value:.{digits}f}"
+
+
+def _delta(ours: float | None, paper: float | None, digits: int = 2) -> str:
+    if ours is None or paper is None:
+        return "–"
+    return f"{ours - paper:+.{digits}f}"
+
+
+def table6(
+    overall: Sequence[SystemHumanScore], human: Sequence[HumanScores], systems: Sequence[str]
+) -> Table:
+    """Table 6 (English): the release's human means ± std, our recomputation, the paper's.
+
+    Cells: released TSV mean ± std; ``Δ`` columns: TSV mean - printed mean. A note gives
+    the largest gap between the TSV and the means recomputed from the per-meeting files.
+    """
+    tsv: dict[tuple[str, str, str], tuple[float, float]] = {
+        (o.system, o.level, o.criterion): (o.mean, o.stdev) for o in overall
+    }
+    header = ["System"]
+    for *_, col in HUMAN_COLUMNS:
+        header += [col, f"Δ {col}"]
+    table = Table("table6", "Table 6 (ELMI EN): human scores from the release", header)
+    worst_recomputed = 0.0
+    worst_paper: tuple[float, str] = (0.0, "")
+    for system in systems:
+        row = [label(system)]
+        printed = TABLE6_EN.get(system)
+        for i, (level, criterion, col) in enumerate(HUMAN_COLUMNS):
+            cell = tsv.get((system, level, criterion))
+            recomputed = human_system_means(human, level, criterion).get(system)
+            if cell is not None and recomputed is not None:
+                worst_recomputed = max(worst_recomputed, abs(recomputed - cell[0]))
+            paper = printed[i] if printed else None
+            row.append("–" if cell is None else f"{cell[0]:.2f} ± {cell[1]:.2f}")
+            delta = None if cell is None or paper is None else cell[0] - paper[0]
+            row.append(_delta(cell[0] if cell else None, paper[0] if paper else None))
+            if delta is not None and abs(delta) > worst_paper[0] + 1e-9:
+                worst_paper = (abs(delta), f"{label(system)} {col}")
+        table.rows.append(row)
+    table.notes.append(
+        "cells: the release's overall TSV (mean ± std); Δ: minus the paper's printed mean"
+    )
+    table.notes.append(
+        f"largest |recomputed from per-meeting files - TSV| = {worst_recomputed:.3f} "
+        "(TSV values are rounded to 2 decimals)"
+    )
+    table.notes.append(
+        "largest |TSV - printed| = "
+        + (f"{worst_paper[0]:.2f} ({worst_paper[1]})" if worst_paper[1] else "0.00")
+        + "; GPT-4's H Relev is unreadable in the paper text"
+    )
+    return table
+
+
+def table7(
+    values: MetricValues,
+    systems: Sequence[str],
+    meetings: Sequence[str] | None = None,
+    extra_metrics: Sequence[str] = (),
+) -> Table:
+    """Table 7 layout: mean ± std per system of the reference metrics (and any extras)."""
+    metrics = [m for m in TABLE7_METRICS if m in values] + [
+        m for m in extra_metrics if m in values and m not in TABLE7_METRICS
+    ]
+    spreads = {m: system_spread(values[m], meetings) for m in metrics}
+    order = sorted(
+        (s for s in systems if any(s in spreads[m] for m in metrics)),
+        key=lambda s: -spreads[metrics[0]].get(s, (-math.inf, 0.0, 0))[0] if metrics else 0.0,
+    )
+    table = Table(
+        "table7",
+        "Table 7 (ELMI EN): automatic metrics per system (mean ± std over meetings)",
+        ["System", *(metric_label(m) for m in metrics), "n"],
+    )
+    for system in order:
+        cells = [spreads[m].get(system) for m in metrics]
+        n = max((c[2] for c in cells if c), default=0)
+        table.rows.append(
+            [
+                label(system),
+                *("–" if c is None else f"{c[0]:.3f} ± {c[1]:.3f}" for c in cells),
+                str(n),
+            ]
+        )
+    table.notes.append("sorted by decreasing first metric, as the paper sorts by ROUGE-1")
+    return table
+
+
+def table7_vs_paper(values: MetricValues, systems: Sequence[str]) -> Table:
+    """Our ROUGE system means sorted by ROUGE-1, next to the printed rows of the same rank.
+
+    The paper's Table 7 lost its system names in the text we have, and prints 9 English
+    rows (one, Zoom's text-davinci-003, is not released), so rows are aligned by rank, and
+    each system's nearest printed row (smallest summed |Δ| over ROUGE-1/2/L) is shown too.
+    """
+    rouge = [m for m in ("rouge1", "rouge2", "rougeL") if m in values]
+    table = Table(
+        "table7_paper",
+        "Table 7 (ELMI EN) ROUGE: ours vs the printed rows (by rank; names lost in the paper text)",
+        [
+            "Rank",
+            "System (ours)",
+            *(f"{metric_label(m)} ours" for m in rouge),
+            *(f"{metric_label(m)} paper" for m in rouge),
+            *(f"Δ {metric_label(m)}" for m in rouge),
+            "nearest printed row",
+        ],
+    )
+    if not rouge:
+        table.notes.append("no ROUGE values (compute them with --metrics rouge1,rouge2,rougeL)")
+        return table
+    means = {m: {s: v[0] for s, v in system_spread(values[m]).items()} for m in rouge}
+    ours = sorted((s for s in systems if s in means[rouge[0]]), key=lambda s: -means[rouge[0]][s])
+    index = {m: TABLE7_METRICS.index(m) for m in rouge}
+    for rank, system in enumerate(ours):
+        mine = [means[m].get(system) for m in rouge]
+        printed = (
+            [TABLE7_EN_ROWS[rank][index[m]][0] for m in rouge]
+            if rank < len(TABLE7_EN_ROWS)
+            else [None] * len(rouge)
+        )
+
+        def distance(
+            row: tuple[tuple[float, float], ...], mine: list[float | None] = mine
+        ) -> float:
+            return sum(abs((v or 0.0) - row[index[m]][0]) for m, v in zip(rouge, mine, strict=True))
+
+        nearest = min(range(len(TABLE7_EN_ROWS)), key=lambda r: distance(TABLE7_EN_ROWS[r]))
+        table.rows.append(
+            [
+                str(rank + 1),
+                label(system),
+                *(_num(v, 3) for v in mine),
+                *(_num(v) for v in printed),
+                *(_delta(a, b) for a, b in zip(mine, printed, strict=True)),
+                f"row {nearest + 1} (Σ|Δ| {distance(TABLE7_EN_ROWS[nearest]):.3f})",
+            ]
+        )
+    table.notes.append(
+        "printed rows are rounded to 2 decimals; the paper has 9 English rows (incl. Zoom's "
+        "unreleased text-davinci-003), so rank alignment can shift by one row"
+    )
+    return table
+
+
+def table9(rows: Sequence[MetaRow], systems: Sequence[str]) -> Table:
+    """Table 9: pairwise accuracy (%) per metric and human column, with the printed values."""
+    columns = [col for *_, col in HUMAN_COLUMNS]
+    header = ["Metric", "source", *columns, "ties (metric/human)", "pairs"]
+    table = Table(
+        "table9",
+        f"Table 9: system-level pairwise accuracy ({len(systems)} systems)",
+        header,
+    )
+    by_metric: dict[str, dict[str, MetaRow]] = {}
+    for row in rows:
+        by_metric.setdefault(row.metric, {})[row.column] = row
+    diffs: list[float] = []
+    for metric, cells in by_metric.items():
+        accs = [cells[c].pairwise.accuracy if c in cells else None for c in columns]
+        ties = [
+            f"{cells[c].pairwise.metric_ties}/{cells[c].pairwise.human_ties}"
+            for c in columns
+            if c in cells
+        ]
+        pairs = {cells[c].pairwise.pairs for c in columns if c in cells}
+        table.rows.append(
+            [
+                metric_label(metric),
+                "ours",
+                *(_num(None if a is None else 100 * a, 1) for a in accs),
+                " ".join(ties),
+                "/".join(str(p) for p in sorted(pairs)),
+            ]
+        )
+        printed = TABLE9.get(metric.partition("@")[0])
+        if printed is not None:
+            table.rows.append(
+                [metric_label(metric), "paper", *(f"{v:.1f}" for v in printed), "", ""]
+            )
+            delta = [None if a is None else 100 * a - p for a, p in zip(accs, printed, strict=True)]
+            diffs += [abs(d) for d in delta if d is not None]
+            table.rows.append(
+                [metric_label(metric), "Δ", *(_delta(d, 0.0, 1) for d in delta), "", ""]
+            )
+    if diffs:
+        table.notes.append(
+            f"|ours - paper| over {len(diffs)} cells: mean {sum(diffs) / len(diffs):.1f} points, "
+            f"max {max(diffs):.1f}; one system pair of 21 is 4.8 points"
+        )
+    table.notes.append(
+        "systems: " + ", ".join(label(s) for s in systems) + "; a tie agrees only with a tie"
+    )
+    return table
+
+
+def correlation_table(rows: Sequence[MetaRow]) -> Table:
+    """Pearson / Spearman / Kendall at system and document level for every cell."""
+    table = Table(
+        "correlations",
+        "Correlation with human scores (system level over systems, document level over "
+        "(meeting, system))",
+        [
+            "Metric",
+            "Human",
+            "sys Pearson",
+            "sys Spearman",
+            "sys Kendall",
+            "sys n",
+            "doc Pearson",
+            "doc Spearman",
+            "doc Kendall",
+            "doc n",
+        ],
+    )
+    for row in rows:
+        table.rows.append(
+            [
+                metric_label(row.metric),
+                row.column,
+                *(_num(row.system.get(k), 3) for k in ("pearson", "spearman", "kendall")),
+                _num(row.system.get("n"), 0),
+                *(_num(row.document.get(k), 3) for k in ("pearson", "spearman", "kendall")),
+                _num(row.document.get("n"), 0),
+            ]
+        )
+    return table
+
+
+def heatmap(rows: Sequence[MetaRow], path: Path, title: str) -> Path:
+    """Pairwise-accuracy heatmap (metrics x human columns), next to the paper's where printed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    columns = [col for *_, col in HUMAN_COLUMNS]
+    metrics = list(dict.fromkeys(r.metric for r in rows))
+    cell = {(r.metric, r.column): r.pairwise.accuracy for r in rows}
+
+    def percent(metric: str, column: str) -> float:
+        value = cell.get((metric, column))
+        return math.nan if value is None else 100.0 * value
+
+    ours = np.array([[percent(m, c) for c in columns] for m in metrics])
+    printed = [m for m in metrics if m.partition("@")[0] in TABLE9]
+    panels: list[tuple[str, Any, list[str]]] = [(f"{title}: ours", ours, metrics)]
+    if printed:
+        paper = np.array([list(TABLE9[m.partition("@")[0]]) for m in printed])
+        panels.append(("AutoMin 2023 paper, Table 9 (as printed)", paper, printed))
+    height = 1.2 + 0.42 * max(len(metrics), 2)
+    fig, axes = plt.subplots(1, len(panels), figsize=(7.5 * len(panels), height), squeeze=False)
+    image = None
+    for ax, (name, data, names) in zip(axes[0], panels, strict=True):
+        image = ax.imshow(data, cmap="RdYlGn", vmin=30, vmax=100, aspect="auto")
+        ax.set_xticks(range(len(columns)), columns, rotation=35, ha="right")
+        ax.set_yticks(range(len(names)), [metric_label(m) for m in names])
+        ax.set_title(name)
+        for i in range(data.shape[0]):
+            for j in range(data.shape[1]):
+                if not np.isnan(data[i, j]):
+                    ax.text(j, i, f"{data[i, j]:.1f}", ha="center", va="center", fontsize=8)
+    if image is not None:
+        fig.colorbar(image, ax=list(axes[0]), label="pairwise accuracy (%)", shrink=0.8)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def write_tables(tables: Sequence[Table], out: Path, stem: str = "minutes_check") -> list[Path]:
+    """One Markdown file with every table, and one CSV per table."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = [out / f"{stem}.md"]
+    written[0].write_text("\n".join(t.markdown() for t in tables), encoding="utf-8")
+    for table in tables:
+        written.append(table.write_csv(out / f"{table.name}.csv"))
+    return written
+
+
+def meta_rows_csv(rows: Sequence[MetaRow], path: Path) -> Path:
+    """Every statistic of every (metric, human column) cell as CSV."""
+    dicts: list[Mapping[str, Any]] = [r.to_dict() for r in rows]
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        if dicts:
+            writer = csv.DictWriter(handle, fieldnames=list(dicts[0]))
+            writer.writeheader()
+            writer.writerows(dicts)
+    return path
