@@ -29,7 +29,10 @@ format:
 
 # Offline end to end: the released GPT-4 answers through the real lm_eval CLI in the
 # three settings, judged with the released judge scores, then the paper-style report.
+# The demo folder is cleared first: lm-eval adds a new timestamped results file per run,
+# and the report would count a second run of the same setting as a second seed.
 demo:
+	rm -rf $(RESULTS)/demo
 	lm_eval --model elitr-replay --model_args system=gpt-4 \
 		--tasks elitr_qa,elitr_qa_mt,elitr_conv --metadata '{"judge": "replay"}' \
 		--output_path $(RESULTS)/demo --log_samples
