@@ -12,7 +12,7 @@ from elitr_bench.cli import main
 def test_data_verify_and_info(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["data", "verify"]) == 0
     out = capsys.readouterr().out
-    assert out.count("ok  ") == 5 and "elitr-bench/data.zip" in out
+    assert out.count("ok  ") == 6 and "elitr-bench/czech.zip" in out
     assert "ok  automin-2023/  284 files match automin_2023_manifest.json" in out
     assert main(["data", "info"]) == 0
     out = capsys.readouterr().out
@@ -27,8 +27,8 @@ def test_data_errors_are_one_line(
     monkeypatch.setenv("ELITR_BENCH_DATA_DIR", str(tmp_path))
     assert main(["data", "verify"]) == 1
     out = capsys.readouterr().out
-    # 4 archives, then the first 5 missing AutoMin files and a count of the rest.
-    assert out.count("BAD ") == 4 + 5 + 1 and "BAD automin-2023/: 279 more of 284 files" in out
+    # 5 archives, then the first 5 missing AutoMin files and a count of the rest.
+    assert out.count("BAD ") == 5 + 5 + 1 and "BAD automin-2023/: 279 more of 284 files" in out
     assert main(["data", "info"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("elitr-bench: error: ELITR_BENCH_DATA_DIR=") and "\n" not in err

@@ -5,6 +5,7 @@ from elitr_bench.data.loaders import (
     RELEASED_FILES,
     Benchmark,
     load_benchmark,
+    load_questions,
     load_released_responses,
     released_systems,
 )
@@ -19,6 +20,7 @@ __all__ = [
     "Question",
     "ReleasedResponse",
     "load_benchmark",
+    "load_questions",
     "load_released_responses",
     "released_systems",
 ]

@@ -29,6 +29,7 @@ from elitr_bench.data.records import (
     Split,
 )
 from elitr_bench.data.sources import (
+    CZECH,
     QUESTIONS,
     RESPONSES,
     TRANSCRIPTS_DEV,
@@ -223,6 +224,76 @@ def _location_key() -> str:
 def load_benchmark() -> Benchmark:
     """Load (once per data location and process) every question set and transcript."""
     return _load_benchmark_for(_location_key())
+
+
+#: Languages of the question sets: the released English one and the Czech translation.
+LANGUAGES: tuple[str, ...] = ("en", "cs")
+
+
+def _load_czech_uncached() -> dict[tuple[Setting, Split], tuple[Question, ...]]:
+    """The Czech question sets, checked item by item against the English ones.
+
+    ``czech.zip`` mirrors ``data.zip`` (``czech/elitr-bench-czech-{setting}_{split}.json``):
+    only the question and reference-answer texts are translated, so each Czech set must
+    list the same meetings, question ids, types and answer positions in the same order.
+    """
+    path = store.resolve(CZECH)
+    english = load_benchmark()
+    sets: dict[tuple[Setting, Split], tuple[Question, ...]] = {}
+    for setting in SETTINGS:
+        for split in SPLITS:
+            member = f"czech/elitr-bench-czech-{setting}_{split}.json"
+            where = f"{path.name}:{member}"
+            items = tuple(parse_questions(read_zip_json(path, member), setting, split, where))
+            reference = english.questions(setting, split)
+            shape = [
+                (q.meeting_id, q.question_id, q.question_type, q.answer_position) for q in items
+            ]
+            expected = [
+                (q.meeting_id, q.question_id, q.question_type, q.answer_position) for q in reference
+            ]
+            if shape != expected:
+                first = next(
+                    (i for i, (a, b) in enumerate(zip(shape, expected, strict=False)) if a != b),
+                    min(len(shape), len(expected)),
+                )
+                raise DataError(
+                    f"{where}: does not match the English set {setting}_{split} "
+                    f"({len(shape)} vs {len(expected)} questions, first difference at item "
+                    f"{first}); the archive is not the pinned release, replace it"
+                )
+            sets[(setting, split)] = items
+    return sets
+
+
+@lru_cache(maxsize=4)
+def _load_czech_for(_location: str) -> dict[tuple[Setting, Split], tuple[Question, ...]]:
+    return _load_czech_uncached()
+
+
+def load_questions(
+    setting: Setting = "qa", split: Split = "dev", language: str = "en"
+) -> tuple[Question, ...]:
+    """Questions of one setting, split and language (``en`` or ``cs``), in released order.
+
+    The Czech sets are read from ``czech.zip`` only when asked for, so English-only runs
+    never need that file.
+
+    Raises:
+        DataError: Unknown language, setting or split, or a bad file.
+    """
+    if language == "en":
+        return load_benchmark().questions(setting, split)
+    if language != "cs":
+        raise DataError(f"unknown question language {language!r}; expected one of {LANGUAGES}")
+    sets = _load_czech_for(_location_key())
+    try:
+        return sets[(setting, split)]
+    except KeyError:
+        raise DataError(
+            f"unknown question set setting={setting!r} split={split!r}; "
+            f"settings are {SETTINGS}, splits are {SPLITS}"
+        ) from None
 
 
 def _validate_release(setting: str, split: str, mode: str, source: str) -> None:

@@ -82,7 +82,11 @@ TRANSCRIPTS_TEST = _ms9(
     "ELITR-English-test", "d68a1d2be564bbeda178bb511f64919ee6e0c9669a156b349f2f919781b28276"
 )
 
-ALL_SOURCES: tuple[Source, ...] = (QUESTIONS, RESPONSES, TRANSCRIPTS_DEV, TRANSCRIPTS_TEST)
+#: Czech translations of every question and reference answer (same ids, types, positions
+#: and order as ``data.zip``); the transcripts stay the English ones.
+CZECH = _bench("czech", "7bb423f3b13f89c88f2dfe9cb2849840c5cd45923cb72e099f8158cccbbddd67")
+
+ALL_SOURCES: tuple[Source, ...] = (QUESTIONS, RESPONSES, TRANSCRIPTS_DEV, TRANSCRIPTS_TEST, CZECH)
 
 
 # --- AutoMin 2023 (ufal/automin-2023-data) -----------------------------------------------

@@ -125,6 +125,12 @@ class ReplayLM(LM):
                     f"(WER {doc['target_wer']}), and no responses on noisy transcripts were "
                     "released; run a real model on noisy tasks"
                 )
+            if doc.get("language", "en") != "en":
+                raise ReplayError(
+                    f"elitr-replay: task {request.task_name} asks the {doc['language']} "
+                    "questions, and only answers to the English questions were released; "
+                    "run a real model on these tasks"
+                )
             key = (
                 doc["setting"],
                 doc["split"],
