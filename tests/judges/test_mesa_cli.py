@@ -50,6 +50,13 @@ def test_mesa_command_end_to_end(
     assert run["usage"]["requests"] == 48 and run["mesa"]["layout"] == "paper"
     assert "sk-" not in (out / "run.json").read_text()
 
+    # minutes-check reads mesa.jsonl as a metric file.
+    check = ["minutes-check", "--metric-file", str(out / "mesa.jsonl"), "--metrics", "none"]
+    assert main([*check, "--systems", "gpt4,ntr", "--out", str(tmp_path / "check")]) == 0
+    summary = json.loads((tmp_path / "check" / "summary.json").read_text())
+    assert {"quality", "impact", "types.OM.rating"} <= set(summary["metrics"])
+    capsys.readouterr()
+
     # A second run is served from the cache.
     loopback.reset()
     assert main([*args, "--out", str(out)]) == 0
