@@ -140,3 +140,29 @@ def test_mesa_in_the_lm_eval_minutes_filter(loopback: LoopbackOpenAI) -> None:
     metrics = minutes_judge_metrics(logged)
     assert metrics["mesa_quality"] == pytest.approx(1 + (5 - 14.24 / 6.19) * 9 / 5)
     assert metrics["mesa_IRR"] == 5.0 and metrics["judge_unscored"] == 0.0
+
+
+def test_mesa_judges_a_minutes_task_through_lm_eval(loopback: LoopbackOpenAI) -> None:
+    from lm_eval import simple_evaluate
+    from lm_eval.tasks import TaskManager
+
+    loopback.handler = make_script()
+    judge = _judge(loopback, ",method=mesa,layout=prefix")
+    result = simple_evaluate(
+        model="elitr-replay",
+        model_args="system=gpt4",
+        tasks=["automin23_en"],
+        task_manager=TaskManager(include_defaults=False, metadata={"judge": judge}),
+        limit=1,
+        log_samples=True,
+    )
+    assert result is not None
+    res = result["results"]["automin23_en"]
+    quality = 1 + (5 - 14.24 / 6.19) * 9 / 5
+    assert res["mesa_quality,none"] == pytest.approx(quality)
+    assert res["mesa_OM,none"] == 4.0 and res["mesa_COR,none"] == 0.0
+    assert len(loopback.requests) == 24
+    (sample,) = result["samples"]["automin23_en"]
+    logged = json.loads(sample["filtered_resps"][0][0])
+    assert logged["judge"]["details"]["types"]["LAN"]["rating"] == 1.0
+    assert logged["response"].strip()  # the generated minutes stay in the log
