@@ -64,6 +64,11 @@ def _score_axis(ax: Any, metric: str, axis: str = "y") -> None:
         ax.set_xticks(ticks)
 
 
+def _wrap(label: str) -> str:
+    """Row label with its judge (``model [judge]``) on a second line, to keep ticks short."""
+    return label.replace(" [", "\n[")
+
+
 def _metric(records: Sequence[Mapping[str, Any]]) -> str:
     return str(records[0]["metric"]) if records else "judge_score"
 
@@ -131,7 +136,7 @@ def figure3(table: Table, path: Path) -> Path:
         ys = [values.get((name, s, m), np.nan) for name in models]
         ax.bar(x + (i - 1) * width, ys, width, label=setting_title(s, m))
     ax.set_xticks(x)
-    ax.set_xticklabels(models, rotation=30, ha="right", fontsize=8)
+    ax.set_xticklabels([_wrap(m) for m in models], rotation=30, ha="right", fontsize=8)
     metric = _metric(table.records)
     ax.set_ylabel(metric)
     _score_axis(ax, metric)
@@ -246,7 +251,7 @@ def table2_figure(table: Table, path: Path) -> Path:
         colour = palette((2 * _setting_rank(s, m) + (1 if sp == "dev" else 0)) % palette.N)
         ax.bar(x + offset, ys, width, yerr=err, capsize=2, label=label, color=colour)
     ax.set_xticks(x)
-    ax.set_xticklabels(rows, rotation=30, ha="right", fontsize=8)
+    ax.set_xticklabels([_wrap(r) for r in rows], rotation=30, ha="right", fontsize=8)
     metric = _metric(records)
     ax.set_ylabel(metric)
     _score_axis(ax, metric)

@@ -449,6 +449,7 @@ def load_runs(paths: Sequence[str | Path], *, require: bool = True) -> LoadedRun
     notes: list[str] = []
     runs: list[TaskRun] = []
     judges: dict[str, JudgeId] = {}
+    copies: dict[tuple[Any, ...], TaskRun] = {}
     for results_path in find_results_files(paths):
         data = _load_json(results_path)
         config = data.get("config") or _rescored_config(data)
@@ -506,6 +507,14 @@ def load_runs(paths: Sequence[str | Path], *, require: bool = True) -> LoadedRun
             noise_seeds = {s.noise_seed for s in samples if s.noise_seed is not None}
             if noise_seeds and "noise_seed" not in seeds:
                 seeds["noise_seed"] = ",".join(sorted(noise_seeds))
+            same = _same_run(model, seeds, samples)
+            if same in copies:
+                first = copies[same]
+                notes.append(
+                    f"{samples_path.name} is an identical copy of {first.run_id} (same model, "
+                    "seeds, judge, answers and scores): counted once"
+                )
+                continue
             runs.append(
                 TaskRun(
                     run_id=f"R{len(runs) + 1}",
@@ -519,6 +528,7 @@ def load_runs(paths: Sequence[str | Path], *, require: bool = True) -> LoadedRun
                     n_logged=int(n_logged) if n_logged is not None else None,
                 )
             )
+            copies[same] = runs[-1]
     if not runs and require:
         raise ReportError(
             "no ELITR-Bench runs with samples found; run lm_eval with --log_samples on elitr_* "
@@ -531,6 +541,34 @@ def load_runs(paths: Sequence[str | Path], *, require: bool = True) -> LoadedRun
 def response_hash(text: str) -> str:
     """Short stable hash of a response text, to match the same answer across runs."""
     return hashlib.sha1(text.strip().encode("utf-8")).hexdigest()[:16]
+
+
+def _same_run(
+    model: ModelId, seeds: Mapping[str, str], samples: Sequence[Sample]
+) -> tuple[Any, ...]:
+    """What makes two task runs the same run: model, seeds and every sample's content.
+
+    Running the same command twice into one output dir (``make demo`` twice) leaves two
+    results files of one run; counting both would make Table 9 report n=2 of a single run.
+    File names, dates and paths are left out on purpose.
+    """
+    content = tuple(
+        (
+            s.setting,
+            s.split,
+            s.mode,
+            s.meeting_id,
+            s.question_id,
+            s.response,
+            tuple(sorted(s.scores.items())),
+            s.judge_status,
+            s.judge.key if s.judge else None,
+            s.target_wer,
+            s.effective_wer,
+        )
+        for s in samples
+    )
+    return (model, tuple(sorted(seeds.items())), content)
 
 
 def _check_duplicates(runs: Sequence[TaskRun], notes: list[str]) -> None:
@@ -547,8 +585,8 @@ def _check_duplicates(runs: Sequence[TaskRun], notes: list[str]) -> None:
         )
         if key in seen:
             notes.append(
-                f"{run.run_id} repeats {seen[key]} (same model, judge, task data and seeds); "
-                "both are counted as separate runs"
+                f"{run.run_id} repeats {seen[key]} (same model, judge, task data and seeds, "
+                "different answers or scores); both are counted as separate runs"
             )
         else:
             seen[key] = run.run_id

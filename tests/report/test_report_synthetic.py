@@ -77,6 +77,27 @@ def test_seeded_runs_make_table9_and_average_in_table2(tmp_path: Path, synthetic
     assert t2["test2"]["ci_low"] < t2["test2"]["value"] < t2["test2"]["ci_high"]
 
 
+def test_a_run_saved_twice_counts_once(tmp_path: Path, synthetic: Writer) -> None:
+    """The same command run twice into one dir (``make demo`` twice) is one run, not n=2."""
+    for name in ("first", "again"):
+        synthetic(tmp_path / "runs", name, **qa_st("dev"), judge=JUDGE_A, score=base_score)
+    # Same model and seed, but other scores: a real repeat, kept and flagged.
+    synthetic(
+        tmp_path / "runs",
+        "rescored",
+        **qa_st("dev"),
+        judge=JUDGE_A,
+        score=lambda q: 11.0 - base_score(q),
+    )
+    loaded = load_runs([tmp_path / "runs"])
+    assert [r.run_id for r in loaded.runs] == ["R1", "R2"]
+    copies = [n for n in loaded.notes if "identical copy of R" in n]
+    assert len(copies) == 1 and "counted once" in copies[0]
+    assert any("R2 repeats R1" in n and "different answers or scores" in n for n in loaded.notes)
+    report = build_report([tmp_path / "runs"], tmp_path / "out")
+    assert report.table("table9_judge_score").records[0]["n_runs"] == 2
+
+
 def test_unscored_samples_are_left_out_and_counted(tmp_path: Path, synthetic: Writer) -> None:
     def score(q: Any) -> float | None:
         return None if q.question_id == "1" else base_score(q)
