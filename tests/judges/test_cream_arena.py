@@ -1,0 +1,324 @@
+"""CREAM arenas end to end against a scripted loopback judge (no API key, no network)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from elitr_bench.cli import main
+from elitr_bench.judges.cream.prompts import (
+    alignment_prompt,
+    extraction_prompt,
+    paragraph_of,
+    summary_lines,
+)
+from tests.support.openai_server import LoopbackOpenAI, RecordedRequest
+
+FAST = ["--bootstrap", "30", "--orders", "20", "--quiet"]
+
+MEETINGS = ("meeting_en_dev_001", "meeting_en_dev_002")
+LONG = 30  # the scripted judge calls lines longer than this "key facts"
+
+
+def _minutes(style: str, meeting: str) -> str:
+    """Three systems that differ in completeness and padding."""
+    facts = [f"Decision {i} of {meeting} was agreed by the whole team." for i in range(1, 5)]
+    if style == "full":
+        return "\n".join(f"- {f}" for f in facts)
+    if style == "half":
+        return "\n".join(f"- {f}" for f in facts[:2]) + "\n- ok\n- thanks"
+    return "\n".join(f"* {f}" for f in facts[:3]) + "\n* misc"
+
+
+def write_run(root: Path, name: str, style: str, task: str = "automin23_en") -> Path:
+    """A minimal lm-eval output folder of a minutes task (samples + results file)."""
+    folder = root / name
+    folder.mkdir(parents=True)
+    stamp = "2026-01-01T00-00-00.000001"
+    with (folder / f"samples_{task}_{stamp}.jsonl").open("w") as handle:
+        for meeting in MEETINGS:
+            sample = {"doc": {"meeting_id": meeting}, "resps": [[_minutes(style, meeting)]]}
+            handle.write(json.dumps(sample) + "\n")
+    results = {
+        "config": {"model": "hf", "model_args": f"pretrained=org/{name}"},
+        "configs": {task: {"metadata": {}}},
+    }
+    (folder / f"results_{stamp}.json").write_text(json.dumps(results))
+    return folder
+
+
+def _facts_of(extraction_reply: str) -> list[str]:
+    return [re.sub(r"^\d+\.\s*", "", ln) for ln in extraction_reply.splitlines()[1:] if ln]
+
+
+def cream_script(
+    bad: Callable[[RecordedRequest], str | None] | None = None,
+) -> Callable[[RecordedRequest], str]:
+    """Scripted CREAM judge: key facts = long lines of the paragraph; aligned by equality."""
+
+    def handler(request: RecordedRequest) -> str:
+        override = bad(request) if bad is not None else None
+        if override is not None:
+            return override
+        messages = request.body["messages"]
+        last = messages[-1]["content"]
+        if last.startswith("You will be provided with a paragraph"):
+            paragraph = last.split("Paragraph: ", 1)[1]
+            lines = [ln.strip().lstrip("-* ") for ln in paragraph.splitlines()]
+            facts = list(dict.fromkeys(ln for ln in lines if len(ln) > LONG))
+            return "Key facts:\n" + "\n".join(f"{i}. {f}" for i, f in enumerate(facts, 1))
+        assert last.startswith("You now have a summary"), last[:80]
+        facts = _facts_of(messages[1]["content"])
+        numbered = last.split("Summary: ", 1)[1].splitlines()
+        where = {}
+        for ln in numbered:
+            number, text = re.match(r"\[(\d+)\] (.*)", ln).groups()  # type: ignore[union-attr]
+            where[text.lstrip("-* ")] = int(number)
+        answer = [
+            {
+                "key fact": f,
+                "response": "Yes" if f in where else "No",
+                "line number": [where[f]] if f in where else [],
+            }
+            for f in facts
+        ]
+        return json.dumps(answer)
+
+    return handler
+
+
+def arena(server: LoopbackOpenAI, out: Path, *args: str, judge_opts: str = "") -> int:
+    spec = f"openai:judge-model,base_url={server.base_url}{judge_opts}"
+    return main(["arena", *args, "--judge", spec, "--out", str(out), *FAST])
+
+
+def test_prompts_on_the_wire_call_count_cache_and_adding_a_run(
+    tmp_path: Path, loopback: LoopbackOpenAI, capsys: pytest.CaptureFixture[str]
+) -> None:
+    loopback.handler = cream_script()
+    full = write_run(tmp_path, "model-full", "full")
+    half = write_run(tmp_path, "model-half", "half")
+    out = tmp_path / "arena"
+    assert arena(loopback, out, str(full), str(half)) == 0
+    requests = loopback.snapshot()
+    # 1 pair x 2 meetings x 2 orders x 3 calls (extraction + 2 alignments).
+    assert len(requests) == 1 * 2 * 2 * 3
+    printed = capsys.readouterr().out
+    assert "judge calls: 12 " in printed
+
+    # Exact prompts: extraction alone; each alignment follows it in the same chat.
+    a = summary_lines(_minutes("full", MEETINGS[0]))
+    b = summary_lines(_minutes("half", MEETINGS[0]))
+    first = extraction_prompt(paragraph_of(a, b), 16)
+    extractions = [r for r in requests if len(r.body["messages"]) == 1]
+    assert len(extractions) == 4
+    assert first in [r.prompt for r in extractions]
+    follow_ups = [r for r in requests if r.body["messages"][0]["content"] == first]
+    assert len(follow_ups) == 3
+    alignments = [r for r in follow_ups if len(r.body["messages"]) == 3]
+    assert sorted(r.prompt for r in alignments) == sorted(
+        [alignment_prompt(a), alignment_prompt(b)]
+    )
+    for r in alignments:
+        roles = [m["role"] for m in r.body["messages"]]
+        assert roles == ["user", "assistant", "user"]
+        assert r.body["messages"][1]["content"].startswith("Key facts:\n1. Decision 1")
+        assert r.seed == 2023 and r.body["temperature"] == 0.6
+
+    # Scores as the scripted judge implies: full has all 4 facts on 4 lines; half 2 of 4
+    # facts on 4 lines (two padding lines).
+    comps = [json.loads(x) for x in (out / "comparisons.jsonl").read_text().splitlines()]
+    assert len(comps) == 4 and {c["status"] for c in comps} == {"ok"}
+    for c in comps:
+        scores = {s["system"]: s["scores"] for s in c["sides"]}
+        assert scores["hf,model-full"] == {"completeness": 1.0, "conciseness": 1.0}
+        assert scores["hf,model-half"] == {"completeness": 0.5, "conciseness": 0.5}
+    board = list(csv.DictReader((out / "leaderboard.csv").open()))
+    assert [r["system"] for r in board if r["metric"] == "completeness"] == [
+        "hf,model-full",
+        "hf,model-half",
+    ]
+    ratings = list(csv.DictReader((out / "ratings.csv").open()))
+    assert {r["metric"] for r in ratings} == {
+        "cream_elo_completeness",
+        "cream_elo_conciseness",
+        "cream_bt_completeness",
+        "cream_bt_conciseness",
+    }
+    assert {r["meeting_id"] for r in ratings} == {""}
+    for name in ("leaderboard.md", "leaderboard.png", "pairwise.md", "keyfacts.md"):
+        assert (out / name).stat().st_size > 0
+    assert "| 1 | Decision 1 of meeting_en_dev_001" in (out / "keyfacts.md").read_text()
+    assert "| hf,model-full | - | 100.0% |" in (out / "pairwise.md").read_text()
+
+    # Same command again: the arena holds every comparison, nothing is asked.
+    assert arena(loopback, out, str(full), str(half)) == 0
+    assert len(loopback.snapshot()) == 12
+    # A fresh arena folder on the same judge cache: every call is a cache hit.
+    assert arena(loopback, tmp_path / "arena2", str(full), str(half)) == 0
+    assert len(loopback.snapshot()) == 12
+    assert "judge requests sent: 0, cache hits: 12" in capsys.readouterr().out
+
+    # Adding a third run judges only its 2 new pairs: 2 pairs x 2 meetings x 2 orders x 3.
+    third = write_run(tmp_path, "model-third", "third")
+    assert arena(loopback, out, str(third)) == 0
+    assert len(loopback.snapshot()) == 12 + 24
+    printed = capsys.readouterr().out
+    assert "3 systems x 2 meetings, 3 pairs; 4 comparisons already judged, 8 to judge" in printed
+    board = list(csv.DictReader((out / "leaderboard.csv").open()))
+    assert len(board) == 3 * 2
+
+
+def test_unscored_replies_keep_reasons_and_are_paid_once(
+    tmp_path: Path, loopback: LoopbackOpenAI, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def bad(request: RecordedRequest) -> str | None:
+        last = request.prompt
+        if last.startswith("You now have") and "[4] - thanks" in last:
+            return "I think most facts are in there."  # no JSON at all
+        if last.startswith("You now have") and "* misc" in last:
+            return json.dumps([{"key fact": "x", "response": "Yes", "line number": [9]}])
+        return None
+
+    loopback.handler = cream_script(bad)
+    runs = [write_run(tmp_path, n, n.split("-")[1]) for n in ("m-full", "m-half", "m-third")]
+    out = tmp_path / "arena"
+    assert arena(loopback, out, *map(str, runs)) == 0
+    # 3 pairs x 2 meetings x 2 orders = 12 comparisons; each bad alignment is asked again
+    # once (reask=1): half and third each appear in 8 comparisons.
+    assert len(loopback.snapshot()) == 12 * 3 + 8 + 8
+    comps = [json.loads(x) for x in (out / "comparisons.jsonl").read_text().splitlines()]
+    reasons = {
+        s["system"]: s["reason"] for c in comps for s in c["sides"] if s["system"] != "hf,m-full"
+    }
+    assert reasons["hf,m-half"] == "alignment reply holds no JSON list"
+    assert "outside the summary" in reasons["hf,m-third"] or "entries for" in reasons["hf,m-third"]
+    assert all(
+        s["scores"]["completeness"] is None
+        for c in comps
+        for s in c["sides"]
+        if s["system"] != "hf,m-full"
+    )
+    matches = list(csv.DictReader((out / "matches.csv").open()))
+    assert all(m["result"] == "" for m in matches)  # every pair involves a bad side
+    assert "(partly) unscored" in capsys.readouterr().out
+    # Re-running asks nothing: the arena and the cache hold every reply, bad ones too.
+    assert arena(loopback, tmp_path / "again", *map(str, runs)) == 0
+    assert len(loopback.snapshot()) == 12 * 3 + 16
+
+
+def test_automin_arena_cli_end_to_end(
+    tmp_path: Path, loopback: LoopbackOpenAI, capsys: pytest.CaptureFixture[str]
+) -> None:
+    loopback.handler = cream_script()
+    out = tmp_path / "automin"
+    code = main(
+        [
+            "arena",
+            "--automin",
+            "--systems",
+            "gpt4,ntr,synapse",
+            "--meetings",
+            "2",
+            "--judge",
+            f"openai:gpt-4o-mini,base_url={loopback.base_url}",
+            "--out",
+            str(out),
+            *FAST,
+        ]
+    )
+    assert code == 0
+    printed = capsys.readouterr().out
+    calls = int(re.search(r"judge calls: (\d+) ", printed).group(1))  # type: ignore[union-attr]
+    assert calls == len(loopback.snapshot()) == 3 * 2 * 2 * 3
+    assert re.search(r"estimated cost \$\d+\.\d\d at most", printed)
+    meta = json.loads((out / "arena.json").read_text())
+    assert meta["meetings"] == ["meeting_en_test2023_001", "meeting_en_test2023_002"]
+    assert sorted(meta["systems"]) == ["gpt4", "ntr", "synapse"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["comparisons"] == 12 and summary["usage"]["requests"] == 36
+    assert set(summary["position_bias"]) == {"completeness", "conciseness"}
+    # minutes-check reads the ratings as system-level metrics (the contract's CSV format).
+    ratings = str(out / "ratings.csv")
+    check = ["minutes-check", "--metrics", "none", "--metric-file", ratings]
+    assert main([*check, "--systems", "gpt4,ntr,synapse"]) == 0
+    assert "cream_elo_completeness" in capsys.readouterr().out
+
+
+def _one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("elitr-bench: error: "), err
+    return err
+
+
+def test_bad_input_one_line_nothing_paid(
+    tmp_path: Path,
+    loopback: LoopbackOpenAI,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    loopback.handler = cream_script()
+    full = write_run(tmp_path, "model-full", "full")
+    # One system.
+    assert arena(loopback, tmp_path / "a1", "--automin", "--systems", "gpt4") == 2
+    assert "at least 2 systems, got 1 (gpt4)" in _one_line_error(capsys)
+    # Runs of different task sets.
+    dev = write_run(tmp_path, "model-dev", "half", task="elitr_minutes_dev")
+    assert arena(loopback, tmp_path / "a2", str(full), str(dev)) == 2
+    assert "runs of different task sets" in _one_line_error(capsys)
+    # Two runs with one name.
+    assert arena(loopback, tmp_path / "a3", str(full), str(full)) == 2
+    assert "NAME=PATH" in _one_line_error(capsys)
+    # Above --max-cost (gpt-4o-mini is priced): nothing is asked.
+    spec = f"openai:gpt-4o-mini,base_url={loopback.base_url}"
+    code = main(
+        ["arena", "--automin", "--systems", "gpt4,ntr", "--meetings", "1", "--judge", spec,
+         "--out", str(tmp_path / "a4"), "--max-cost", "0.00001", *FAST]
+    )  # fmt: skip
+    assert code == 2
+    assert "exceeds --max-cost" in _one_line_error(capsys)
+    # A missing API key for a non-local endpoint fails before any call.
+    monkeypatch.delenv("OPENAI_API_KEY")
+    code = main(
+        ["arena", "--automin", "--systems", "gpt4,ntr", "--meetings", "1", "--judge",
+         "openai:gpt-4o", "--out", str(tmp_path / "a5"), *FAST]
+    )  # fmt: skip
+    assert code == 2
+    assert "no API key; export OPENAI_API_KEY" in _one_line_error(capsys)
+    assert loopback.snapshot() == []
+
+
+def test_failed_judge_calls_resume_without_paying_twice(
+    tmp_path: Path, loopback: LoopbackOpenAI, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.support.openai_server import server_error
+
+    script = cream_script()
+    broken = {"on": True}
+
+    def flaky(request: RecordedRequest) -> object:
+        if (
+            broken["on"]
+            and request.prompt.startswith("You now have")
+            and "thanks" in request.prompt
+        ):
+            return server_error()
+        return script(request)
+
+    loopback.handler = flaky  # type: ignore[assignment]
+    runs = [str(write_run(tmp_path, n, n.split("-")[1])) for n in ("m-full", "m-half")]
+    out = tmp_path / "arena"
+    assert arena(loopback, out, *runs, judge_opts=",retries=0") == 1
+    assert "comparisons failed (judge errors); re-run" in capsys.readouterr().err
+    first = len(loopback.snapshot())
+    assert first == 12  # every call was made once; the half-model alignments failed
+    assert (out / "comparisons.jsonl").read_text() == ""  # failed comparisons are not kept
+    broken["on"] = False
+    assert arena(loopback, out, *runs, judge_opts=",retries=0") == 0
+    # Only the 4 failed alignments are asked again; extractions and the rest are cached.
+    assert len(loopback.snapshot()) == first + 4
