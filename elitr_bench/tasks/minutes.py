@@ -439,10 +439,10 @@ class MinutesTask(ConfigurableTask):
         self._instances = keep
         if self._status:
             log.warning(
-                "%s: %d meeting(s) over the context were %s",
+                "%s: %d meeting(s) over the context: %s",
                 self.config.task,
                 len(self._status),
-                self.options.overlength,
+                ", ".join(f"{m} {s}" for m, s in sorted(self._status.items())),
             )
 
     def _truncate(self, inst: Any, counter: context.TokenCounter, excess: int) -> None:
