@@ -125,7 +125,7 @@ def merge(
             that already entered with other minutes, an entrant missing a meeting, or
             fewer than two systems.
     """
-    if state.judge and dict(state.judge) != dict(judge):
+    if state.comparisons and state.judge and dict(state.judge) != dict(judge):
         changed = sorted(k for k in {*state.judge, *judge} if state.judge.get(k) != judge.get(k))
         raise ArenaError(
             f"{out}: this arena was judged with another judge ({', '.join(changed)} differ); "
@@ -292,6 +292,10 @@ async def run_comparisons(
         bar = tqdm(total=len(todo), desc="CREAM comparisons", unit="cmp", leave=False)
     path = out / COMPARISONS_FILE
     out.mkdir(parents=True, exist_ok=True)
+    if path.exists() and path.stat().st_size and not path.read_bytes().endswith(b"\n"):
+        # A run killed mid-line left a partial record (skipped on load); start a new line.
+        with path.open("a", encoding="utf-8") as tail:
+            tail.write("\n")
     handle = path.open("a", encoding="utf-8")
 
     async def one(meeting: str, first: str, second: str) -> Comparison:

@@ -114,7 +114,6 @@ def arena_command(args: argparse.Namespace) -> int:
         meetings = select_meetings(args.meetings, state.meetings or available)
     identity = cream_identity(config, args.key_facts)
     state = merge(state, entrants, meetings, identity, out)
-    save_meta(state, out)
     todo = pending(state)
     p = plan(state, todo, config)
     n = len(state.systems)
@@ -135,6 +134,7 @@ def arena_command(args: argparse.Namespace) -> int:
             f"estimated cost ${p.cost_usd:.2f} exceeds --max-cost {args.max_cost:g}; raise "
             "--max-cost, or fewer --systems/--meetings, or a cheaper --judge"
         )
+    save_meta(state, out)  # the arena's systems and minutes, before anything is paid
     usage: dict[str, Any] = {}
     failed = 0
     if todo:

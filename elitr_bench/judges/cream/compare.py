@@ -57,7 +57,6 @@ def cream_identity(config: JudgeConfig, max_key_facts: int) -> dict[str, Any]:
         "top_p": config.top_p,
         "seed": config.seed,
         "max_tokens": config.max_tokens,
-        "reask": config.reask,
     }
 
 
