@@ -23,6 +23,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
+from elitr_bench.report.agreement import GOLD, RELEASED_GPT4, RELEASED_PROMETHEUS, SILVER
 from elitr_bench.report.tables import FIG3_SETTINGS, SETTINGS, SPLITS, Table, setting_title
 
 _DPI = 120
@@ -62,6 +63,15 @@ def _score_axis(ax: Any, metric: str, axis: str = "y") -> None:
     else:
         ax.set_xlim(*limits)
         ax.set_xticks(ticks)
+
+
+#: The released evaluators keep their colour in every report; other judges take the rest.
+_EVALUATOR_COLOURS = {RELEASED_GPT4: "C0", RELEASED_PROMETHEUS: "C1", SILVER: "C2", GOLD: "C3"}
+
+
+def _evaluator_colours(names: Sequence[str]) -> dict[str, str]:
+    spare = iter(f"C{i}" for i in range(4, 10))
+    return {n: _EVALUATOR_COLOURS.get(n) or next(spare, "black") for n in names}
 
 
 def _wrap(label: str) -> str:
@@ -160,6 +170,7 @@ def figure2a(plot: Mapping[str, Any], reference: str, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(8, 4.8))
     clipped = False
     step = 0.12
+    colours = _evaluator_colours(list(series))
     for k, (name, bins) in enumerate(series.items()):
         pts = [(b, v) for b, v in sorted(bins.items()) if v["mean"] is not None]
         if not pts:
@@ -171,7 +182,7 @@ def figure2a(plot: Mapping[str, Any], reference: str, path: Path) -> Path:
         clipped |= any(
             v["low"] is not None and (v["low"] < 0.5 or v["high"] > 10.5) for _, v in pts
         )
-        ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=name)
+        ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=name, color=colours[name])
     ax.plot([1, 10], [1, 10], color="grey", linestyle=":", linewidth=1, label="y = x")
     _score_axis(ax, "judge_score", "y")
     ax.set_xlim(0.5, 10.5)
