@@ -57,10 +57,13 @@ def test_mesa_command_end_to_end(
     assert {"quality", "impact", "types.OM.rating"} <= set(summary["metrics"])
     capsys.readouterr()
 
-    # A second run is served from the cache.
+    # A second run is served from the cache, and its plan says so (so --max-cost passes).
     loopback.reset()
-    assert main([*args, "--out", str(out)]) == 0
+    rerun = [*args[:-1], _judge(loopback, ",price=5:15"), "--max-cost", "0.01"]
+    assert main([*rerun, "--out", str(out)]) == 0
     assert len(loopback.requests) == 0
+    err = capsys.readouterr().err
+    assert "2 summaries -> 0 calls (16 type assessments already cached" in err
 
     # --max-cost stops before any call; unknown meeting / bad error-type file: one line.
     priced = ["mesa", "--systems", "gpt4", "--meetings", "2", "--out", str(out)]

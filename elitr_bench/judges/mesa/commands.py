@@ -134,17 +134,23 @@ def _cmd_mesa(args: argparse.Namespace) -> int:
         method.budget(),
         method.options.overlength,
     )
-    plan = make_plan(items, method, config)
-    _print_plan(plan.line(config.model))
-    check_budget(plan, args.max_cost)
+    client = make_client(config)
+    try:
+        plan = make_plan(items, method, config, client=client)
+        _print_plan(plan.line(config.model))
+        check_budget(plan, args.max_cost)
+        if not args.dry_run:
+            check_judge_ready(config)
+    except BaseException:
+        run_coroutine(client.aclose)
+        raise
     if args.dry_run:
+        run_coroutine(client.aclose)
         return 0
-    check_judge_ready(config)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 
     async def run() -> Any:
-        client = make_client(config)
         try:
             return await assess_items_run(items, config, client, method=method, desc="MESA")
         finally:
@@ -223,21 +229,28 @@ def _cmd_train(args: argparse.Namespace) -> int:
     items = [s.item for s in samples]
     extra_chars = sum(len(i.transcript) + len(i.minutes) + 4000 for i in items)
     extra_chars += len(method.types) * 500 * len(items)
-    plan = make_plan(
-        items,
-        method,
-        config,
-        extra_calls=len(items) + len(method.types),
-        extra_prompt_chars=extra_chars,
-    )
-    _print_plan(plan.line(config.model))
-    check_budget(plan, args.max_cost)
+    client = make_client(config)
+    try:
+        plan = make_plan(
+            items,
+            method,
+            config,
+            extra_calls=len(items) + len(method.types),
+            extra_prompt_chars=extra_chars,
+            client=client,
+        )
+        _print_plan(plan.line(config.model))
+        check_budget(plan, args.max_cost)
+        if not args.dry_run:
+            check_judge_ready(config)
+    except BaseException:
+        run_coroutine(client.aclose)
+        raise
     if args.dry_run:
+        run_coroutine(client.aclose)
         return 0
-    check_judge_ready(config)
 
     async def run() -> Any:
-        client = make_client(config)
         try:
             return await train(
                 samples,

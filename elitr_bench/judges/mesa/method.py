@@ -152,17 +152,43 @@ class MesaMethod:
 
     def planned_prompt_chars(self, item: MinutesItem) -> int:
         """Rough characters sent for one summary (expected calls; instances ~1,500 chars)."""
+        return sum(self.type_prompt_chars(item, etype) for etype in self.types)
+
+    def type_prompt_chars(self, item: MinutesItem, etype: ErrorType) -> int:
+        """Rough characters the three steps of one type send (expected calls)."""
         guidance = self.options.guidance
-        per_type = 0
+        extra = len(etype.criteria) + (len(guidance.for_type(etype.code)) if guidance else 0)
+        base = len(item.transcript) + len(item.minutes) + 1600 + extra
+        chars = 3 * base + 2 * 1500
+        if self.debating:
+            # draft + 3 challengers (prompt + draft) + synthesis (prompt + 4 answers)
+            chars = 5 * chars + 3 * (3 * 1500) + 3 * (4 * 1500)
+        return chars
+
+    def cached_types(self, item: MinutesItem, client: JudgeClient) -> list[str]:
+        """Types whose first call for this item is in the cache (a finished or resumed run).
+
+        Only the first prompt of a type can be known before calling (later ones quote
+        replies), so a type counts as cached when its identification (or debate draft)
+        completion is; the plan then leaves its calls out of the cost preview.
+        """
+        from elitr_bench.judges.mesa.debate import request_for
+
+        transcript = self.fitted(item).transcript
+        guidance = self.options.guidance
+        out = []
         for etype in self.types:
-            extra = len(etype.criteria) + (len(guidance.for_type(etype.code)) if guidance else 0)
-            base = len(item.transcript) + len(item.minutes) + 1600 + extra
-            step_chars = 3 * base + 2 * 1500
-            if self.debating:
-                # draft + 3 challengers (prompt + draft) + synthesis (prompt + 4 answers)
-                step_chars = 5 * step_chars + 3 * (3 * 1500) + 3 * (4 * 1500)
-            per_type += step_chars
-        return per_type
+            prompt = step_prompt(
+                "identification",
+                etype,
+                summary=item.minutes,
+                transcript=transcript,
+                guidance=guidance.for_type(etype.code) if guidance else "",
+                layout=self.options.layout,
+            )
+            if client.cache.get(client.key_for(request_for(self.config, prompt, 0), 0)):
+                out.append(etype.code)
+        return out
 
     def identity(self) -> dict[str, Any]:
         """What MESA's scores depend on besides the judge model and sampling."""

@@ -4,7 +4,8 @@ A full assessment is 24 calls per summary (8 types x 3 steps), 120 with debate, 
 carrying the whole transcript, so the preview matters. Prompt tokens are estimated from
 the prompt lengths (characters / 3.7, the ratio measured with GPT-4o's tokenizer on the
 AutoMin transcripts; see :mod:`.fit`); completion tokens are bounded by
-``max_tokens`` per call. Cache hits are not subtracted: a resumed run costs less than shown.
+``max_tokens`` per call. Error types whose first call is cached are not counted, so a
+finished run plans 0 calls.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from elitr_bench.data.errors import ElitrBenchError
+from elitr_bench.judges.client import JudgeClient
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.mesa.method import MesaMethod
 from elitr_bench.judges.minutes.base import MinutesItem
@@ -39,6 +41,7 @@ class Plan:
         completion_tokens_max: ``calls`` x ``max_tokens``.
         cost_usd: Estimated cost of prompt tokens + maximal completions (None: no price).
         extra_calls: Calls besides the assessments (self-training feedback, consolidation).
+        cached_types: (summary, error type) assessments found in the cache (not counted).
     """
 
     summaries: int
@@ -48,6 +51,7 @@ class Plan:
     completion_tokens_max: int
     cost_usd: float | None
     extra_calls: int = 0
+    cached_types: int = 0
 
     def line(self, model: str) -> str:
         """One human-readable preview line."""
@@ -57,11 +61,12 @@ class Plan:
             else "unknown cost (no price for this model; set price=IN:OUT in the judge spec)"
         )
         extra = f" + {self.extra_calls} self-training calls" if self.extra_calls else ""
+        if self.cached_types:
+            extra += f" ({self.cached_types} type assessments already cached, not counted)"
         return (
             f"MESA plan: {self.summaries} summaries -> {self.calls:,} calls{extra} "
             f"(up to {self.calls_max:,} with re-asks), ~{self.prompt_tokens:,} prompt tokens, "
-            f"<= {self.completion_tokens_max:,} completion tokens; {model}: {cost} "
-            "(cache hits not subtracted)"
+            f"<= {self.completion_tokens_max:,} completion tokens; {model}: {cost}"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -76,16 +81,35 @@ def make_plan(
     *,
     extra_calls: int = 0,
     extra_prompt_chars: int = 0,
+    client: JudgeClient | None = None,
 ) -> Plan:
-    """Estimate a run over ``items`` (plus optional extra calls, e.g. self-training)."""
-    calls = sum(method.expected_calls(i) for i in items) + extra_calls
-    calls_max = sum(method.planned_calls(i) for i in items) + extra_calls * (config.reask + 1)
-    chars = sum(method.planned_prompt_chars(i) for i in items) + extra_prompt_chars
+    """Estimate a run over ``items`` (plus optional extra calls, e.g. self-training).
+
+    With ``client``, error types whose first call is already cached are left out (see
+    :meth:`MesaMethod.cached_types`), so a finished run plans 0 calls and a resumed one
+    only what is left.
+    """
+    per_type, per_type_max = 3 * method.calls_per_step(), 3 * method.calls_per_step(upper=True)
+    calls = calls_max = chars = cached = 0
+    for item in items:
+        if method.fitted(item).action == "skipped":
+            continue  # overlength=skip: no call will be made
+        done = set(method.cached_types(item, client)) if client is not None else set()
+        cached += len(done)
+        for etype in method.types:
+            if etype.code in done:
+                continue
+            calls += per_type
+            calls_max += per_type_max
+            chars += method.type_prompt_chars(item, etype)
+    calls += extra_calls
+    calls_max += extra_calls * (config.reask + 1)
+    chars += extra_prompt_chars
     prompt_tokens = int(chars / TYPICAL_CHARS_PER_TOKEN)
     completion = calls * config.max_tokens
     prices = price_for(config.model, config.price_in, config.price_out)
     cost = estimate_cost(prompt_tokens, completion, prices) if prices else None
-    return Plan(len(items), calls, calls_max, prompt_tokens, completion, cost, extra_calls)
+    return Plan(len(items), calls, calls_max, prompt_tokens, completion, cost, extra_calls, cached)
 
 
 def check_budget(plan: Plan, max_cost: float | None) -> None:
