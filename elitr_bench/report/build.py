@@ -322,8 +322,12 @@ def agreement_sections(inputs: ReportInputs, report: Report) -> None:
     report.figures.append(figures.figure2a(plot, ref, out / "figures" / "figure2a.png"))
 
 
-#: The report's section builders, in report order. Each kind of run gets its own builder;
-#: the minutes report (``report/minutes.py``) adds one here for its runs.
+#: The report's section builders, in report order. Each kind of run gets its own builder:
+#: the minutes report (``report/minutes.py``) imports its builder above and appends it here.
+#: A builder reads its own runs below ``ReportInputs.run_paths``, ignores folders without
+#: any, and adds nothing when it finds none; the report fails only if no builder adds a
+#: section. (``load_runs`` notes tasks without ELITR-Bench QA documents as skipped; a
+#: builder that reports them may drop those notes from ``report.notes``.)
 SECTION_BUILDERS: list[SectionBuilder] = [qa_sections, agreement_sections]
 
 
