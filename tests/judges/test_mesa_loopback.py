@@ -230,3 +230,28 @@ def test_overlength_error_skip_and_truncate(loopback: LoopbackOpenAI) -> None:
     (text,) = cut
     assert ELISION in text and text.startswith("SPK0: line 0 ") and text.endswith("word ")
     assert len(text) < len(long_item.transcript)
+
+
+def test_error_types_are_assessed_concurrently(loopback: LoopbackOpenAI) -> None:
+    import threading
+
+    script = make_script()
+    all_in = threading.Event()
+    arrived: list[str] = []
+    waited: list[bool] = []
+    lock = threading.Lock()
+
+    def handler(request: Any) -> Any:
+        step, code, _ = classify(request.prompt)
+        if step == "identification":
+            with lock:
+                arrived.append(code)
+                if len(arrived) == len(TYPES):
+                    all_in.set()
+            waited.append(all_in.wait(5))  # held until every type's first step is in flight
+        return script(request)
+
+    loopback.handler = handler
+    (result,) = run(loopback, [ITEM])
+    assert sorted(arrived) == sorted(TYPES.codes) and all(waited)
+    assert result.status == "ok"
