@@ -377,6 +377,12 @@ def score_samples(
 def _cmd_score(args: argparse.Namespace) -> int:
     config = judge_config_from_args(args.judge, args.rubric)
     check_judge_ready(config, network=True, command="elitr-bench")
+    from elitr_bench.judges.minutes.registry import method_name
+
+    if method_name(config) is not None:  # a minutes judge (issue 11): minutes runs
+        from elitr_bench.judges.minutes.score import cmd_score_minutes
+
+        return cmd_score_minutes(args, config)
     target, payload = score_samples(args.paths, config, Path(args.output) if args.output else None)
     for task in payload["judge_usage"]:
         metrics = payload["results"].get(task, {})

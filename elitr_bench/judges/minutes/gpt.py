@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from elitr_bench.judges.backends.base import CompletionRequest
 from elitr_bench.judges.minutes.base import MinutesAssessment, MinutesItem, status_for
 from elitr_bench.judges.minutes.filler import (
+    FILLER_MAX_TOKENS,
     Compression,
     classification_calls,
     classification_chars,
@@ -72,6 +73,13 @@ class GPTMinutesJudge:
         if self.config.filler:
             chars += classification_chars(item.transcript)
         return chars
+
+    def planned_completion_tokens(self, item: MinutesItem) -> int:
+        """Output tokens at most: judge calls at ``max_tokens``, classifications at 8."""
+        tokens = self.config.samples * (self.config.reask + 1) * self.config.max_tokens
+        if self.config.filler:
+            tokens += FILLER_MAX_TOKENS * classification_calls(item.transcript)
+        return tokens
 
     async def _compression(self, transcript: str, client: JudgeClient) -> Compression:
         loop = asyncio.get_running_loop()

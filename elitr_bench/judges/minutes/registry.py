@@ -288,23 +288,26 @@ def plan(
 
     Tokens are estimated as characters / 4 of what each call sends (the method's
     ``planned_prompt_chars`` when it has one, else transcript + minutes per call) plus the
-    output limit; the price comes from the price table or ``price=IN:OUT``.
+    output limit (``planned_completion_tokens``, else ``max_tokens`` per call); the price
+    comes from the price table or ``price=IN:OUT``.
     """
     from elitr_bench.judges.pricing import estimate_cost, price_for
 
     calls = 0
     prompt_tokens = 0
+    completion_tokens = 0
+    chars_fn = getattr(method, "planned_prompt_chars", None)
+    out_fn = getattr(method, "planned_completion_tokens", None)
     for item in items:
         n = method.planned_calls(item)
         calls += n
-        chars_fn = getattr(method, "planned_prompt_chars", None)
         chars = (
             int(chars_fn(item))
             if callable(chars_fn)
             else n * (len(item.transcript) + len(item.minutes))
         )
         prompt_tokens += chars // 4
-    completion_tokens = calls * config.max_tokens
+        completion_tokens += int(out_fn(item)) if callable(out_fn) else n * config.max_tokens
     prices = price_for(config.model, config.price_in, config.price_out)
     cost = estimate_cost(prompt_tokens, completion_tokens, prices) if prices else None
     return {
