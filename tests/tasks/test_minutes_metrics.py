@@ -1,0 +1,111 @@
+"""Optional minutes metrics: BARTScore on a tiny random BART, BERTScore's offline error."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from elitr_bench.tasks import minutes_metrics as mm
+
+
+@pytest.fixture(scope="module")
+def tiny_bart(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A random 1-layer BART with a word-level tokenizer: nothing downloaded."""
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import BartConfig, BartForConditionalGeneration, PreTrainedTokenizerFast
+
+    out = tmp_path_factory.mktemp("tiny-bart")
+    tok = Tokenizer(models.WordLevel(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    text = "the team will meet on monday to discuss the ASR pipeline and the deliverable"
+    tok.train_from_iterator(
+        [text], trainers.WordLevelTrainer(special_tokens=["<pad>", "<s>", "</s>", "<unk>"])
+    )
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token="<s>",
+        eos_token="</s>",
+        unk_token="<unk>",
+        pad_token="<pad>",
+    )
+    fast.save_pretrained(out)
+    torch.manual_seed(0)
+    config = BartConfig(
+        vocab_size=fast.vocab_size, d_model=16, encoder_layers=1, decoder_layers=1,
+        encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=32,
+        decoder_ffn_dim=32, max_position_embeddings=32, pad_token_id=fast.pad_token_id,
+        bos_token_id=fast.bos_token_id, eos_token_id=fast.eos_token_id,
+        decoder_start_token_id=fast.eos_token_id,
+    )  # fmt: skip
+    BartForConditionalGeneration(config).save_pretrained(out)
+    return out
+
+
+def test_bartscore_is_the_mean_of_both_directions(tiny_bart: Path) -> None:
+    import torch
+    from transformers import AutoTokenizer, BartForConditionalGeneration
+
+    minutes, ref = "the team will meet on monday", "discuss the ASR pipeline"
+    model = str(tiny_bart)
+    # Independent computation of BARTScore's unit: mean log p(target token | source).
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    bart = BartForConditionalGeneration.from_pretrained(model).eval()
+    src = tokenizer(ref, return_tensors="pt")
+    tgt = tokenizer(minutes, return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        logits = bart(**src, labels=tgt).logits
+    logp = torch.log_softmax(logits, dim=-1).gather(-1, tgt.unsqueeze(-1)).squeeze(-1)
+    precision = float(logp.mean())
+    assert mm.bart_loglik(ref, minutes, model) == pytest.approx(precision, abs=1e-5)
+    recall = mm.bart_loglik(minutes, ref, model)
+    assert mm.bartscore(minutes, [ref], model) == pytest.approx((precision + recall) / 2)
+    # Two references: their mean. Texts longer than the model's positions are truncated.
+    two = mm.bartscore(minutes, [ref, minutes], model)
+    assert two == pytest.approx(
+        (mm.bartscore(minutes, [ref], model) + mm.bartscore(minutes, [minutes], model)) / 2
+    )
+    assert math.isfinite(mm.bartscore(" ".join([minutes] * 20), [ref], model))
+
+
+def test_bart_model_missing_is_one_line() -> None:
+    with pytest.raises(mm.MetricUnavailableError) as err:
+        mm.bartscore("a", ["b"], "/nonexistent/bart")
+    assert "\n" not in str(err.value) and "bartscore_model=<local BART folder>" in str(err.value)
+
+
+def test_bertscore_model_not_available_offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("bert_score")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    mm._bert_scorer.cache_clear()
+    with pytest.raises(mm.MetricUnavailableError) as err:
+        mm.bertscore_f1("a b", ["c d"], "roberta-large")
+    message = str(err.value)
+    assert message.startswith("bertscore: model 'roberta-large' is not available")
+    assert "\n" not in message and "bertscore_model=" in message
+
+
+def test_bertscore_averages_references_and_rescales(monkeypatch: pytest.MonkeyPatch) -> None:
+    bert_score = pytest.importorskip("bert_score")
+    import torch
+
+    seen: dict[str, Any] = {}
+
+    class FakeScorer:
+        def __init__(self, **kwargs: Any) -> None:
+            seen.update(kwargs)
+
+        def score(self, cands: list[str], refs: list[str]) -> tuple[Any, Any, Any]:
+            seen["pairs"] = list(zip(cands, refs, strict=True))
+            f1 = torch.tensor([0.2, 0.4])
+            return f1, f1, f1
+
+    monkeypatch.setattr(bert_score, "BERTScorer", FakeScorer)
+    mm._bert_scorer.cache_clear()
+    assert mm.bertscore_f1("m", ["r1", "r2"], "roberta-large") == pytest.approx(0.3)
+    assert seen["rescale_with_baseline"] is True and seen["lang"] == "en"
+    assert seen["pairs"] == [("m", "r1"), ("m", "r2")]
+    mm._bert_scorer.cache_clear()
