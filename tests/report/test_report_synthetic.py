@@ -253,3 +253,23 @@ def test_bootstrap_option_resamples_meetings(tmp_path: Path, synthetic: Writer) 
     cluster_t = build_report([tmp_path / "runs"], tmp_path / "out2").table("table2_judge_score")
     assert [r["value"] for r in cluster_t.records] == [r["value"] for r in recs]
     assert "2000 resamples, seed 3" in (out / "report.md").read_text()
+
+
+def test_section_builders_are_the_extension_point(tmp_path: Path, synthetic: Writer) -> None:
+    from elitr_bench.report.build import SECTION_BUILDERS, Report, ReportInputs
+
+    synthetic(tmp_path / "runs", "a", **qa_st("dev"), judge=JUDGE_A, score=base_score)
+    seen: list[ReportInputs] = []
+
+    def other_runs(inputs: ReportInputs, report: Report) -> None:
+        seen.append(inputs)
+        report.section("Other runs", f"{len(inputs.run_paths)} path(s) read by another builder")
+
+    report = build_report(
+        [tmp_path / "runs"], tmp_path / "out", builders=[*SECTION_BUILDERS, other_runs]
+    )
+    assert seen[0].run_paths == (tmp_path / "runs",) and len(seen[0].runs) == 1
+    assert [h for h, _ in report.sections][-1] == "Other runs"
+    assert "1 path(s) read by another builder" in (tmp_path / "out" / "report.md").read_text()
+    with pytest.raises(ReportError, match="no ELITR-Bench runs"):
+        build_report([tmp_path / "runs"], tmp_path / "out2", builders=[])
