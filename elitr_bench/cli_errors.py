@@ -73,7 +73,8 @@ def install_excepthook() -> None:
 
 # --- a non-zero exit once lm-eval has written its files --------------------------------
 
-_PENDING: list[str] = []
+#: Lines to print at exit, one per source (a later message of a source replaces its earlier).
+_PENDING: dict[str, str] = {}
 _STATE: dict[str, Any] = {"armed": False, "printed": False}
 
 
@@ -91,7 +92,7 @@ def _print_pending() -> None:
     if _STATE["printed"]:
         return
     _STATE["printed"] = True
-    for line in dict.fromkeys(_PENDING):
+    for line in _PENDING.values():
         sys.stderr.write(line + "\n")
     sys.stderr.flush()
 
@@ -115,8 +116,10 @@ def _at_exit() -> None:
         os._exit(INCOMPLETE_EXIT)
 
 
-def exit_with_error_after_run(message: str) -> None:
+def exit_with_error_after_run(message: str, source: str = "") -> None:
     """Let the run finish (files written), then exit with status 3 and one line.
+
+    A later message of the same ``source`` replaces the earlier one (running totals).
 
     In the ``lm_eval`` / ``elitr-bench`` CLI the line is printed last and the exit status
     is :data:`INCOMPLETE_EXIT`; the console script's ``sys.exit(None)`` is turned into
@@ -128,7 +131,7 @@ def exit_with_error_after_run(message: str) -> None:
     log.warning("%s", line)
     if not running_as_cli():
         return
-    _PENDING.append(line)
+    _PENDING[source] = line
     if not _STATE["armed"]:
         _STATE["armed"] = True
         sys.exit = _exit_hook(sys.exit)

@@ -89,9 +89,10 @@ def _record_failures(run: JudgeRun, config: JudgeConfig) -> None:
     _FAILURES["first"] = _FAILURES["first"] or failed[0].reason
     _FAILURES["spec"] = config.spec or config.backend
     exit_with_error_after_run(
-        f"the judge failed on {_FAILURES['failed']} of {_FAILURES['total']} answers so far "
+        f"the judge failed on {_FAILURES['failed']} of {_FAILURES['total']} answers "
         f"({_FAILURES['first']}); results and samples are still written, with status "
-        f"'error' on those items; {finish_hint(_FAILURES['spec'])}"
+        f"'error' on those items; {finish_hint(_FAILURES['spec'])}",
+        source=FILTER_NAME,
     )
 
 

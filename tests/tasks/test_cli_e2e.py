@@ -153,6 +153,9 @@ def test_local_chat_completions_against_loopback(tmp_path: Path) -> None:
     results, samples = _check_run(proc, out)
     chats = [r.body["messages"] for r in requests if r.body["model"] == "loopback"]
     judged = [r for r in requests if r.body["model"] == "judge-model"]
+    # The judge was checked once (a 1-token request), before any generation.
+    assert judged[0] is requests[0] and judged[0].body["max_tokens"] == 1
+    judged = judged[1:]
     assert len(chats) == 4 and len(judged) == 4
     for messages in chats:
         assert [m["role"] for m in messages] == ["system", "user"]

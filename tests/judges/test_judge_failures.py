@@ -1,0 +1,240 @@
+"""A failing judge keeps every answer; ``score`` finishes exactly the missing items; preflight."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from elitr_bench.judges import JudgeNotReadyError, check_judge_ready, parse_judge_spec
+from elitr_bench.judges.commands import main
+from elitr_bench.judges.engine import BREAKER_FAILURES, JudgeItem, judge_items
+from elitr_bench.judges.lm_eval_filter import judge_responses
+from elitr_bench.judges.metrics import judge_metrics
+from tests.judges.conftest import TEST_KEY, response_in
+from tests.support.openai_server import LoopbackOpenAI, RecordedRequest, Reply
+
+
+def _items(n: int) -> list[JudgeItem]:
+    return [JudgeItem(question=f"Q{i}?", response=f"answer {i}", reference="r") for i in range(n)]
+
+
+def _spec(server: LoopbackOpenAI, extra: str = "") -> str:
+    return f"openai:gpt-4-0613,base_url={server.base_url},retries=0,progress=false{extra}"
+
+
+class FailAfter:
+    """Server script: score the first ``n`` judge prompts, then refuse every request."""
+
+    def __init__(self, n: int, status: int = 503) -> None:
+        self.n, self.status = n, status
+        self.lock = threading.Lock()
+        self.served: list[str] = []
+        self.refused: list[str] = []
+        self.healthy = False
+
+    def __call__(self, request: RecordedRequest) -> Reply | str:
+        text = response_in(request)
+        with self.lock:
+            if self.healthy or len(self.served) < self.n:
+                self.served.append(text)
+                return f"Feedback: ok. \\boxed{{{len(text) % 9 + 1}}}"
+            self.refused.append(text)
+        return Reply(status=self.status)
+
+
+def test_failures_become_error_items_and_the_breaker_stops_sending(
+    loopback: LoopbackOpenAI,
+) -> None:
+    script = FailAfter(4, status=500)
+    loopback.handler = script
+    config = parse_judge_spec(_spec(loopback, ",concurrency=1,cache=memory"))
+    run = judge_items(_items(20), config, on_error="record")
+    statuses = [j.status for j in run.judgements]
+    assert statuses[:4] == ["scored"] * 4 and set(statuses[4:]) == {"error"}
+    assert "HTTP 500" in run.judgements[4].reason and "\n" not in run.judgements[4].reason
+    assert run.judgements[-1].reason.startswith("not sent: the judge failed 3 times in a row")
+    assert run.judgements[-1].score is None  # never a number
+    # Only BREAKER_FAILURES items were tried after the judge broke, not all 16.
+    assert len(script.refused) == BREAKER_FAILURES
+    assert run.summary["judge_errors"] == 16 and run.summary["judge_scored"] == 4
+    # The default stays strict for library callers.
+    with pytest.raises(Exception, match="HTTP 500"):
+        judge_items(_items(6), config)
+
+
+def test_filter_output_of_a_failed_judge(loopback: LoopbackOpenAI) -> None:
+    loopback.handler = FailAfter(2, status=401)
+    config = parse_judge_spec(_spec(loopback, ",concurrency=1,cache=memory"))
+    docs = [
+        {"question": f"Q{i}?", "answer": "r", "meeting_id": "m", "question_id": str(i)}
+        for i in range(4)
+    ]
+    out = judge_responses([[f"answer {i}"] for i in range(4)], docs, config)
+    judged = [json.loads(row[0]) for row in out]
+    assert [j["response"] for j in judged] == [f"answer {i}" for i in range(4)]
+    assert [j["judge"]["status"] for j in judged] == ["scored", "scored", "error", "error"]
+    assert "HTTP 401" in judged[2]["judge"]["reason"]
+    assert judge_metrics(out[2]) == {"judge_unscored": 0.0, "judge_errors": 1.0}
+    assert TEST_KEY not in json.dumps(judged)
+
+
+def _write_run(out: Path, filtered: list[list[str]], docs: list[dict[str, Any]]) -> Path:
+    """A run directory shaped like lm-eval's: results and samples of two tasks and a group."""
+    stamp = "2026-01-02T03-04-05.678901"
+    run = out / "model"
+    run.mkdir(parents=True)
+    results: dict[str, Any] = {
+        "results": {},
+        "groups": {"elitr_qa": {"alias": "elitr_qa"}},
+        "group_subtasks": {"elitr_qa": ["elitr_qa_dev", "elitr_qa_test"]},
+        "configs": {},
+        "config": {"model": "elitr-replay", "model_args": "system=gpt-4"},
+        "n-samples": {},
+    }
+    for task, rows in (("elitr_qa_dev", filtered[:3]), ("elitr_qa_test", filtered[3:])):
+        lines = []
+        scores = []
+        for i, row in enumerate(rows):
+            metrics = {"f1": 0.5, **judge_metrics(row)}
+            scores += [metrics["judge_score"]] if "judge_score" in metrics else []
+            lines.append(
+                {
+                    "doc_id": i,
+                    "doc": docs[i],
+                    "filtered_resps": row,
+                    "filter": "none",
+                    "metrics": list(metrics),
+                    **metrics,
+                }
+            )
+        (run / f"samples_{task}_{stamp}.jsonl").write_text(
+            "".join(json.dumps(x) + "\n" for x in lines)
+        )
+        results["results"][task] = {
+            "alias": task,
+            "sample_len": len(rows),
+            "f1,none": 0.5,
+            "judge_score,none": sum(scores) / len(scores) if scores else "N/A",
+        }
+        results["configs"][task] = {"task": task, "metadata": {"version": 1.0}}
+    results["results"]["elitr_qa"] = {"alias": "elitr_qa", "f1,none": 0.5}
+    (run / f"results_{stamp}.json").write_text(json.dumps(results))
+    return run
+
+
+def test_score_judges_exactly_the_missing_items(
+    loopback: LoopbackOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = FailAfter(3, status=503)
+    loopback.handler = script
+    spec = _spec(loopback, ",concurrency=1,preflight=false")
+    docs = [
+        {"question": f"Q{i}?", "answer": "r", "meeting_id": "m", "question_id": str(i)}
+        for i in range(3)
+    ]
+    filtered = judge_responses(
+        [[f"answer {i}"] for i in range(6)], [*docs, *docs], parse_judge_spec(spec)
+    )
+    assert [json.loads(r[0])["judge"]["status"] for r in filtered].count("error") == 3
+    run = _write_run(tmp_path / "out", filtered, docs)
+
+    # The judge is still down: the files are written anyway and the command says so.
+    assert main(["score", str(tmp_path / "out"), "--judge", spec]) == 3
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "the judge failed on 3 item(s)" in err and "run the same command again" in err
+    assert len(script.served) == 3  # the three judged items were not sent again
+
+    script.healthy = True
+    before = len(loopback.requests)
+    assert main(["score", str(tmp_path / "out"), "--judge", spec]) == 0
+    sent = [response_in(r) for r in loopback.requests[before:]]
+    assert sorted(sent) == ["answer 3", "answer 4", "answer 5"]  # the failed items only
+    newest = max(run.glob("results_rescored_*.json"), key=lambda p: p.stat().st_mtime)
+    data = json.loads(newest.read_text())
+    test = data["results"]["elitr_qa_test"]
+    assert test["judge_errors,none"] == 0 and test["judge_score,none"] != "N/A"
+    assert test["f1,none"] == 0.5  # the run's other metrics are kept
+    dev = data["results"]["elitr_qa_dev"]["judge_score,none"]
+    group = data["results"]["elitr_qa"]["judge_score,none"]
+    assert group == pytest.approx((dev + test["judge_score,none"]) / 2)  # unweighted, Table 2
+    assert data["config"]["model"] == "elitr-replay" and data["judge_errors"] == 0
+    assert data["judge_usage"]["elitr_qa_test"]["kept"] == 0
+    assert data["judge_usage"]["elitr_qa_dev"]["kept"] == 3
+
+
+def _refuse_wrong_key(request: RecordedRequest) -> Reply | str:
+    if request.headers.get("authorization") != f"Bearer {TEST_KEY}":
+        return Reply(status=401, body={"error": {"message": "Incorrect API key provided"}})
+    return "OK"
+
+
+def test_preflight_stops_a_wrong_key_in_seconds(
+    loopback: LoopbackOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loopback.handler = _refuse_wrong_key
+    wrong = "sk-wrong-SECRET-0123456789abcdef"
+    monkeypatch.setenv("OPENAI_API_KEY", wrong)
+    start = time.monotonic()
+    with pytest.raises(JudgeNotReadyError) as err:
+        check_judge_ready(parse_judge_spec(_spec(loopback)), network=True)
+    message = str(err.value)
+    assert time.monotonic() - start < 5
+    assert "OPENAI_API_KEY was rejected" in message and "HTTP 401" in message
+    assert "preflight=false" in message and """--metadata '{"judge": "replay"}'""" in message
+    assert "\n" not in message and wrong not in message and wrong[:12] not in message
+    assert [r.body["max_tokens"] for r in loopback.requests] == [1]  # one 1-token request
+    # Off when asked, and never without `network` (the filter's call after generation).
+    check_judge_ready(parse_judge_spec(_spec(loopback, ",preflight=false")), network=True)
+    check_judge_ready(parse_judge_spec(_spec(loopback)))
+    assert len(loopback.requests) == 1
+
+
+def test_preflight_passes_on_the_model_list_and_remembers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with LoopbackOpenAI(_refuse_wrong_key, model="gpt-4-0613") as server:
+        check_judge_ready(parse_judge_spec(_spec(server)), network=True)
+        check_judge_ready(parse_judge_spec(_spec(server)), network=True)
+        assert server.requests == []  # the free model listing named the model
+        base = server.base_url
+    # Nothing listens there any more: unreachable fails fast, with the endpoint named
+    # (another path, so the remembered success of this endpoint does not apply).
+    spec = f"openai:gpt-4-0613,base_url={base.replace('/v1', '/v2')},timeout=2,progress=false"
+    with pytest.raises(JudgeNotReadyError, match="cannot reach"):
+        check_judge_ready(parse_judge_spec(spec), network=True)
+
+
+def test_missing_key_hint_names_flags_that_exist(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY")
+    config = parse_judge_spec("openai:gpt-4-0613")
+    with pytest.raises(JudgeNotReadyError) as err:
+        check_judge_ready(config)
+    assert """--metadata '{"judge": "replay"}'""" in str(err.value)
+    assert "--judge" not in str(err.value).replace('"judge"', "")
+    with pytest.raises(JudgeNotReadyError, match="--judge replay"):
+        check_judge_ready(config, command="elitr-bench")
+
+
+def test_excepthook_prints_our_errors_as_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from elitr_bench import cli_errors
+    from elitr_bench.tasks.options import OptionError
+
+    seen: list[type[BaseException]] = []
+    monkeypatch.setattr(sys, "excepthook", lambda t, v, tb: seen.append(t))
+    cli_errors.install_excepthook()
+    cli_errors.install_excepthook()  # idempotent
+    sys.excepthook(OptionError, OptionError("bad option; use --metadata '{}'"), None)
+    assert capsys.readouterr().err == "elitr-bench: error: bad option; use --metadata '{}'\n"
+    sys.excepthook(KeyError, KeyError("x"), None)  # not ours: the previous hook
+    assert seen == [KeyError]
+    monkeypatch.setenv("ELITR_BENCH_DEBUG", "1")
+    sys.excepthook(OptionError, OptionError("x"), None)  # debug: the full traceback
+    assert seen == [KeyError, OptionError] and capsys.readouterr().err == ""
