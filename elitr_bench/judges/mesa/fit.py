@@ -58,9 +58,8 @@ class Budget:
     def others(self, summary: str) -> int:
         """Tokens of the longest prompt besides the transcript, plus the answer."""
         quoted = (5 if self.debate else 1) * self.max_tokens
-        fixed = approx_tokens("x" * (_TEMPLATE_CHARS + self.extra_chars))
-        if self.debate:
-            fixed += approx_tokens("x" * _DEBATE_CHARS)
+        fixed_chars = _TEMPLATE_CHARS + self.extra_chars + (_DEBATE_CHARS if self.debate else 0)
+        fixed = math.ceil(fixed_chars / CHARS_PER_TOKEN)
         return max(approx_tokens(summary), SUMMARY_ALLOWANCE) + quoted + fixed + self.max_tokens
 
     def required(self, transcript: str, summary: str) -> int:

@@ -168,11 +168,23 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _feedback_text(entry: Any, raw: str) -> str:
+def _feedback_text(entry: Any) -> str:
     if isinstance(entry, Mapping):
-        parts = [f"{k}={entry[k]}" for k in ("difference", "completeness", "overlap", "logic")]
+        keys = ("difference", "completeness", "overlap", "logic")
+        parts = [f"{k}={entry[k]}" for k in keys if entry.get(k) is not None]
         return "; ".join(parts) + f". {_text(entry.get('feedback'))}".rstrip()
     return ""
+
+
+def _entry_for(feedback: Mapping[str, Any], code: str, method: MesaMethod) -> Any:
+    """The feedback entry of a type, keyed by its code or an alias (``RED`` for ``REP``)."""
+    for key, entry in feedback.items():
+        try:
+            if method.types.get(key).code == code:
+                return entry
+        except ElitrBenchError:
+            continue
+    return None
 
 
 async def train(
@@ -221,8 +233,8 @@ async def train(
         etype = method.types.get(code)
         lines = []
         for record in feedback:
-            entry = record["feedback"].get(code)
-            text = _feedback_text(entry, record["raw"])
+            entry = _entry_for(record["feedback"], code, method)
+            text = _feedback_text(entry)
             if text:
                 lines.append(f"- {record['system']} / {record['meeting_id']}: {text}")
         if not lines:
