@@ -247,6 +247,7 @@ def test_partial_and_out_of_range_replies(loopback: LoopbackOpenAI) -> None:
         "afgr_adequacy": 8.0,
         "afgr_grammaticality": 9.0,
         "judge_unscored": 0.0,
+        "judge_errors": 0.0,
         "filler_tokens_saved": float(result.details["filler"]["tokens_saved"]),
     }
 
@@ -264,6 +265,7 @@ def test_reply_without_scores_is_unscored_and_minutes_kept(loopback: LoopbackOpe
     assert assessment.details["raw"] == [["These minutes look fine to me."]]
     assert minutes_judge_metrics(logged) == {
         "judge_unscored": 1.0,
+        "judge_errors": 0.0,
         "filler_tokens_saved": float(assessment.details["filler"]["tokens_saved"]),
     }
 
@@ -277,14 +279,18 @@ def test_failing_judge_keeps_minutes(loopback: LoopbackOpenAI) -> None:
     assert [p[0] for p in parsed if p] == ["- one", "- two"]
     assert {p[1].status for p in parsed if p} == {"error"}
     assert all("HTTP 500" in p[1].reason for p in parsed if p)
-    assert minutes_judge_metrics(out[0]) == {"judge_unscored": 1.0}
+    assert minutes_judge_metrics(out[0]) == {"judge_unscored": 0.0, "judge_errors": 1.0}
 
 
 def test_metric_list_follows_the_method() -> None:
     afgr = parse_judge_spec("openai:gpt-4-0613,rubric=gpt-afgr")
     names = [m["metric"] for m in metric_list(afgr)]
-    assert names == [*AFGR.metrics, "judge_unscored", "filler_tokens_saved"]
+    assert names == [*AFGR.metrics, "judge_unscored", "judge_errors", "filler_tokens_saved"]
     art = parse_judge_spec("openai:gpt-4-0613,rubric=gpt-art,filler=false")
-    assert [m["metric"] for m in metric_list(art)] == [*ART.metrics, "judge_unscored"]
+    assert [m["metric"] for m in metric_list(art)] == [
+        *ART.metrics,
+        "judge_unscored",
+        "judge_errors",
+    ]
     assert get_method(art).planned_calls(item()) == 2  # one call + one re-ask, no classifier
     assert get_method(afgr).planned_calls(item()) == 2 + 4

@@ -36,6 +36,7 @@ NON_METRICS = frozenset(
         "sections",
         "prompt_tokens",
         "judge_unscored",
+        "judge_errors",
         "effective_wer",
     }
 )

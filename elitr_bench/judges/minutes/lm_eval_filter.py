@@ -10,8 +10,9 @@ exception that would discard the run.
 
 Metrics: each of the method's metrics is reported per sample only when scored, so lm-eval's
 built-in ``mean`` runs over scored samples and gets its closed-form stderr (see
-:mod:`elitr_bench.judges.metrics`); ``judge_unscored`` counts samples with no score at all
-(``judge_count``); ``filler_tokens_saved`` is the per-meeting token saving of the filler
+:mod:`elitr_bench.judges.metrics`); ``judge_unscored`` counts samples the judge answered
+without any score and ``judge_errors`` those it failed on (``judge_count``);
+``filler_tokens_saved`` is the per-meeting token saving of the filler
 compression (mean over meetings).
 """
 
@@ -35,6 +36,7 @@ from elitr_bench.judges.config import (
 from elitr_bench.judges.lm_eval_filter import judged_json
 from elitr_bench.judges.metrics import (
     COUNT_AGGREGATION,
+    JUDGE_ERRORS,
     JUDGE_UNSCORED,
     parse_filtered,
     register_lm_eval_aggregations,
@@ -246,17 +248,18 @@ def minutes_judge_metrics(filtered: Any) -> dict[str, float]:
     """Per-sample metric values of a judged minutes response (pure).
 
     Returns:
-        Every scored metric of the assessment, ``judge_unscored`` (1.0 when nothing was
-        scored because the judge answered without scores or failed; 0.0 otherwise,
-        including judging disabled) and ``filler_tokens_saved`` when compression ran.
-        An unscored metric is absent, never a number.
+        Every scored metric of the assessment, ``judge_unscored`` (1.0 when the judge
+        answered without any usable score), ``judge_errors`` (1.0 when the judge failed;
+        ``elitr-bench score`` can judge those minutes later) and ``filler_tokens_saved``
+        when compression ran. An unscored metric is absent, never a number.
     """
     found = assessment_of(filtered)
     if found is None:
         return {}
     _, assessment = found
     out: dict[str, float] = {k: v for k, v in assessment.scored().items() if not math.isnan(v)}
-    out[JUDGE_UNSCORED] = 1.0 if assessment.status in ("unscored", "error") else 0.0
+    out[JUDGE_UNSCORED] = 1.0 if assessment.status == "unscored" else 0.0
+    out[JUDGE_ERRORS] = 1.0 if assessment.status == "error" else 0.0
     filler = assessment.details.get("filler")
     if isinstance(filler, Mapping) and isinstance(filler.get("tokens_saved"), (int, float)):
         out[TOKENS_SAVED] = float(filler["tokens_saved"])
@@ -277,9 +280,10 @@ def metric_list(config: JudgeConfig | None) -> list[dict[str, Any]]:
     entries: list[dict[str, Any]] = [
         {"metric": m, "aggregation": "mean", "higher_is_better": True} for m in method.metrics
     ]
-    entries.append(
-        {"metric": JUDGE_UNSCORED, "aggregation": COUNT_AGGREGATION, "higher_is_better": False}
-    )
+    entries += [
+        {"metric": name, "aggregation": COUNT_AGGREGATION, "higher_is_better": False}
+        for name in (JUDGE_UNSCORED, JUDGE_ERRORS)
+    ]
     if config.filler and method.name in ("gpt-art", "gpt-afgr"):
         entries.append({"metric": TOKENS_SAVED, "aggregation": "mean", "higher_is_better": True})
     return entries

@@ -21,7 +21,7 @@ from typing import Any
 
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.lm_eval_filter import judged_json
-from elitr_bench.judges.metrics import JUDGE_UNSCORED
+from elitr_bench.judges.metrics import JUDGE_ERRORS, JUDGE_UNSCORED
 from elitr_bench.judges.minutes.lm_eval_filter import (
     FILTER_NAME,
     TOKENS_SAVED,
@@ -51,7 +51,8 @@ def _means(rows: list[dict[str, float]], metrics: Iterable[str]) -> dict[str, An
         out[f"{metric}_stderr,none"] = (
             statistics.stdev(values) / len(values) ** 0.5 if len(values) > 1 else "N/A"
         )
-    out[f"{JUDGE_UNSCORED},none"] = sum(r.get(JUDGE_UNSCORED, 0.0) for r in rows)
+    for counted in (JUDGE_UNSCORED, JUDGE_ERRORS):
+        out[f"{counted},none"] = sum(r.get(counted, 0.0) for r in rows)
     return out
 
 
@@ -93,7 +94,7 @@ def score_minutes_samples(
                 row = dict(sample)
                 row["filtered_resps"] = [judged_json(item.minutes, entry)]
                 row["filter"] = FILTER_NAME
-                for stale in (*method.metrics, JUDGE_UNSCORED, TOKENS_SAVED):
+                for stale in (*method.metrics, JUDGE_UNSCORED, JUDGE_ERRORS, TOKENS_SAVED):
                     row.pop(stale, None)
                 metrics = minutes_judge_metrics(row["filtered_resps"])
                 kept = [m for m in row.get("metrics") or [] if m not in metrics]
@@ -108,7 +109,8 @@ def score_minutes_samples(
         "versions": {},
         "n-shot": {},
         "higher_is_better": {
-            t: {**dict.fromkeys(method.metrics, True), JUDGE_UNSCORED: False} for t in results
+            t: {**dict.fromkeys(method.metrics, True), JUDGE_UNSCORED: False, JUDGE_ERRORS: False}
+            for t in results
         },
         "judge": identity,
         "judge_usage": usage,
