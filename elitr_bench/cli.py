@@ -104,7 +104,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler: Handler = args.handler
         return int(handler(args) or 0)
     except ElitrBenchError as exc:
-        print(f"elitr-bench: error: {exc}", file=sys.stderr)
+        from elitr_bench.cli_errors import debug_enabled, error_line
+
+        if debug_enabled():  # ELITR_BENCH_DEBUG=1: the traceback, for bug reports
+            raise
+        print(error_line(exc), file=sys.stderr)
         return 2
 
 

@@ -238,3 +238,18 @@ def test_excepthook_prints_our_errors_as_one_line(
     monkeypatch.setenv("ELITR_BENCH_DEBUG", "1")
     sys.excepthook(OptionError, OptionError("x"), None)  # debug: the full traceback
     assert seen == [KeyError, OptionError] and capsys.readouterr().err == ""
+
+
+def test_elitr_bench_errors_are_one_line_unless_debugging(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from elitr_bench import cli
+    from elitr_bench.judges import JudgeConfigError
+
+    argv = ["score", str(tmp_path / "missing"), "--judge", "lexical"]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("elitr-bench: error: score:") and err.count("\n") == 1
+    monkeypatch.setenv("ELITR_BENCH_DEBUG", "1")
+    with pytest.raises(JudgeConfigError):
+        cli.main(argv)
