@@ -253,3 +253,24 @@ def test_elitr_bench_errors_are_one_line_unless_debugging(
     monkeypatch.setenv("ELITR_BENCH_DEBUG", "1")
     with pytest.raises(JudgeConfigError):
         cli.main(argv)
+
+
+@pytest.mark.parametrize("ending", ["sys.exit()", "pass"])
+def test_deferred_error_exits_3_with_one_last_line(ending: str) -> None:
+    """The console script ends with ``sys.exit(None)``; ``python -m lm_eval`` just ends."""
+    import subprocess
+
+    code = (
+        "import sys; sys.argv = ['lm_eval']\n"
+        "from elitr_bench.cli_errors import exit_with_error_after_run as later\n"
+        "later('the judge failed on 1 of 3 answers', source='j')\n"
+        "later('the judge failed on 2 of 6 answers', source='j')\n"
+        f"print('table'); {ending}\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert proc.returncode == 3 and proc.stdout == "table\n"
+    lines = proc.stderr.strip().splitlines()
+    assert lines[-1] == "elitr-bench: error: the judge failed on 2 of 6 answers"
+    assert "1 of 3" not in lines[-1] and "Traceback" not in proc.stderr
