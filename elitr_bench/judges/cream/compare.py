@@ -158,9 +158,17 @@ class CreamJudge:
                 self.identity(),
             )
         history = (("user", prompt), ("assistant", raw))
-        one, two = await asyncio.gather(
-            self._align(first, key_facts, history), self._align(second, key_facts, history)
+        # Both alignments finish (or fail) before the comparison does: no request is left
+        # running behind a failed sibling, so call counts and the cache stay exact.
+        done = await asyncio.gather(
+            self._align(first, key_facts, history),
+            self._align(second, key_facts, history),
+            return_exceptions=True,
         )
+        for outcome in done:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        one, two = (d for d in done if isinstance(d, SideScore))
         reasons = [f"{s.system}: {s.reason}" for s in (one, two) if s.reason]
         return Comparison(
             meeting_id,
