@@ -19,7 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from elitr_bench.data.store import cache_root
-from elitr_bench.noise.inject import DEFAULT_SEED, ENGINE_VERSION, NoisyTranscript, generate
+from elitr_bench.noise.inject import (
+    DEFAULT_SEED,
+    ENGINE_VERSION,
+    NoisyTranscript,
+    default_protect,
+    generate,
+)
 from elitr_bench.noise.rules import RuleSet, resolve_rules
 
 CACHE_SUBDIR = "noise"
@@ -71,7 +77,7 @@ def noisy_transcript(
     target_wer: float,
     seed: int = DEFAULT_SEED,
     rules: RuleSet | str | Path | None = None,
-    protect: str = "default",
+    protect: str | None = None,
     mode: str = "calibrated",
     *,
     use_cache: bool = True,
@@ -84,7 +90,9 @@ def noisy_transcript(
         seed: Random seed (the paper's seed, 2023, by default).
         rules: Rule set, path to a rules file, or ``None`` for the packaged default.
         protect: ``default`` keeps speaker labels, de-identified entities and event tags
-            intact; ``none`` lets them be corrupted too.
+            intact; ``none`` lets them be corrupted too. ``None`` picks the mode's
+            default (:func:`~elitr_bench.noise.inject.default_protect`): ``default`` for
+            ``calibrated``, ``none`` for ``paper``, which protected nothing.
         mode: ``calibrated`` (hits the target within 0.002) or ``paper`` (the paper's
             uncalibrated scaling, for comparison).
         use_cache: Read and write the disk cache (see module docstring).
@@ -93,6 +101,7 @@ def noisy_transcript(
         NoiseError: For an invalid setting, rules file, or unreachable target.
     """
     ruleset = resolve_rules(rules)
+    protect = default_protect(mode) if protect is None else protect
     if not use_cache:
         return generate(text, target_wer, seed, ruleset, protect, mode)
     path = noise_cache_dir() / (
@@ -111,7 +120,7 @@ def noisy_transcripts(
     targets: Sequence[float],
     seed: int = DEFAULT_SEED,
     rules: RuleSet | str | Path | None = None,
-    protect: str = "default",
+    protect: str | None = None,
     mode: str = "calibrated",
     *,
     use_cache: bool = True,

@@ -40,9 +40,13 @@ probability ``pi'/(1+pi')``, kept ("transmitted") with probability
 ``(1-pi'-pd')/(1-pi')`` and otherwise deleted, and a kept token is substituted with
 probability ``ps'`` by a draw from its rule without the deletion entry (a uniformly
 drawn vocabulary word when it has no rule). Nothing is measured while injecting, which
-is why the effective WER drifts from the target. Unlike the original, tokens are
-whitespace words rather than Moses tokens (punctuation is never a target) and protected
-tokens are kept, as in calibrated mode.
+is why the effective WER drifts from the target. Like the paper, which protected
+nothing, paper mode corrupts speaker labels, de-identified entities and tags too
+(``protect`` defaults to ``none`` in this mode; pass ``protect="default"`` to keep them).
+What still differs from the paper: the rules (ours are not built from RED-ACE, see
+:mod:`elitr_bench.noise.rules`), and tokens are whitespace words rather than Moses tokens,
+so punctuation is never a target and never inserted (the simulator's ``--punct random``
+treats punctuation marks as tokens).
 """
 
 from __future__ import annotations
@@ -68,6 +72,7 @@ from elitr_bench.noise.text import (
     measure_wer,
     split_affixes,
     tokenize,
+    whitespace_wer,
     word_keys,
 )
 
@@ -102,6 +107,9 @@ class NoisyTranscript:
         substitutions: Substituted words (S) in the measured alignment.
         deletions: Deleted words (D).
         insertions: Inserted words (I).
+        whitespace_wer: WER of ``text`` over plain whitespace tokens, case and
+            punctuation kept (:func:`~elitr_bench.noise.text.whitespace_wer`); reported,
+            never calibrated on.
     """
 
     text: str
@@ -116,6 +124,7 @@ class NoisyTranscript:
     substitutions: int
     deletions: int
     insertions: int
+    whitespace_wer: float
 
 
 @dataclass(frozen=True)
@@ -453,6 +462,16 @@ def _prepared(
     return value
 
 
+def default_protect(mode: str) -> str:
+    """Protection policy used when none is given: the paper protected no tokens.
+
+    ``calibrated`` keeps speaker labels, de-identified entities and event tags intact
+    (``default``), because a corrupted ``(PERSON4)`` changes who said what, which the
+    questions ask about; ``paper`` follows the paper's procedure (``none``).
+    """
+    return "none" if mode == "paper" else "default"
+
+
 def _check_args(target_wer: float, protect: str, mode: str) -> None:
     if not isinstance(target_wer, (int, float)) or not 0 <= target_wer <= MAX_TARGET:
         raise NoiseError(f"target_wer={target_wer!r} must be a number in [0, {MAX_TARGET}]")
@@ -467,7 +486,7 @@ def generate(
     target_wer: float,
     seed: int = DEFAULT_SEED,
     rules: RuleSet | str | Path | None = None,
-    protect: str = "default",
+    protect: str | None = None,
     mode: str = "calibrated",
 ) -> NoisyTranscript:
     """Inject noise without touching the disk cache (arguments as :func:`noisy_transcript`).
@@ -476,6 +495,7 @@ def generate(
         NoiseError: For a bad setting, an empty or fully protected transcript, or a
             target the rules cannot reach on this transcript.
     """
+    protect = default_protect(mode) if protect is None else protect
     _check_args(target_wer, protect, mode)
     ruleset = resolve_rules(rules)
     draws, prepared = _prepared(text, seed, protect, ruleset, mode)
@@ -520,4 +540,5 @@ def _result(
         substitutions=measured.substitutions,
         deletions=measured.deletions,
         insertions=measured.insertions,
+        whitespace_wer=whitespace_wer(clean, noisy),
     )

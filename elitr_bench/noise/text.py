@@ -11,6 +11,11 @@ rule building, so that the three agree):
   ``<laugh>`` (``<`` and ``>`` are maths symbols, not punctuation, for Unicode);
 * WER = (S + D + I) / N from jiwer's minimum-edit alignment of the two word lists.
 
+:func:`whitespace_wer` gives the other convention, the plain whitespace tokens of the
+texts with case and punctuation kept (the paper's Table 5 does not say how it measured;
+whitespace tokens are the simplest reading). Calibration never looks at it; it is
+reported next to the calibrated WER so that both conventions can be quoted.
+
 Lower-casing and punctuation removal are applied because the rules are keyed on
 lower-case words and because ASR output is usually scored case- and punctuation-blind;
 counting a capital letter or a comma as a word error would inflate the WER with changes
@@ -110,6 +115,28 @@ def measure_wer(reference: str, hypothesis: str) -> WerMeasure:
         substitutions=out.substitutions,
         deletions=out.deletions,
         insertions=out.insertions,
+    )
+
+
+#: Whitespace tokens, case and punctuation kept: the plain convention.
+WHITESPACE_TRANSFORM = jiwer.Compose(
+    [jiwer.SubstituteRegexes({r"\s+": " "}), jiwer.Strip(), jiwer.ReduceToListOfListOfWords()]
+)
+
+
+def whitespace_wer(reference: str, hypothesis: str) -> float:
+    """WER over plain whitespace tokens: ``Hello,`` and ``hello`` are different words.
+
+    Raises:
+        ValueError: If the reference has no tokens (WER is undefined).
+    """
+    return float(
+        jiwer.wer(
+            reference,
+            hypothesis,
+            reference_transform=WHITESPACE_TRANSFORM,
+            hypothesis_transform=WHITESPACE_TRANSFORM,
+        )
     )
 
 

@@ -104,7 +104,23 @@ def test_paper_mode_uses_simulator_scaling_and_undershoots(synthetic_meeting: st
     assert pd0 * ps0 * c**2 + (pi0 + pd0 + ps0) * c == pytest.approx(1.0)
     # Uncalibrated: like the paper's Table 5 (1.0 -> 0.71), it falls well short.
     assert noisy.effective_wer < 0.9
-    assert _protected(noisy.text) == _protected(synthetic_meeting)
+    # The paper protected no tokens, so paper mode corrupts labels unless asked not to.
+    assert noisy.protect == "none"
+    assert _protected(noisy.text) != _protected(synthetic_meeting)
+    kept = generate(synthetic_meeting, 1.0, mode="paper", protect="default")
+    assert kept.protect == "default"
+    assert _protected(kept.text) == _protected(synthetic_meeting)
+    assert generate(synthetic_meeting, 0.4).protect == "default"  # calibrated keeps them
+
+
+def test_whitespace_wer_is_reported_next_to_the_calibrated_one(synthetic_meeting: str) -> None:
+    from elitr_bench.noise.text import whitespace_wer
+
+    noisy = generate(synthetic_meeting, 0.6)
+    assert noisy.whitespace_wer == pytest.approx(whitespace_wer(synthetic_meeting, noisy.text))
+    # Case and punctuation count under whitespace tokens only.
+    assert whitespace_wer("Hello, world.", "hello world") == 1.0
+    assert measure_wer("Hello, world.", "hello world").wer == 0.0
 
 
 @pytest.mark.parametrize(
