@@ -322,3 +322,25 @@ def test_failed_judge_calls_resume_without_paying_twice(
     assert arena(loopback, out, *runs, judge_opts=",retries=0") == 0
     # Only the 4 failed alignments are asked again; extractions and the rest are cached.
     assert len(loopback.snapshot()) == first + 4
+
+
+def test_run_killed_mid_record_resumes_from_arena_and_cache(
+    tmp_path: Path, loopback: LoopbackOpenAI, capsys: pytest.CaptureFixture[str]
+) -> None:
+    loopback.handler = cream_script()
+    runs = [str(write_run(tmp_path, n, n.split("-")[1])) for n in ("m-full", "m-third")]
+    out = tmp_path / "arena"
+    assert arena(loopback, out, *runs) == 0
+    assert len(loopback.snapshot()) == 12
+    # Simulate a kill while the last record was being written: cut it in half.
+    path = out / "comparisons.jsonl"
+    text = path.read_text()
+    cut = text.rstrip("\n").rfind("\n") + 1
+    path.write_text(text[: cut + (len(text) - cut) // 2])
+    capsys.readouterr()
+    assert arena(loopback, out, *runs) == 0
+    assert "3 comparisons already judged, 1 to judge" in capsys.readouterr().out
+    assert len(loopback.snapshot()) == 12  # its calls were cached before the kill
+    lines = path.read_text().splitlines()
+    assert len(lines) == 5 and sum(1 for ln in lines if ln.endswith("}")) == 4
+    assert json.loads(lines[-1])["status"] == "ok"
