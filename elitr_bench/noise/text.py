@@ -12,8 +12,8 @@ rule building, so that the three agree):
 * WER = (S + D + I) / N from jiwer's minimum-edit alignment of the two word lists.
 
 :func:`whitespace_wer` gives the other convention, the plain whitespace tokens of the
-texts with case and punctuation kept (the paper's Table 5 does not say how it measured;
-whitespace tokens are the simplest reading). Calibration never looks at it; it is
+texts with case and punctuation kept, as the ASR error simulator the paper adapted scores
+WER (the paper does not say how its Table 5 was measured). Calibration never looks at it; it is
 reported next to the calibrated WER so that both conventions can be quoted.
 
 Lower-casing and punctuation removal are applied because the rules are keyed on
