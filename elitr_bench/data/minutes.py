@@ -535,6 +535,12 @@ RUN_SETTING_KEYS: tuple[str, ...] = (
     "max_gen_toks",
     "chunk_tokens",
 )
+#: Their defaults, left out of run names.
+RUN_SETTING_DEFAULTS: Mapping[str, str] = {
+    "overlength": "error",
+    "prompt_role": "user",
+    "max_gen_toks": "1024",
+}
 
 
 def _samples_files(path: Path) -> list[Path]:
@@ -638,7 +644,7 @@ def load_run_minutes(path: str | Path) -> RunMinutes:
         gen = task_cfg.get("generation_kwargs", {}) if isinstance(task_cfg, Mapping) else {}
         for key in RUN_SETTING_KEYS:
             value = (metadata or {}).get(key, (gen or {}).get(key))
-            if value not in (None, ""):
+            if value not in (None, "") and str(value) != RUN_SETTING_DEFAULTS.get(key):
                 settings[key] = str(value)
         tasks.append(task)
         seen: set[str] = set()
