@@ -97,6 +97,17 @@ def test_pth_line_imports_nothing_until_lm_eval_is_imported(tmp_path: Path) -> N
     )
     assert "new modules []" in proc.stdout
     assert "after lm_eval True" in proc.stdout
+    # Package gone but .pth left behind (a broken uninstall): lm_eval still imports.
+    gone = subprocess.run(
+        [sys.executable, "-S", "-c", PTH_PROBE.format(pth=str(PTH))],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+        check=True,
+        timeout=60,
+    )
+    assert "after lm_eval False" in gone.stdout
 
 
 def test_interpreter_start_loads_nothing_of_ours(tmp_path: Path) -> None:
