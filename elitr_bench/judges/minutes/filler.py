@@ -69,7 +69,7 @@ def split_turns(transcript: str) -> list[Turn]:
     turns: list[Turn] = []
     speaker, lines = "", list[str]()
     started = False
-    for raw in transcript.splitlines():
+    for raw in transcript.split("\n"):  # not splitlines: keep U+2028 etc. inside turns
         match = _SPEAKER.match(raw)
         if match:
             if started or lines:
@@ -85,7 +85,7 @@ def split_turns(transcript: str) -> list[Turn]:
 def clean_text(text: str) -> str:
     """Remove "eh" and non-speech tags; drop lines left empty (Sec. 6.3, step 1)."""
     out = []
-    for line in text.splitlines():
+    for line in text.split("\n"):
         line = _SPACES.sub(" ", _EH.sub("", _TAGS.sub("", line))).strip()
         line = re.sub(r"^[,.;]\s*", "", line)
         if line:

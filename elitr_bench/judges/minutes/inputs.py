@@ -227,7 +227,8 @@ def read_run(path: str | Path, label: str = "") -> RunValues:
             if isinstance(identity, Mapping) and identity.get("backend") != "none":
                 run.judge = dict(identity)
         seen: set[Any] = set()
-        for lineno, line in enumerate(samples.read_text("utf-8").splitlines(), 1):
+        # split("\n"), not splitlines(): JSON strings may hold U+2028 and friends
+        for lineno, line in enumerate(samples.read_text("utf-8").split("\n"), 1):
             if not line.strip():
                 continue
             where = f"{samples}:{lineno}"
@@ -308,7 +309,7 @@ def read_metric_file(path: str | Path) -> Values:
                     key = (row["system"].strip(), (row["meeting_id"] or "").strip())
                     out.setdefault(row["metric"].strip(), {})[key] = value
         return out
-    for lineno, line in enumerate(file.read_text("utf-8").splitlines(), 1):
+    for lineno, line in enumerate(file.read_text("utf-8").split("\n"), 1):
         if not line.strip():
             continue
         try:
