@@ -71,6 +71,8 @@ def finish_hint(spec: str) -> str:
     """How to judge the items a failed judge left (names the run's ``--output_path``)."""
     logged = any(a in ("--log_samples", "-s") for a in sys.argv[1:])
     out = _argv_value(("--output_path", "-o"))
+    if _argv_value(("--config", "-C")) is not None:  # options may come from a YAML file
+        logged, out = True, out or "OUTPUT_PATH"
     if not logged or not out:
         return (
             "the answers were not saved because --log_samples --output_path DIR was not set; "

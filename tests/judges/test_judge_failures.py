@@ -274,3 +274,41 @@ def test_deferred_error_exits_3_with_one_last_line(ending: str) -> None:
     lines = proc.stderr.strip().splitlines()
     assert lines[-1] == "elitr-bench: error: the judge failed on 2 of 6 answers"
     assert "1 of 3" not in lines[-1] and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("reply", "problem"),
+    [
+        (Reply(status=404, body={"error": {"message": "The model does not exist"}}), "not found"),
+        (
+            Reply(status=429, body={"error": {"message": "You exceeded your current quota"}}),
+            "quota exhausted",
+        ),
+        (Reply(status=429, headers={"Retry-After": "1"}), None),  # busy, but key and model work
+        (Reply(status=400, body={"error": {"message": "max_tokens is not supported"}}), "HTTP 400"),
+    ],
+)
+def test_preflight_reads_what_the_real_calls_would_meet(
+    loopback: LoopbackOpenAI, reply: Reply, problem: str | None
+) -> None:
+    loopback.handler = lambda request: reply
+    config = parse_judge_spec(_spec(loopback))
+    if problem is None:
+        check_judge_ready(config, network=True)
+    else:
+        with pytest.raises(JudgeNotReadyError, match=problem):
+            check_judge_ready(config, network=True)
+    assert len(loopback.requests) == 1
+
+
+def test_finish_hint_names_the_run_directory(monkeypatch: pytest.MonkeyPatch) -> None:
+    from elitr_bench.judges.lm_eval_filter import finish_hint
+
+    monkeypatch.setattr(sys, "argv", ["lm_eval", "--log_samples", "--output_path=out dir"])
+    assert finish_hint("replay,system=gpt-4") == (
+        "finish with: elitr-bench score 'out dir' --judge replay,system=gpt-4"
+    )
+    monkeypatch.setattr(sys, "argv", ["lm_eval", "-o", "out"])  # answers not logged
+    assert "re-run with them" in finish_hint("replay")
+    monkeypatch.setattr(sys, "argv", ["lm_eval", "--config", "run.yaml"])
+    assert finish_hint("replay") == "finish with: elitr-bench score OUTPUT_PATH --judge replay"
