@@ -190,6 +190,18 @@ def select_meetings(
     return sorted(chosen)
 
 
+def require_lines(minutes: Minutes, fix: str = "") -> Minutes:
+    """Return ``minutes`` if it has at least one non-blank line, else a one-line DataError.
+
+    Released and reference minutes are never empty; an empty file means a damaged copy.
+    (Generated minutes may be empty: a model can answer nothing, and scores 0 for it.)
+    """
+    if not minutes.lines:
+        where = minutes.source or f"{minutes.meeting_id}/{minutes.system}"
+        raise DataError(f"{where}: minutes file has no lines{'; ' + fix if fix else ''}")
+    return minutes
+
+
 def _check_systems(systems: Iterable[str] | None) -> tuple[str, ...]:
     if systems is None:
         return AUTOMIN_SYSTEMS
@@ -251,7 +263,12 @@ def _automin_meetings_for(_location: str) -> tuple[MinutesMeeting, ...]:
             if match and system_of(match["name"]) == AUTOMIN_REFERENCE:
                 rel = f"{_ELMI}/{meeting_id}/{name}"
                 refs.append(
-                    Minutes(meeting_id, match["name"], _read_automin(rel), f"{AUTOMIN_DIR}/{rel}")
+                    require_lines(
+                        Minutes(
+                            meeting_id, match["name"], _read_automin(rel), f"{AUTOMIN_DIR}/{rel}"
+                        ),
+                        _FETCH_HINT,
+                    )
                 )
         rel = f"{_ELMI}/{meeting_id}/{transcripts[0]}"
         out.append(
@@ -297,7 +314,10 @@ def _automin_minutes_for(_location: str) -> tuple[Minutes, ...]:
                     f"{AUTOMIN_DIR}/{rel}: a second minutes file of system {system!r} in "
                     f"{meeting_id}; the manifest is not the pinned release"
                 )
-            found[system] = Minutes(meeting_id, system, _read_automin(rel), f"{AUTOMIN_DIR}/{rel}")
+            found[system] = require_lines(
+                Minutes(meeting_id, system, _read_automin(rel), f"{AUTOMIN_DIR}/{rel}"),
+                _FETCH_HINT,
+            )
         missing = [s for s in AUTOMIN_SYSTEMS if s not in found]
         if missing:
             raise DataError(
@@ -482,7 +502,12 @@ def parse_elitr_minutes(files: Mapping[str, bytes], where: str) -> dict[str, lis
         except UnicodeDecodeError as exc:
             raise DataError(f"{where}:{name}: not UTF-8 text ({exc})") from None
         meeting_id, annot = match.group(1), match.group(2).lower()
-        out.setdefault(meeting_id, []).append(Minutes(meeting_id, annot, text, f"{where}:{name}"))
+        minutes = Minutes(meeting_id, annot, text, f"{where}:{name}")
+        out.setdefault(meeting_id, []).append(
+            require_lines(
+                minutes, "replace the archive with the pinned one (`elitr-bench data verify`)"
+            )
+        )
     return out
 
 
@@ -692,5 +717,6 @@ __all__ = [
     "load_automin_overall_scores",
     "load_elitr_minutes_meetings",
     "load_run_minutes",
+    "require_lines",
     "select_meetings",
 ]

@@ -235,3 +235,21 @@ def test_automin_files_download_once_into_the_cache(
     mn.load_automin_overall_scores("hunk")
     assert len(calls) == 1
     assert store.data_dir() is None
+
+
+def test_minutes_file_without_lines_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _copy_automin(tmp_path)
+    rel = "submissions-and-scores/ELMI-en/meeting_en_test2023_005/minutes_GENER_ntr.txt"
+    (root / AUTOMIN_DIR / rel).write_text("\n  \n")
+    monkeypatch.setenv("ELITR_BENCH_DATA_DIR", str(root))
+    monkeypatch.setenv("ELITR_BENCH_SKIP_VERIFY", "1")
+    with pytest.raises(DataError) as err:
+        mn.load_automin_minutes(["ntr"])
+    assert str(err.value) == (
+        f"{AUTOMIN_DIR}/{rel}: minutes file has no lines; run `elitr-bench data fetch`, or set "
+        "ELITR_BENCH_DATA_DIR to a directory holding automin-2023/"
+    )
+    with pytest.raises(DataError, match=r"meeting_x/sys: minutes file has no lines$"):
+        mn.require_lines(Minutes("meeting_x", "sys", ""))
