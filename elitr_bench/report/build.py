@@ -26,6 +26,7 @@ from elitr_bench import __version__
 from elitr_bench.data.errors import DataError
 from elitr_bench.report import agreement, figures
 from elitr_bench.report.errors import ReportError
+from elitr_bench.report.minutes import minutes_sections
 from elitr_bench.report.runs import LoadedRuns, TaskRun, load_runs
 from elitr_bench.report.stats import CIMethod
 from elitr_bench.report.tables import (
@@ -328,7 +329,7 @@ def agreement_sections(inputs: ReportInputs, report: Report) -> None:
 #: any, and adds nothing when it finds none; the report fails only if no builder adds a
 #: section. (``load_runs`` notes tasks without ELITR-Bench QA documents as skipped; a
 #: builder that reports them may drop those notes from ``report.notes``.)
-SECTION_BUILDERS: list[SectionBuilder] = [qa_sections, agreement_sections]
+SECTION_BUILDERS: list[SectionBuilder] = [qa_sections, agreement_sections, minutes_sections]
 
 
 def build_report(

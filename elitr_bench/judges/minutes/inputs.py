@@ -57,6 +57,8 @@ class RunValues:
         values: metric -> (system, meeting) -> value.
         filler: meeting -> filler-compression stats of the judge (if it compressed).
         statuses: assessment status -> count.
+        tasks: Tasks read (from the samples file names).
+        usage: The judge's usage and cost as logged in the results file (``{}`` if none).
     """
 
     name: str
@@ -66,6 +68,8 @@ class RunValues:
     values: Values = field(default_factory=dict)
     filler: dict[str, dict[str, Any]] = field(default_factory=dict)
     statuses: dict[str, int] = field(default_factory=dict)
+    tasks: list[str] = field(default_factory=list)
+    usage: dict[str, Any] = field(default_factory=dict)
 
 
 def _finite(value: Any) -> float | None:
@@ -222,10 +226,16 @@ def read_run(path: str | Path, label: str = "") -> RunValues:
         run.name = name
         config = results.get("config") if isinstance(results.get("config"), Mapping) else {}
         run.model = str((config or {}).get("model", ""))
+        task = samples.stem.removeprefix("samples_").rsplit("_", 1)[0]
+        if task not in run.tasks:
+            run.tasks.append(task)
         for task_cfg in (results.get("configs") or {}).values():
-            identity = (task_cfg.get("metadata") or {}).get("judge_identity")
+            metadata = task_cfg.get("metadata") or {}
+            identity = metadata.get("judge_identity")
             if isinstance(identity, Mapping) and identity.get("backend") != "none":
                 run.judge = dict(identity)
+            if isinstance(metadata.get("judge_usage"), Mapping):
+                run.usage = dict(metadata["judge_usage"])
         seen: set[Any] = set()
         # split("\n"), not splitlines(): JSON strings may hold U+2028 and friends
         for lineno, line in enumerate(samples.read_text("utf-8").split("\n"), 1):

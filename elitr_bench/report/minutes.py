@@ -1,0 +1,327 @@
+"""The minutes part of ``elitr-bench report``: AutoMin-style tables and figures for minutes runs.
+
+For every lm-eval run of a minutes task (``automin23_en``, ``elitr_minutes_dev``,
+``elitr_minutes_test``) found below the report's RUN_DIRs:
+
+* **Table 7 layout**: one row per task and system/model with the reference metrics
+  (ROUGE-1/2/L, BERTScore, BARTScore when logged), the Table 5 output statistics and the
+  judge's metrics, mean ± std over meetings;
+* **judge token savings**: what AutoMin's filler compression (Sec. 6.3) removed from the
+  transcripts the judge read, per run, with the judge's usage and cost;
+* **metric vs human scatter plots**: for runs that replay a released AutoMin system on
+  ``automin23_en`` (``elitr-replay``), each metric against the release's document-level
+  human Adequacy/Fluency/Grammaticality/Relevance, one point per meeting.
+
+Runs are read with :func:`elitr_bench.judges.minutes.inputs.read_run`, the reader
+``minutes-check`` uses, so the report and the meta-evaluation see the same values.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from elitr_bench.data.errors import DataError
+from elitr_bench.report.tables import Table, fmt
+
+if TYPE_CHECKING:
+    from elitr_bench.judges.minutes.inputs import RunValues
+    from elitr_bench.report.build import Report, ReportInputs
+
+MINUTES_TASKS = ("automin23_en", "elitr_minutes_dev", "elitr_minutes_test")
+#: Table 7's column order (ROUGE-1/2/L, BART-F1, BERT-F1).
+REFERENCE_METRICS = ("rouge1", "rouge2", "rougeL", "bartscore", "bertscore_f1")
+STAT_METRICS = ("lines", "words", "words_per_line")
+#: Scatter plots are drawn for at most this many metrics (reference first, then judges).
+MAX_SCATTER_METRICS = 6
+
+
+def minutes_samples(paths: Sequence[Path]) -> list[Path]:
+    """Samples files of minutes tasks below the given RUN_DIRs (rescored copies excluded)."""
+    found: list[Path] = []
+    for root in paths:
+        candidates = [root] if root.is_file() else sorted(root.rglob("samples_*.jsonl"))
+        for path in candidates:
+            task = path.stem.removeprefix("samples_").rsplit("_", 1)[0]
+            if task in MINUTES_TASKS and "_rescored_" not in path.name and path not in found:
+                found.append(path)
+    return found
+
+
+def _label(metric: str) -> str:
+    from elitr_bench.judges.minutes.tables import metric_label
+
+    return metric_label(metric)
+
+
+def _mean_std(values: Sequence[float]) -> tuple[float, float]:
+    return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0
+
+
+def table7_layout(runs: Sequence[RunValues]) -> Table:
+    """Mean ± std over meetings per task and system/model, AutoMin Table 7 style."""
+    present = {m for r in runs for m in r.values}
+    judge = sorted(m for m in present if m not in REFERENCE_METRICS and m not in STAT_METRICS)
+    metrics = [
+        *(m for m in REFERENCE_METRICS if m in present),
+        *(m for m in STAT_METRICS if m in present),
+        *judge,
+    ]
+    rows, records = [], []
+    for run in sorted(runs, key=lambda r: (r.tasks, -_first_mean(r, metrics))):
+        cells = []
+        for metric in metrics:
+            values = [v for v in run.values.get(metric, {}).values() if math.isfinite(v)]
+            if not values:
+                cells.append("-")
+                continue
+            mean, std = _mean_std(values)
+            digits = 3 if metric in REFERENCE_METRICS else 2
+            cells.append(f"{fmt(mean, digits)} ± {fmt(std, digits)}")
+            records.append(
+                {
+                    "task": ",".join(run.tasks),
+                    "system": run.name,
+                    "metric": metric,
+                    "mean": mean,
+                    "std": std,
+                    "n": len(values),
+                    "judge": run.judge.get("model", "") if metric in judge else "",
+                    "run": run.path,
+                }
+            )
+        meetings = {k[1] for cells_ in run.values.values() for k in cells_}
+        rows.append((",".join(run.tasks), _system_label(run.name), *cells, str(len(meetings))))
+    return Table(
+        key="minutes_table7",
+        title="Minutes: automatic metrics per system/model (AutoMin Table 7 layout)",
+        columns=("Task", "System / model", *(_label(m) for m in metrics), "meetings"),
+        rows=tuple(rows),
+        records=tuple(records),
+        notes=(
+            "mean ± std over meetings; rows sorted by decreasing ROUGE-1 within a task, as "
+            "AutoMin sorts Table 7; judge metrics are on the judge's own scale (GPT: 0-10)",
+        ),
+    )
+
+
+def _first_mean(run: RunValues, metrics: Sequence[str]) -> float:
+    for metric in metrics:
+        values = list(run.values.get(metric, {}).values())
+        if values:
+            return statistics.fmean(values)
+    return 0.0
+
+
+def _system_label(name: str) -> str:
+    from elitr_bench.judges.minutes.tables import label
+
+    return label(name)
+
+
+def savings_table(runs: Sequence[RunValues]) -> Table | None:
+    """Tokens the judge's filler compression removed, per run (None if no run compressed)."""
+    rows, records = [], []
+    for run in runs:
+        if not run.filler:
+            continue
+        stats = list(run.filler.values())
+        before = sum(int(s.get("tokens_before", 0)) for s in stats)
+        after = sum(int(s.get("tokens_after", 0)) for s in stats)
+        saved = before - after
+        turns = sum(int(s.get("turns", 0)) for s in stats)
+        filler = sum(int(s.get("filler_turns", 0)) for s in stats)
+        cost = run.usage.get("estimated_cost_usd")
+        record: dict[str, Any] = {
+            "task": ",".join(run.tasks),
+            "system": run.name,
+            "judge": f"{run.judge.get('model', '')} {run.judge.get('method', '')}".strip(),
+            "meetings": len(stats),
+            "tokens_before": before,
+            "tokens_after": after,
+            "tokens_saved": saved,
+            "saved_per_meeting": saved / len(stats),
+            "saved_fraction": saved / before if before else 0.0,
+            "turns": turns,
+            "filler_turns": filler,
+            "judge_requests": run.usage.get("requests"),
+            "judge_cost_usd": cost,
+        }
+        records.append(record)
+        rows.append(
+            (
+                str(record["task"]),
+                _system_label(run.name),
+                record["judge"] or "-",
+                str(len(stats)),
+                str(before),
+                str(after),
+                f"{saved} ({100 * record['saved_fraction']:.1f}%)",
+                fmt(record["saved_per_meeting"], 0),
+                f"{filler}/{turns}",
+                "-" if cost is None else f"${cost:.4f}",
+            )
+        )
+    if not rows:
+        return None
+    return Table(
+        key="minutes_filler_savings",
+        title="Minutes judge: tokens saved by filler compression (AutoMin Sec. 6.3)",
+        columns=(
+            "Task",
+            "System / model",
+            "Judge",
+            "meetings",
+            "tokens before",
+            "tokens after",
+            "saved",
+            "saved per meeting",
+            "filler turns",
+            "judge cost",
+        ),
+        rows=tuple(rows),
+        records=tuple(records),
+        notes=(
+            "tokens are whitespace-separated words of the transcript (before) and of the "
+            "compressed transcript the judge read (after); 'eh', non-speech tags and the text "
+            "of filler turns are removed, their speaker labels kept",
+        ),
+    )
+
+
+def scatter_figures(runs: Sequence[RunValues], out: Path) -> tuple[list[Path], Table | None]:
+    """Metric vs document-level human scores for replayed AutoMin systems (one PNG per metric)."""
+    from elitr_bench.data.minutes import AUTOMIN_SYSTEMS, load_automin_human_scores
+    from elitr_bench.judges.minutes.check import correlations
+
+    automin = [r for r in runs if "automin23_en" in r.tasks and r.name in AUTOMIN_SYSTEMS]
+    if not automin:
+        return [], None
+    human: dict[tuple[str, str, str], float] = {
+        (h.system, h.meeting_id, h.criterion): h.value
+        for h in load_automin_human_scores("document")
+    }
+    values: dict[str, dict[tuple[str, str], float]] = {}
+    for run in automin:
+        for metric, cells in run.values.items():
+            if metric not in STAT_METRICS:
+                values.setdefault(metric, {}).update(cells)
+    order = [m for m in REFERENCE_METRICS if m in values] + sorted(
+        m for m in values if m not in REFERENCE_METRICS
+    )
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    criteria = ("adequacy", "fluency", "grammaticality", "relevance")
+    systems = sorted({s for cells in values.values() for s, _ in cells})
+    colours = {s: plt.get_cmap("tab10")(i % 10) for i, s in enumerate(systems)}
+    paths: list[Path] = []
+    records: list[dict[str, Any]] = []
+    for metric in order[:MAX_SCATTER_METRICS]:
+        cells = values[metric]
+        fig, axes = plt.subplots(1, 4, figsize=(15, 3.8), sharey=True)
+        for ax, criterion in zip(axes, criteria, strict=True):
+            keys = [k for k in sorted(cells) if (k[0], k[1], criterion) in human]
+            xs = [human[(k[0], k[1], criterion)] for k in keys]
+            ys = [cells[k] for k in keys]
+            for system in systems:
+                pts = [(x, y) for k, x, y in zip(keys, xs, ys, strict=True) if k[0] == system]
+                if pts:
+                    ax.scatter(
+                        [p[0] for p in pts],
+                        [p[1] for p in pts],
+                        s=28,
+                        alpha=0.8,
+                        color=colours[system],
+                        label=_system_label(system),
+                    )
+            corr = correlations(xs, ys)
+            r = corr.get("pearson")
+            ax.set_title(f"D {criterion} (n={len(keys)}, r={fmt(r, 2)})", fontsize=10)
+            ax.set_xlabel(f"human {criterion} (1-5)")
+            ax.set_xlim(0.8, 5.2)
+            records.append(
+                {
+                    "metric": metric,
+                    "criterion": criterion,
+                    "level": "document",
+                    "n": len(keys),
+                    "pearson": corr.get("pearson"),
+                    "spearman": corr.get("spearman"),
+                    "kendall": corr.get("kendall"),
+                    "systems": " ".join(sorted({k[0] for k in keys})),
+                }
+            )
+        axes[0].set_ylabel(_label(metric))
+        fig.suptitle(f"{_label(metric)} vs AutoMin 2023 document-level human scores")
+        fig.tight_layout(rect=(0.0, 0.0, 0.9, 1.0))
+        handles, labels = axes[0].get_legend_handles_labels()
+        if handles:
+            fig.legend(handles, labels, loc="center left", bbox_to_anchor=(0.9, 0.5), fontsize=8)
+        path = out / "figures" / f"minutes_scatter_{metric.replace('@', '_at_')}.png"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=110, bbox_inches="tight")
+        plt.close(fig)
+        paths.append(path)
+    rows = tuple(
+        (
+            _label(str(r["metric"])),
+            str(r["criterion"]),
+            str(r["n"]),
+            fmt(r["pearson"], 3),
+            fmt(r["spearman"], 3),
+            fmt(r["kendall"], 3),
+        )
+        for r in records
+    )
+    table = Table(
+        key="minutes_vs_human",
+        title="Minutes metrics vs human document scores (replayed AutoMin systems)",
+        columns=("Metric", "Human", "n", "Pearson", "Spearman", "Kendall"),
+        rows=rows,
+        records=tuple(records),
+        notes=(
+            "one point per (meeting, system) with a released document-level score; "
+            "elitr-bench minutes-check gives pairwise accuracy and system-level statistics",
+        ),
+    )
+    return paths, table
+
+
+def minutes_sections(inputs: ReportInputs, report: Report) -> None:
+    """Add the minutes sections for the minutes runs below ``inputs.run_paths``."""
+    from elitr_bench.judges.minutes.inputs import read_run
+
+    files = minutes_samples(list(inputs.run_paths))
+    if not files:
+        return
+    runs: list[RunValues] = []
+    for path in files:
+        try:
+            runs.append(read_run(path))
+        except DataError as exc:
+            report.notes.append(f"minutes run {path} skipped: {exc}")
+    # The QA loader notes minutes tasks as "no ELITR-Bench documents"; they are reported here.
+    report.notes[:] = [
+        n for n in report.notes if not any(f"(task {t})" in n for t in MINUTES_TASKS)
+    ]
+    if not runs:
+        return
+    parts: list[str | Table] = [table7_layout(runs)]
+    savings = savings_table(runs)
+    if savings is not None:
+        parts.append(savings)
+    report.section("Meeting minutes (AutoMin Task A)", *parts)
+    try:
+        paths, versus = scatter_figures(runs, inputs.out)
+    except DataError as exc:
+        report.notes.append(f"minutes scatter plots skipped: no AutoMin human scores ({exc})")
+        return
+    if versus is not None:
+        report.section("Minutes metrics vs AutoMin 2023 human scores", versus)
+        report.figures.extend(paths)
