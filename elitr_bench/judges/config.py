@@ -211,7 +211,7 @@ def parse_judge_spec(spec: str) -> JudgeConfig:
     """
     text = spec.strip()
     if not text:
-        raise JudgeConfigError("empty judge spec; use e.g. --judge openai:gpt-4-0613")
+        raise JudgeConfigError("empty judge spec; name a judge, e.g. openai:gpt-4-0613 or replay")
     head, *option_parts = text.split(",")
     backend, _, model = head.partition(":")
     backend = backend.strip().lower()
