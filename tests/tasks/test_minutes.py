@@ -356,3 +356,17 @@ def test_load_run_minutes_reads_an_output_folder(tmp_path: Path) -> None:
     (out / "samples_automin23_en_2026-01-01T00-00-00.jsonl").write_text('{"doc": {}}\n')
     with pytest.raises(ValueError, match=r"jsonl:1: not a minutes-task sample"):
         load_run_minutes(out)
+
+
+def test_noisy_transcripts_with_wer() -> None:
+    lm = _WordLM(100_000)
+    result = _evaluate(
+        lm, "", ["elitr_minutes_dev"], samples={"elitr_minutes_dev": [5]},
+        gen_kwargs="max_gen_toks=16", metadata={"judge": "none", "wer": 0.3},
+    )  # fmt: skip
+    row = result["samples"]["elitr_minutes_dev"][0]
+    clean = mn.load_elitr_minutes_meetings("dev")[5].transcript  # the shortest meeting
+    assert row["doc"]["target_wer"] == 0.3 and 0.2 < row["doc"]["effective_wer"] < 0.4
+    prompt = lm.calls[0][0]
+    assert prompt.startswith(MINUTES_PROMPT + " ") and prompt != MINUTES_PROMPT + " " + clean
+    assert result["results"]["elitr_minutes_dev"]["effective_wer,none"] == row["effective_wer"]
