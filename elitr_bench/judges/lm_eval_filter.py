@@ -139,12 +139,11 @@ def judge_responses(
     items = [JudgeItem.from_doc(doc, text) for doc, text in zip(docs, texts, strict=True)]
     try:
         check_judge_ready(config)  # no network: the task checked the judge before generation
-    except Exception as exc:  # any failure here must keep the answers
+        run = judge_items(items, config, desc="elitr judge", on_error="record")
+    except Exception as exc:  # the judge could not even start (model load, data): keep answers
         judgements = [error_judgement(failure_reason(exc))] * len(items)
         run = JudgeRun(judgements, config.identity(), {"requests": 0}, 0.0)
         run.summary = summarize(judgements)
-    else:
-        run = judge_items(items, config, desc="elitr judge", on_error="record")
     _LAST_RUN = run
     log.info(
         "elitr judge %s: %s scored, %s unscored, %s failed; usage %s",

@@ -312,3 +312,17 @@ def test_finish_hint_names_the_run_directory(monkeypatch: pytest.MonkeyPatch) ->
     assert "re-run with them" in finish_hint("replay")
     monkeypatch.setattr(sys, "argv", ["lm_eval", "--config", "run.yaml"])
     assert finish_hint("replay") == "finish with: elitr-bench score OUTPUT_PATH --judge replay"
+
+
+def test_a_judge_that_cannot_start_keeps_every_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    from elitr_bench.judges import engine
+
+    def broken(config: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("cannot load the judge model")
+
+    monkeypatch.setattr(engine, "make_judge", broken)
+    config = parse_judge_spec("openai:gpt-4-0613,base_url=http://127.0.0.1:9/v1,progress=false")
+    out = judge_responses([["a"], ["b"]], [{"question": "q"}] * 2, config)
+    judged = [json.loads(row[0]) for row in out]
+    assert [j["response"] for j in judged] == ["a", "b"]
+    assert {j["judge"]["reason"] for j in judged} == {"RuntimeError: cannot load the judge model"}
