@@ -45,6 +45,12 @@ OPTION_KEYS: dict[str, str] = {
     "noise_rules": "confusion rules file of the noise injection",
     "history": "own or gold (multi-turn tasks)",
     "differing_only": "true or false (Conv vs QA wording)",
+    # minuting tasks (elitr_bench.tasks.minutes)
+    "chunk_tokens": "positive integer: transcript tokens per section (overlength=chunked)",
+    "bertscore": "true or false",
+    "bartscore": "true or false",
+    "bertscore_model": "BERTScore model name",
+    "bartscore_model": "BARTScore model name",
 }
 
 #: Keys that are never flagged although they may look like ours: lm-eval's and common
