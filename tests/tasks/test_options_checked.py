@@ -68,9 +68,9 @@ def restore_keys() -> Iterator[None]:
 
 
 def test_new_tasks_extend_the_known_keys(restore_keys: None) -> None:
-    assert near_miss("chunk_tokns") is None
-    register_option_keys({"chunk_tokens": "tokens per transcript chunk"}, foreign=("judge_x",))
-    assert near_miss("chunk_tokns") == "chunk_tokens" and near_miss("judge_x") is None
+    assert near_miss("summary_stile") is None
+    register_option_keys({"summary_style": "bullets or prose"}, foreign=("judge_x",))
+    assert near_miss("summary_stile") == "summary_style" and near_miss("judge_x") is None
 
 
 # --- through lm-eval's evaluator ---------------------------------------------------------
