@@ -123,7 +123,16 @@ class JudgeConfig:
 
     @property
     def rubric_obj(self) -> Rubric:
-        """The rubric this judge uses."""
+        """The rubric this judge uses.
+
+        Raises:
+            JudgeConfigError: The rubric is a minutes judge's (``gpt-art``/``gpt-afgr``).
+        """
+        if self.rubric not in RUBRICS:
+            raise JudgeConfigError(
+                f"judge spec {self.spec or self.backend!r}: rubric={self.rubric} judges meeting "
+                f"minutes; question answering needs rubric={' or '.join(RUBRICS)}"
+            )
         return RUBRICS[self.rubric]
 
     @property
