@@ -383,6 +383,7 @@ class MinutesTask(ConfigurableTask):
             check_judge_ready(self.judge_config)
         if int(self.config.repeats or 1) != 1:
             raise OptionError(f"{self.config.task}: minutes tasks need repeats=1")
+        self._load_metric_models()
         super().build_all_requests(**kwargs)
         counter = context.token_counter(context.active_model())
         if counter is None and self.options.overlength == "chunked":
@@ -394,6 +395,15 @@ class MinutesTask(ConfigurableTask):
             self._apply_policy(None)
         elif counter is not None:
             self._apply_policy(counter)
+
+    def _load_metric_models(self) -> None:
+        """Load BERTScore/BARTScore models now, so a missing one fails before generation."""
+        from elitr_bench.tasks import minutes_metrics
+
+        if self.options.bertscore:
+            minutes_metrics._bert_scorer(self.options.bertscore_model)
+        if self.options.bartscore:
+            minutes_metrics._bart(self.options.bartscore_model)
 
     def _count(self, counter: context.TokenCounter | None) -> Callable[[str], int]:
         if counter is None:

@@ -109,3 +109,26 @@ def test_bertscore_averages_references_and_rescales(monkeypatch: pytest.MonkeyPa
     assert seen["rescale_with_baseline"] is True and seen["lang"] == "en"
     assert seen["pairs"] == [("m", "r1"), ("m", "r2")]
     mm._bert_scorer.cache_clear()
+
+
+def test_missing_metric_model_fails_before_generation(tiny_bart: Path) -> None:
+    from lm_eval import simple_evaluate
+    from lm_eval.tasks import TaskManager
+
+    manager = TaskManager(
+        include_defaults=False,
+        metadata={"judge": "none", "bartscore": True, "bartscore_model": "/nonexistent/bart"},
+    )
+    with pytest.raises(mm.MetricUnavailableError, match="bartscore: model '/nonexistent/bart'"):
+        simple_evaluate(model="elitr-replay", model_args="system=gpt4", tasks=["automin23_en"],
+                        task_manager=manager, limit=1)  # fmt: skip
+    manager = TaskManager(
+        include_defaults=False,
+        metadata={"judge": "none", "bartscore": True, "bartscore_model": str(tiny_bart)},
+    )
+    result = simple_evaluate(
+        model="elitr-replay", model_args="system=gpt4", tasks=["automin23_en"],
+        task_manager=manager, limit=1,
+    )  # fmt: skip
+    assert result is not None
+    assert math.isfinite(result["results"]["automin23_en"]["bartscore,none"])
