@@ -58,7 +58,8 @@ def _label(metric: str) -> str:
 
 
 def _mean_std(values: Sequence[float]) -> tuple[float, float]:
-    return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0
+    """Mean and population std, as AutoMin's tables (see ``check.system_spread``)."""
+    return statistics.fmean(values), statistics.pstdev(values)
 
 
 def table7_layout(runs: Sequence[RunValues]) -> Table:
@@ -89,21 +90,30 @@ def table7_layout(runs: Sequence[RunValues]) -> Table:
                     "mean": mean,
                     "std": std,
                     "n": len(values),
-                    "judge": run.judge.get("model", "") if metric in judge else "",
+                    "judge": _judge_label(run) if metric in judge else "",
                     "run": run.path,
                 }
             )
         meetings = {k[1] for cells_ in run.values.values() for k in cells_}
-        rows.append((",".join(run.tasks), _system_label(run.name), *cells, str(len(meetings))))
+        rows.append(
+            (
+                ",".join(run.tasks),
+                _system_label(run.name),
+                _judge_label(run),
+                *cells,
+                str(len(meetings)),
+            )
+        )
     return Table(
         key="minutes_table7",
         title="Minutes: automatic metrics per system/model (AutoMin Table 7 layout)",
-        columns=("Task", "System / model", *(_label(m) for m in metrics), "meetings"),
+        columns=("Task", "System / model", "Judge", *(_label(m) for m in metrics), "meetings"),
         rows=tuple(rows),
         records=tuple(records),
         notes=(
-            "mean ± std over meetings; rows sorted by decreasing ROUGE-1 within a task, as "
-            "AutoMin sorts Table 7; judge metrics are on the judge's own scale (GPT: 0-10)",
+            "mean ± population std over meetings (as AutoMin); rows sorted by decreasing "
+            "ROUGE-1 within a task, as AutoMin sorts Table 7; judge metrics are on the judge's "
+            "own scale (GPT: 0-10)",
         ),
     )
 
@@ -114,6 +124,14 @@ def _first_mean(run: RunValues, metrics: Sequence[str]) -> float:
         if values:
             return statistics.fmean(values)
     return 0.0
+
+
+def _judge_label(run: RunValues) -> str:
+    """``model method`` of the run's minutes judge, ``none`` without one."""
+    if not run.judge:
+        return "none"
+    method = run.judge.get("method") or run.judge.get("rubric") or ""
+    return f"{run.judge.get('model', '')} {method}".strip()
 
 
 def _system_label(name: str) -> str:
@@ -138,7 +156,7 @@ def savings_table(runs: Sequence[RunValues]) -> Table | None:
         record: dict[str, Any] = {
             "task": ",".join(run.tasks),
             "system": run.name,
-            "judge": f"{run.judge.get('model', '')} {run.judge.get('method', '')}".strip(),
+            "judge": _judge_label(run),
             "meetings": len(stats),
             "tokens_before": before,
             "tokens_after": after,

@@ -79,7 +79,7 @@ def _num(value: float | None, digits: int = 2) -> str:
 def _delta(ours: float | None, paper: float | None, digits: int = 2) -> str:
     if ours is None or paper is None:
         return "–"
-    return f"{ours - paper:+.{digits}f}"
+    return f"{round(ours - paper, digits) + 0.0:+.{digits}f}"  # + 0.0: no "-0.00"
 
 
 def table6(
@@ -146,7 +146,7 @@ def table7(
     )
     table = Table(
         "table7",
-        "Table 7 (ELMI EN): automatic metrics per system (mean ± std over meetings)",
+        "Table 7 (ELMI EN): automatic metrics per system (mean ± population std over meetings)",
         ["System", *(metric_label(m) for m in metrics), "n"],
     )
     for system in order:
@@ -221,7 +221,14 @@ def table7_vs_paper(values: MetricValues, systems: Sequence[str]) -> Table:
 
 
 def table9(rows: Sequence[MetaRow], systems: Sequence[str]) -> Table:
-    """Table 9: pairwise accuracy (%) per metric and human column, with the printed values."""
+    """Table 9: pairwise accuracy (%) per metric and human column, with the printed values.
+
+    The printed values are shown (with ``Δ``) only when the compared systems are the
+    paper's seven: on other systems they are not the same quantity.
+    """
+    from elitr_bench.judges.minutes.paper import TABLE9_SYSTEMS
+
+    same_systems = sorted(systems) == sorted(TABLE9_SYSTEMS)
     columns = [col for *_, col in HUMAN_COLUMNS]
     header = ["Metric", "source", *columns, "ties (metric/human)", "pairs"]
     table = Table(
@@ -250,7 +257,7 @@ def table9(rows: Sequence[MetaRow], systems: Sequence[str]) -> Table:
                 "/".join(str(p) for p in sorted(pairs)),
             ]
         )
-        printed = TABLE9.get(metric.partition("@")[0])
+        printed = TABLE9.get(metric.partition("@")[0]) if same_systems else None
         if printed is not None:
             table.rows.append(
                 [metric_label(metric), "paper", *(f"{v:.1f}" for v in printed), "", ""]
@@ -260,10 +267,15 @@ def table9(rows: Sequence[MetaRow], systems: Sequence[str]) -> Table:
             table.rows.append(
                 [metric_label(metric), "Δ", *(_delta(d, 0.0, 1) for d in delta), "", ""]
             )
+    n_pairs = len(systems) * (len(systems) - 1) // 2
     if diffs:
         table.notes.append(
             f"|ours - paper| over {len(diffs)} cells: mean {sum(diffs) / len(diffs):.1f} points, "
-            f"max {max(diffs):.1f}; one system pair of 21 is 4.8 points"
+            f"max {max(diffs):.1f}; one system pair of {n_pairs} is {100 / n_pairs:.1f} points"
+        )
+    elif not same_systems:
+        table.notes.append(
+            "the paper's values are not shown: they compare its 7 systems (--systems table9)"
         )
     table.notes.append(
         "systems: " + ", ".join(label(s) for s in systems) + "; a tie agrees only with a tie"
