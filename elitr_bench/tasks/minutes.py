@@ -407,7 +407,10 @@ class MinutesTask(ConfigurableTask):
 
     def _count(self, counter: context.TokenCounter | None) -> Callable[[str], int]:
         if counter is None:
-            return lambda text: math.ceil(len(text.split()) * TOKENS_PER_WORD)
+            # API chat prompts arrive as lm-eval's JsonChatStr (messages as JSON text).
+            return lambda text: math.ceil(
+                len(str(getattr(text, "prompt", text)).split()) * TOKENS_PER_WORD
+            )
         return lambda text: len(counter.encode(text))
 
     def _apply_policy(self, counter: context.TokenCounter | None) -> None:

@@ -370,3 +370,46 @@ def test_noisy_transcripts_with_wer() -> None:
     prompt = lm.calls[0][0]
     assert prompt.startswith(MINUTES_PROMPT + " ") and prompt != MINUTES_PROMPT + " " + clean
     assert result["results"]["elitr_minutes_dev"]["effective_wer,none"] == row["effective_wer"]
+
+
+def test_chat_api_model_chunked_and_judged_against_loopback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An API chat model (no tokenizer), chunk_tokens sections, the AFGR judge inside lm-eval."""
+    from tests.support.openai_server import LoopbackOpenAI, RecordedRequest
+
+    def reply(request: RecordedRequest) -> str:
+        if request.body["model"] == "judge-model":
+            return "Adequacy: 7\nFluency: 8\nGrammatical correctness: 9\nRelevance: 6"
+        return "- a point\n- another point"
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with LoopbackOpenAI(reply) as server:
+        judge = (
+            f"openai:judge-model,base_url={server.base_url},rubric=gpt-afgr,filler=false,"
+            f"temperature=0,cache={tmp_path / 'judge.sqlite'}"
+        )
+        result = _evaluate(
+            "local-chat-completions",
+            f"model=loopback,base_url={server.chat_url},num_concurrent=1,max_retries=1",
+            ["automin23_en"], limit=1, apply_chat_template=True,
+            metadata={"judge": judge, "overlength": "chunked", "chunk_tokens": 3000,
+                      "prompt_role": "system"},
+        )  # fmt: skip
+        requests = server.snapshot()
+    chats = [r.body["messages"] for r in requests if r.body["model"] == "loopback"]
+    transcript = mn.load_automin_meetings(1)[0].transcript
+    assert len(chats) >= 3  # ~7000 words in sections of <= 2250 words
+    for messages in chats:
+        assert messages[0] == {"role": "system", "content": MINUTES_PROMPT}
+        assert len(messages[1]["content"].split()) * 4 / 3 <= 3000
+    assert " ".join(m[1]["content"] for m in chats).split() == transcript.split()
+    row = result["samples"]["automin23_en"][0]
+    assert row["sections"] == len(chats)
+    assert row["resps"][0][0] == "\n".join(["- a point\n- another point"] * len(chats))
+    assert row["lines"] == 2 * len(chats)
+    assert (row["afgr_adequacy"], row["afgr_relevance"]) == (7.0, 6.0)
+    res = result["results"]["automin23_en"]
+    assert res["afgr_fluency,none"] == 8.0 and res["judge_unscored,none"] == 0
+    judged = [r for r in requests if r.body["model"] == "judge-model" and "minutes" in r.prompt]
+    assert any("- another point" in r.prompt for r in judged)
