@@ -427,8 +427,12 @@ def register(subparsers: Any) -> None:
     )
     score = subparsers.add_parser(
         "score",
-        help="(re)judge responses logged by lm_eval --log_samples",
-        description="Re-judge lm-eval samples_*.jsonl files without loading the generating model.",
+        help="judge responses logged by lm_eval --log_samples (finishes a run whose judge failed)",
+        description=(
+            "Judge lm-eval samples_*.jsonl files without loading the generating model. Answers "
+            "this judge already scored are kept; only failed, skipped or differently judged "
+            "ones are sent. Writes the run's results file with complete judge metrics."
+        ),
     )
     score.add_argument(
         "paths", nargs="+", help="samples_*.jsonl files or lm-eval output directories"
