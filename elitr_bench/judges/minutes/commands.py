@@ -59,6 +59,7 @@ def run_check(args: argparse.Namespace) -> dict[str, Any]:
         select_meetings,
     )
     from elitr_bench.judges.minutes import check, inputs, tables
+    from elitr_bench.judges.minutes.paper import TABLE9_SYSTEMS
 
     meetings = select_meetings(args.meetings, AUTOMIN_MEETINGS) if args.meetings else None
     values: inputs.Values = {}
@@ -117,7 +118,10 @@ def run_check(args: argparse.Namespace) -> dict[str, Any]:
         written.append(tables.meta_rows_csv(rows, out / "meta.csv"))
         written.append(
             tables.heatmap(
-                rows, out / "table9_heatmap.png", f"Pairwise accuracy, {len(systems)} systems"
+                rows,
+                out / "table9_heatmap.png",
+                f"Pairwise accuracy, {len(systems)} systems",
+                show_paper=sorted(systems) == sorted(TABLE9_SYSTEMS),
             )
         )
         (out / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")

@@ -316,8 +316,11 @@ def correlation_table(rows: Sequence[MetaRow]) -> Table:
     return table
 
 
-def heatmap(rows: Sequence[MetaRow], path: Path, title: str) -> Path:
-    """Pairwise-accuracy heatmap (metrics x human columns), next to the paper's where printed."""
+def heatmap(rows: Sequence[MetaRow], path: Path, title: str, show_paper: bool = True) -> Path:
+    """Pairwise-accuracy heatmap (metrics x human columns), next to the paper's where printed.
+
+    ``show_paper`` is False when the compared systems are not the paper's seven.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -333,7 +336,7 @@ def heatmap(rows: Sequence[MetaRow], path: Path, title: str) -> Path:
         return math.nan if value is None else 100.0 * value
 
     ours = np.array([[percent(m, c) for c in columns] for m in metrics])
-    printed = [m for m in metrics if m.partition("@")[0] in TABLE9]
+    printed = [m for m in metrics if m.partition("@")[0] in TABLE9] if show_paper else []
     panels: list[tuple[str, Any, list[str]]] = [(f"{title}: ours", ours, metrics)]
     if printed:
         paper = np.array([list(TABLE9[m.partition("@")[0]]) for m in printed])
