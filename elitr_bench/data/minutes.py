@@ -604,15 +604,10 @@ def _task_of(samples_file: Path) -> str:
 def minutes_text_of(sample: Mapping[str, Any]) -> str | None:
     """The generated minutes of one logged sample of a minutes task.
 
-    The minutes task logs the text under ``doc``-independent keys: the raw generation in
-    ``resps`` (lm-eval), and, when chunked or judged, the final text in the sample's
-    ``minutes`` metric details. Filters may replace ``filtered_resps`` (a judge filter logs
-    JSON), so the raw response is preferred.
+    That is the model's response as lm-eval logs it in ``resps`` (for ``overlength=chunked``
+    the task has already joined the sections' minutes there). ``filtered_resps`` is not
+    used: a judge filter replaces it by JSON.
     """
-    for key in ("minutes_text",):
-        value = sample.get(key)
-        if isinstance(value, str):
-            return value
     resps = sample.get("resps")
     if isinstance(resps, list) and resps:
         first = resps[0]
@@ -643,7 +638,7 @@ def load_run_minutes(path: str | Path) -> RunMinutes:
 
     Raises:
         DataError: No samples, a sample without ``doc.meeting_id`` or text, or several
-            minutes of one meeting in one task.
+            minutes of one meeting (two runs in one folder).
     """
     root = Path(path).expanduser()
     files = _samples_files(root)
@@ -652,12 +647,14 @@ def load_run_minutes(path: str | Path) -> RunMinutes:
     model = ""
     model_args = ""
     settings: dict[str, str] = {}
+    seen: dict[str, str] = {}  # meeting -> where its minutes were read
     for samples_file in files:
         task = _task_of(samples_file)
         results = _results_of(samples_file)
-        config = results.get("config") if isinstance(results.get("config"), Mapping) else {}
-        model = model or str(config.get("model", "")) if isinstance(config, Mapping) else model
-        if isinstance(config, Mapping) and not model_args:
+        config = results.get("config")
+        config = config if isinstance(config, Mapping) else {}
+        model = model or str(config.get("model", ""))
+        if not model_args:
             raw_args = config.get("model_args", "")
             model_args = (
                 raw_args
@@ -672,7 +669,6 @@ def load_run_minutes(path: str | Path) -> RunMinutes:
             if value not in (None, "") and str(value) != RUN_SETTING_DEFAULTS.get(key):
                 settings[key] = str(value)
         tasks.append(task)
-        seen: set[str] = set()
         with samples_file.open(encoding="utf-8") as handle:
             for lineno, line in enumerate(handle, start=1):
                 if not line.strip():
@@ -691,8 +687,11 @@ def load_run_minutes(path: str | Path) -> RunMinutes:
                         "pass the output of an automin23_en / elitr_minutes_* run"
                     )
                 if meeting_id in seen:
-                    raise DataError(f"{where}: {meeting_id} appears twice in {task}")
-                seen.add(meeting_id)
+                    raise DataError(
+                        f"{where}: minutes of {meeting_id} were already read from "
+                        f"{seen[meeting_id]}; pass one run's output folder or samples file"
+                    )
+                seen[meeting_id] = where
                 minutes.append((task, meeting_id, text, where))
     name = run_name(model or "unknown-model", model_args, settings)
     return RunMinutes(

@@ -353,6 +353,12 @@ def test_load_run_minutes_reads_an_output_folder(tmp_path: Path) -> None:
     released = {m.meeting_id: m.text for m in mn.load_automin_minutes(["ntr"], 2)}
     assert {m.meeting_id: m.text for m in run.minutes} == released
     assert all(m.system == run.name for m in run.minutes)
+    second = out / "samples_automin23_en_2026-01-02T00-00-00.jsonl"
+    second.write_text((out / "samples_automin23_en_2026-01-01T00-00-00.jsonl").read_text())
+    with pytest.raises(ValueError, match=r"T00-00-00.jsonl:1: minutes of meeting_en_test2023_001 "
+                       r"were already read from .*; pass one run's output folder"):  # fmt: skip
+        load_run_minutes(out)
+    second.unlink()
     (out / "samples_automin23_en_2026-01-01T00-00-00.jsonl").write_text('{"doc": {}}\n')
     with pytest.raises(ValueError, match=r"jsonl:1: not a minutes-task sample"):
         load_run_minutes(out)
