@@ -161,3 +161,13 @@ def test_released_minutes_reproduce_table6_and_print_table9(
     markdown = (out / "minutes_check.md").read_text()
     assert "one system pair of 21 is 4.8 points" in markdown
     assert (out / "table9_heatmap.png").stat().st_size > 10_000
+
+
+def test_bad_input_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from elitr_bench.cli import main
+
+    assert main(["minutes-check", "--metrics", "none", "--run", str(tmp_path / "nope")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "no such lm-eval output folder" in err
+    assert main(["minutes-check", "--metrics", "bleu"]) == 2
+    assert "not computable on released minutes" in capsys.readouterr().err

@@ -294,3 +294,19 @@ def test_metric_list_follows_the_method() -> None:
     ]
     assert get_method(art).planned_calls(item()) == 2  # one call + one re-ask, no classifier
     assert get_method(afgr).planned_calls(item()) == 2 + 4
+
+
+def test_samples_are_averaged_per_criterion(loopback: LoopbackOpenAI) -> None:
+    answers = {2023: "Adequacy: 6\nRelevance: 8\nTopicality: 7", 2024: "Adequacy: 9"}
+
+    def handler(request: RecordedRequest) -> str:
+        return answers[request.seed]
+
+    loopback.handler = handler
+    text = spec(loopback, ",cache=memory,filler=false,samples=2,reask=0")
+    config = parse_judge_spec(text.replace("gpt-afgr", "gpt-art"))
+    [result] = asyncio.run(assess_items([item()], config))
+    assert sorted(r.seed for r in loopback.requests) == [2023, 2024]
+    assert dict(result.scores) == {"art_adequacy": 7.5, "art_relevance": 8.0, "art_topicality": 7.0}
+    assert result.details["samples"]["art_relevance"] == [8.0, None]
+    assert result.status == "ok"
