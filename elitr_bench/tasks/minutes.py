@@ -506,6 +506,11 @@ class MinutesTask(ConfigurableTask):
             if worst <= 0:
                 break
             section_budget -= worst + 16
+        else:
+            raise context.ContextLengthError(
+                f"{self.config.task}: {meeting_id}: cannot cut the transcript into sections "
+                "that fit the model's context; raise max_length or lower max_gen_toks"
+            )
         parts = [
             Instance(
                 request_type=inst.request_type,
