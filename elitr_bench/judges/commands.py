@@ -275,29 +275,19 @@ def _complete_results(
     return payload
 
 
-def score_samples(
-    paths: Iterable[str | Path],
+def _score_run(
+    files: list[Path],
     config: JudgeConfig,
-    output: Path | None = None,
-    judge: Judge | None = None,
-) -> tuple[Path, dict[str, Any]]:
-    """Judge logged samples and write an lm-eval results file (and rescored samples).
-
-    Items this judge already judged (same identity, status scored/unscored) are kept;
-    only the rest is sent. Failed items get status ``error`` (``judge_errors`` counts
-    them) and the files are written anyway, so a second call finishes the job.
-
-    Returns:
-        The results file path and its content.
-    """
-    files = find_samples(paths)
-    stamp = datetime.now().isoformat().replace(":", "-")
+    stamp: str,
+    target: Path,
+    judge: Judge | None,
+) -> dict[str, Any]:
+    """Judge the samples files of one lm-eval run and write its results file to ``target``."""
     identity: dict[str, Any] = config.identity()
     scored: dict[str, dict[str, Any]] = {}
     n_samples: dict[str, Any] = {}
     usage: dict[str, Any] = {}
     sources: dict[str, str] = {}
-    originals: list[Path] = []
     filter_key = _FALLBACK_FILTER
     for path in files:
         task = task_name_of(path)
@@ -319,9 +309,6 @@ def score_samples(
         n_samples[task] = {"original": len(samples), "effective": len(samples)}
         usage[task] = {**run.usage, "judged_now": len(todo), "kept": len(samples) - len(todo)}
         sources[task] = str(path)
-        found = original_results(path)
-        if found is not None and found not in originals:
-            originals.append(found)
         rescored = path.with_name(f"samples_{task}_rescored_{stamp}.jsonl")
         with rescored.open("w", encoding="utf-8") as fh:
             for sample, item, judgement in zip(samples, items, final, strict=True):
@@ -337,24 +324,19 @@ def score_samples(
                 row.update(metrics)
                 row["metrics"] = [*kept, *metrics]
                 fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-    # One run's samples complete that run's results file; samples of several runs get a
-    # results file of judge metrics only (no single model config describes them).
-    payload = _complete_results(originals[0] if len(originals) == 1 else None, scored, filter_key)
+    payload = _complete_results(original_results(files[0]), scored, filter_key)
     payload.setdefault("configs", {})
     payload.setdefault("versions", {})
     payload.setdefault("n-shot", {})
-    payload["higher_is_better"] = {
-        **(payload.get("higher_is_better") or {}),
-        **{
-            t: {
-                **(payload.get("higher_is_better") or {}).get(t, {}),
-                "judge_score": True,
-                "judge_unscored": False,
-                "judge_errors": False,
-            }
-            for t in scored
-        },
-    }
+    better = payload.get("higher_is_better") or {}
+    for task in scored:
+        better[task] = {
+            **better.get(task, {}),
+            "judge_score": True,
+            "judge_unscored": False,
+            "judge_errors": False,
+        }
+    payload["higher_is_better"] = better
     payload["n-samples"] = {**(payload.get("n-samples") or {}), **n_samples}
     for task in scored:
         config_entry = payload["configs"].get(task)
@@ -363,15 +345,60 @@ def score_samples(
             config_entry["metadata"]["judge_usage"] = usage[task]
     payload["judge"] = identity
     payload["judge_usage"] = usage
-    payload["judge_errors"] = int(
-        sum(v.get(f"judge_errors,{filter_key}", 0) for v in scored.values())
-    )
+    errors = [v.get(f"judge_errors,{filter_key}", 0) for v in scored.values()]
+    payload["judge_errors"] = int(sum(errors))
     payload["rescored_from"] = sources
     payload["date"] = stamp
-    target = output or files[0].with_name(f"results_rescored_{stamp}.json")
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(payload, indent=2, ensure_ascii=False), encoding="utf-8")
-    return target, payload
+    return payload
+
+
+def score_runs(
+    paths: Iterable[str | Path],
+    config: JudgeConfig,
+    output: Path | None = None,
+    judge: Judge | None = None,
+) -> list[tuple[Path, dict[str, Any]]]:
+    """Judge logged samples; one results file (and rescored samples) per lm-eval run.
+
+    A run is the samples files lm-eval wrote together (one folder, one date stamp); its
+    ``results_rescored_<date>.json`` completes that run's own results file. Items this
+    judge already judged (same identity, status scored/unscored) are kept; only the
+    rest is sent. Failed items get status ``error`` (``judge_errors`` counts them) and the
+    files are written anyway, so a second call finishes the job.
+
+    Raises:
+        JudgeConfigError: ``output`` names one file but the samples come from several runs.
+    """
+    runs: dict[tuple[Path, str], list[Path]] = {}
+    for path in find_samples(paths):
+        match = _SAMPLES_RE.match(path.name)
+        runs.setdefault((path.parent, match.group("date") if match else ""), []).append(path)
+    if output is not None and len(runs) > 1:
+        raise JudgeConfigError(
+            f"score: --output names one file but the samples come from {len(runs)} runs; "
+            "drop --output (each run gets its own results_rescored_<date>.json)"
+        )
+    now = datetime.now().isoformat().replace(":", "-")
+    written: list[tuple[Path, dict[str, Any]]] = []
+    per_folder: dict[Path, int] = {}
+    for (folder, _), files in runs.items():
+        count = per_folder[folder] = per_folder.get(folder, 0) + 1
+        stamp = now if count == 1 else f"{now}-{count}"
+        target = output or folder / f"results_rescored_{stamp}.json"
+        written.append((target, _score_run(files, config, stamp, target, judge)))
+    return written
+
+
+def score_samples(
+    paths: Iterable[str | Path],
+    config: JudgeConfig,
+    output: Path | None = None,
+    judge: Judge | None = None,
+) -> tuple[Path, dict[str, Any]]:
+    """:func:`score_runs` for callers that expect one run: its results path and content."""
+    return score_runs(paths, config, output, judge)[0]
 
 
 def _cmd_score(args: argparse.Namespace) -> int:
@@ -383,18 +410,24 @@ def _cmd_score(args: argparse.Namespace) -> int:
         from elitr_bench.judges.minutes.score import cmd_score_minutes
 
         return cmd_score_minutes(args, config)
-    target, payload = score_samples(args.paths, config, Path(args.output) if args.output else None)
-    for task in payload["judge_usage"]:
-        metrics = payload["results"].get(task, {})
-        shown = {k.split(",")[0]: v for k, v in metrics.items() if k.startswith("judge_")}
-        shown = {k: v for k, v in shown.items() if not k.endswith("_stderr")}
-        print(f"{task}: {shown}")
-    print(f"wrote {target}")
-    if payload["judge_errors"]:
+    output = Path(args.output) if args.output else None
+    failed = 0
+    for target, payload in score_runs(args.paths, config, output):
+        for task in payload["judge_usage"]:
+            metrics = payload["results"].get(task, {})
+            shown = {
+                k.split(",")[0]: v
+                for k, v in metrics.items()
+                if k.startswith("judge_") and "_stderr" not in k
+            }
+            print(f"{task}: {shown}")
+        print(f"wrote {target}")
+        failed += payload["judge_errors"]
+    if failed:
         print(
-            f"elitr-bench: error: the judge failed on {payload['judge_errors']} item(s) "
-            f"(status 'error' in {target.name}); run the same command again to judge only "
-            "those (finished items are kept)",
+            f"elitr-bench: error: the judge failed on {failed} item(s) (status 'error' in "
+            "the files written); run the same command again to judge only those (finished "
+            "items are kept)",
             file=sys.stderr,
         )
         return 3

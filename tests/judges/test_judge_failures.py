@@ -326,3 +326,22 @@ def test_a_judge_that_cannot_start_keeps_every_answer(monkeypatch: pytest.Monkey
     judged = [json.loads(row[0]) for row in out]
     assert [j["response"] for j in judged] == ["a", "b"]
     assert {j["judge"]["reason"] for j in judged} == {"RuntimeError: cannot load the judge model"}
+
+
+def test_score_writes_one_results_file_per_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    docs = [{"question": f"Q{i}?", "answer": "r", "question_id": str(i)} for i in range(3)]
+    filtered = judge_responses([[f"answer {i}"] for i in range(6)], [*docs, *docs], None)
+    runs = [_write_run(tmp_path / "out" / name, filtered, docs) for name in ("a", "b")]
+    assert main(["score", str(tmp_path / "out"), "--judge", "lexical,progress=false"]) == 0
+    for run in runs:
+        (written,) = run.glob("results_rescored_*.json")
+        data = json.loads(written.read_text())
+        assert set(data["rescored_from"]) == {"elitr_qa_dev", "elitr_qa_test"}
+        assert all(str(run) in p for p in data["rescored_from"].values())
+        assert data["results"]["elitr_qa_test"]["judge_score,none"] != "N/A"
+    assert capsys.readouterr().out.count("wrote ") == 2
+    one = str(tmp_path / "one.json")
+    assert main(["score", str(tmp_path / "out"), "--judge", "lexical", "--output", one]) == 2
+    assert "the samples come from 2 runs" in capsys.readouterr().err
