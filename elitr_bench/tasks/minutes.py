@@ -421,7 +421,8 @@ class MinutesTask(ConfigurableTask):
         for inst in instances:
             meeting_id = str(inst.doc["meeting_id"])
             n_tokens = count(inst.args[0])
-            self._prompt_tokens[meeting_id] = n_tokens
+            if counter is not None:  # an estimate otherwise: not logged as prompt_tokens
+                self._prompt_tokens[meeting_id] = n_tokens
             budget = counter.budget(inst.args[1]) if counter is not None else None
             fits = budget is None or n_tokens <= budget
             forced = (
