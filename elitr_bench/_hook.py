@@ -14,7 +14,8 @@ would not find our tasks. Two stages keep the cost off every other Python proces
    manager or model package is imported, the watcher patches them:
 
    * ``TaskManager.__init__`` gets our task directory prepended to ``include_path``
-     (later include paths override earlier ones, so a user's ``--include_path`` wins);
+     (later include paths override earlier ones, so a user's ``--include_path`` wins;
+     see :func:`with_our_tasks` for ``include_defaults=False``);
    * our model classes are registered as lazy placeholders once ``lm_eval.models`` has
      filled the model registry.
 
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import importlib.abc
 import importlib.machinery
+import inspect
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -75,6 +77,25 @@ def _reads_entry_points(module: ModuleType, group: str) -> bool:
     return "entry_points" in source and f'"{group}"' in source
 
 
+def with_our_tasks(include_path: Any, include_defaults: bool) -> Any:
+    """The ``include_path`` lm-eval's ``TaskManager`` gets once our folder is added.
+
+    Our tasks join lm-eval's built-in ones: they come first (later include paths
+    override earlier ones, so a user's ``--include_path`` wins) whenever the defaults are
+    included. ``include_defaults=False`` with an ``include_path`` asks for exactly those
+    folders, so we stay out (lm-eval's own tests check this); with no ``include_path`` the
+    manager would be empty, and ours are added.
+    """
+    ours = tasks_dir()
+    if include_path is None:
+        return [ours]
+    if not include_defaults:
+        return include_path
+    if isinstance(include_path, (list, tuple)):
+        return [ours, *include_path]
+    return [ours, include_path]
+
+
 def _patch_task_manager(module: ModuleType) -> None:
     manager = getattr(module, "TaskManager", None)
     if manager is None or getattr(manager, "_elitr_patched", False):
@@ -82,16 +103,21 @@ def _patch_task_manager(module: ModuleType) -> None:
     if _reads_entry_points(module, "lm_eval.tasks"):
         return
     original = manager.__init__
+    signature = inspect.signature(original)
 
-    def __init__(self: Any, *args: Any, include_path: Any = None, **kwargs: Any) -> None:
-        ours = tasks_dir()
-        if include_path is None:
-            paths: list[Any] = [ours]
-        elif isinstance(include_path, (list, tuple)):
-            paths = [ours, *include_path]
-        else:
-            paths = [ours, include_path]
-        original(self, *args, include_path=paths, **kwargs)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        try:
+            bound = signature.bind(self, *args, **kwargs)
+        except TypeError:  # let lm-eval report its own argument error
+            original(self, *args, **kwargs)
+            return
+        bound.apply_defaults()
+        arguments = bound.arguments
+        if "include_path" in arguments:
+            arguments["include_path"] = with_our_tasks(
+                arguments["include_path"], bool(arguments.get("include_defaults", True))
+            )
+        original(*bound.args, **bound.kwargs)
 
     __init__.__doc__ = original.__doc__
     manager.__init__ = __init__

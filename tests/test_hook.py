@@ -45,14 +45,33 @@ def test_hook_can_be_switched_off() -> None:
     assert "tasks []" in out and "model missing" in out
 
 
-def test_user_include_path_wins(tmp_path: Path) -> None:
-    override = tmp_path / "mine.yaml"
-    override.write_text(
-        "task: elitr_qa_dev\ndataset_path: x\noutput_type: generate_until\n"
-        "doc_to_text: q\ndoc_to_target: a\ntest_split: test\n"
-    )
-    out = _probe(str(tmp_path))
-    assert f"path {override}" in out
+def test_user_include_path_wins_and_include_defaults_false_means_only_it(tmp_path: Path) -> None:
+    import types
+
+    import elitr_bench._hook as hook
+
+    seen: list[object] = []
+
+    class TaskManager:  # lm-eval 0.4.13's signature
+        def __init__(
+            self,
+            verbosity: object = None,
+            include_path: object = None,
+            include_defaults: bool = True,
+            metadata: object = None,
+        ) -> None:
+            seen.append(include_path)
+
+    module = types.ModuleType("lm_eval.tasks.manager")
+    module.TaskManager = TaskManager  # type: ignore[attr-defined]
+    hook._patch_task_manager(module)
+    ours, mine = hook.tasks_dir(), str(tmp_path)
+    TaskManager(include_path=mine)  # ours first: later paths override, so the user's wins
+    TaskManager("INFO", [mine])  # positional arguments too
+    TaskManager()
+    TaskManager(include_defaults=False)  # an otherwise empty manager gets ours
+    TaskManager(include_path=mine, include_defaults=False)  # exactly the user's folders
+    assert seen == [[ours, mine], [ours, mine], [ours], [ours], mine]
 
 
 def test_elitr_bench_run_loads_the_plugin_even_when_the_hook_is_off() -> None:
