@@ -36,6 +36,7 @@ from lm_eval.models.utils import (
 )
 from tqdm import tqdm
 
+from elitr_bench.cli_errors import install_excepthook
 from elitr_bench.models.kv_cache import (
     PrefillStats,
     PrefixCacheError,
@@ -422,3 +423,8 @@ class HFPrefixLM(HFLM):
             self.prefix_store.nbytes / MIB,
             self.prefix_store.budget_bytes / MIB,
         )
+
+
+# Model construction (bad --model_args, missing data) runs before any task module loads:
+# our errors raised there are one line too.
+install_excepthook()

@@ -13,6 +13,7 @@ from typing import Any
 from lm_eval.api.model import LM
 from lm_eval.api.registry import register_model
 
+from elitr_bench.cli_errors import install_excepthook
 from elitr_bench.data import load_released_responses, released_systems
 from elitr_bench.data.errors import ElitrBenchError
 from elitr_bench.data.loaders import RELEASED_FILES
@@ -178,3 +179,8 @@ class ReplayLM(LM):
     def loglikelihood_rolling(self, requests: list[Any], disable_tqdm: bool = False) -> list[Any]:
         """Not available: released files hold answers, not log-probabilities."""
         raise ReplayError("elitr-replay only serves generate_until tasks (ELITR-Bench)")
+
+
+# Model construction (bad --model_args, missing data) runs before any task module loads:
+# our errors raised there are one line too.
+install_excepthook()
