@@ -53,6 +53,7 @@ skipped and ``minutes_GENER_Annot13.txt`` (capital A, meeting_en_test2_005) is n
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
@@ -76,6 +77,7 @@ from elitr_bench.data.records import (
     Split,
     SystemHumanScore,
 )
+from elitr_bench.data.run_files import current_samples, parse_samples_name, run_results_of
 from elitr_bench.data.sources import (
     AUTOMIN_DIR,
     TRANSCRIPTS_DEV,
@@ -83,6 +85,8 @@ from elitr_bench.data.sources import (
     Source,
     automin_sources,
 )
+
+log = logging.getLogger(__name__)
 
 #: The 9 scored systems of AutoMin 2023 English, as named in the overall TSVs minus
 #: ``minutes_GENER_`` / ``.txt``; ``annot`` is the human reference.
@@ -569,6 +573,7 @@ RUN_SETTING_DEFAULTS: Mapping[str, str] = {
 
 
 def _samples_files(path: Path) -> list[Path]:
+    """A run's samples files; a rescoring (``elitr-bench score``) replaces its source."""
     if path.is_file():
         return [path]
     if not path.is_dir():
@@ -578,14 +583,18 @@ def _samples_files(path: Path) -> list[Path]:
         raise DataError(
             f"{path}: no samples_*.jsonl; run lm_eval with --log_samples --output_path {path}"
         )
-    return files
+    kept, notes = current_samples(files)
+    for note in notes:
+        log.info("%s", note)
+    return kept
 
 
 def _results_of(samples_file: Path) -> Mapping[str, Any]:
-    """The results_*.json written next to a samples file (same timestamp if possible)."""
-    stamp = samples_file.stem.rsplit("_", 1)[-1]
-    candidates = sorted(samples_file.parent.glob(f"results_{stamp}.json")) or sorted(
-        samples_file.parent.glob("results_*.json")
+    """lm-eval's results_*.json of the run (for a rescoring: of the run it re-judged)."""
+    original = run_results_of(samples_file)
+    candidates = [original] if original is not None else []
+    candidates = candidates or sorted(
+        p for p in samples_file.parent.glob("results_*.json") if "_rescored_" not in p.name
     )
     if not candidates:
         return {}
@@ -597,7 +606,10 @@ def _results_of(samples_file: Path) -> Mapping[str, Any]:
 
 
 def _task_of(samples_file: Path) -> str:
-    # samples_<task>_<timestamp>.jsonl; task names may contain underscores.
+    # samples_<task>[_rescored]_<timestamp>.jsonl; task names may contain underscores.
+    parsed = parse_samples_name(samples_file)
+    if parsed is not None:
+        return parsed.task
     return samples_file.stem.removeprefix("samples_").rsplit("_", 1)[0]
 
 

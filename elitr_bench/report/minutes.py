@@ -39,16 +39,22 @@ STAT_METRICS = ("lines", "words", "words_per_line")
 MAX_SCATTER_METRICS = 6
 
 
-def minutes_samples(paths: Sequence[Path]) -> list[Path]:
-    """Samples files of minutes tasks below the given RUN_DIRs (rescored copies excluded)."""
+def minutes_samples(paths: Sequence[Path]) -> tuple[list[Path], list[str]]:
+    """Samples files of minutes tasks below the given RUN_DIRs, and notes.
+
+    A rescoring (``elitr-bench score``) replaces the file it re-judged, so each run is
+    read once; the notes name the files left out.
+    """
+    from elitr_bench.data.run_files import current_samples, parse_samples_name
+
     found: list[Path] = []
     for root in paths:
         candidates = [root] if root.is_file() else sorted(root.rglob("samples_*.jsonl"))
         for path in candidates:
-            task = path.stem.removeprefix("samples_").rsplit("_", 1)[0]
-            if task in MINUTES_TASKS and "_rescored_" not in path.name and path not in found:
+            parsed = parse_samples_name(path)
+            if parsed and parsed.task in MINUTES_TASKS and path not in found:
                 found.append(path)
-    return found
+    return current_samples(found)
 
 
 def _label(metric: str) -> str:
@@ -315,9 +321,10 @@ def minutes_sections(inputs: ReportInputs, report: Report) -> None:
     """Add the minutes sections for the minutes runs below ``inputs.run_paths``."""
     from elitr_bench.judges.minutes.inputs import read_run
 
-    files = minutes_samples(list(inputs.run_paths))
+    files, notes = minutes_samples(list(inputs.run_paths))
     if not files:
         return
+    report.notes.extend(notes)
     runs: list[RunValues] = []
     for path in files:
         try:

@@ -21,6 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from elitr_bench.data.run_files import (
+    newest_versions,
+    rescored_sources,
+    run_results_of,
+    supersede_note,
+)
 from elitr_bench.judges.metrics import parse_filtered
 from elitr_bench.report.errors import ReportError
 
@@ -394,17 +400,15 @@ def _seeds(config: Mapping[str, Any], task_metadata: Mapping[str, Any]) -> dict[
     return seeds
 
 
-def _rescored_config(data: Mapping[str, Any]) -> dict[str, Any]:
+def _rescored_config(results_path: Path, data: Mapping[str, Any]) -> dict[str, Any]:
     """``config`` of the run an ``elitr-bench score`` results file re-judged.
 
     Rescored files name their source samples files (``rescored_from``); the original
-    ``results_<ts>.json`` next to them holds the model and seeds.
+    ``results_<ts>.json`` of that run holds the model and seeds.
     """
-    for source in (data.get("rescored_from") or {}).values():
-        path = Path(str(source))
-        stamp = path.stem.rsplit("_", 1)[-1]
-        original = path.with_name(f"results_{stamp}.json")
-        if original.exists():
+    for path in rescored_sources(results_path, data).values():
+        original = run_results_of(path)
+        if original is not None:
             try:
                 config = json.loads(original.read_text(encoding="utf-8")).get("config")
             except (OSError, ValueError):
@@ -421,6 +425,21 @@ def _reported(results: Mapping[str, Any]) -> dict[str, float]:
         if "," in key and number is not None and "_stderr" not in key:
             out[key.split(",", 1)[0]] = number
     return out
+
+
+def _superseded(loaded: Sequence[tuple[Path, Mapping[str, Any]]]) -> dict[Path, Path]:
+    """Samples files an ``elitr-bench score`` rescoring replaced -> the newest rescoring.
+
+    A rescored results file and the results file it re-judged hold the same answers; read
+    both and the report would count one run twice (n=2 in Table 9, a "repeat" note).
+    """
+    links: list[tuple[Path, Path]] = []
+    for results_path, data in loaded:
+        for task, source in rescored_sources(results_path, data).items():
+            rescored = _samples_file(results_path, task)
+            if rescored is not None:
+                links.append((rescored, source))
+    return newest_versions(links)
 
 
 @dataclass(frozen=True)
@@ -450,14 +469,21 @@ def load_runs(paths: Sequence[str | Path], *, require: bool = True) -> LoadedRun
     runs: list[TaskRun] = []
     judges: dict[str, JudgeId] = {}
     copies: dict[tuple[Any, ...], TaskRun] = {}
-    for results_path in find_results_files(paths):
-        data = _load_json(results_path)
-        config = data.get("config") or _rescored_config(data)
+    loaded = [(path, _load_json(path)) for path in find_results_files(paths)]
+    stale = _superseded(loaded)
+    for results_path, data in loaded:
+        config = data.get("config") or _rescored_config(results_path, data)
         model = model_id(config)
         configs = data.get("configs") or {}
         tasks = [t for t in data["results"] if t in configs] or list(data["results"])
         for task in tasks:
             samples_path = _samples_file(results_path, task)
+            current = stale.get(samples_path.resolve()) if samples_path else None
+            if samples_path is not None and current is not None:
+                notes.append(
+                    f"{results_path.name}, task {task}: {supersede_note(samples_path, current)}"
+                )
+                continue
             if samples_path is None:
                 if task in configs:
                     notes.append(

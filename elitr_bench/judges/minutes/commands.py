@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,8 @@ def run_check(args: argparse.Namespace) -> dict[str, Any]:
     for spec in args.run or []:
         run_path, tag = parse_run(spec)
         run = inputs.read_run(run_path, tag)
+        for note in run.notes:
+            print(f"--run {run_path}: {note}", file=sys.stderr)
         runs.append(run)
         inputs.merge_values(values, run.values, f"--run {run_path}")
     for metric_file in args.metric_file or []:

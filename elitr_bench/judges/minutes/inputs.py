@@ -26,6 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from elitr_bench.data.errors import DataError
+from elitr_bench.data.run_files import (
+    current_samples,
+    parse_samples_name,
+    results_file_of,
+    run_results_of,
+)
 from elitr_bench.judges.minutes.lm_eval_filter import TOKENS_SAVED, assessment_of
 
 #: Per-sample keys of a minutes task that are bookkeeping, not quality metrics.
@@ -59,6 +65,7 @@ class RunValues:
         statuses: assessment status -> count.
         tasks: Tasks read (from the samples file names).
         usage: The judge's usage and cost as logged in the results file (``{}`` if none).
+        notes: Files left out because ``elitr-bench score`` re-judged them later.
     """
 
     name: str
@@ -70,6 +77,7 @@ class RunValues:
     statuses: dict[str, int] = field(default_factory=dict)
     tasks: list[str] = field(default_factory=list)
     usage: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
 
 def _finite(value: Any) -> float | None:
@@ -151,31 +159,37 @@ def released_metric_values(
     return out
 
 
-def _samples_files(path: Path) -> list[Path]:
+def _samples_files(path: Path) -> tuple[list[Path], list[str]]:
+    """The samples files of a ``--run`` (a rescoring replaces what it re-judged), notes."""
     if path.is_file():
-        return [path]
+        return [path], []
     if not path.is_dir():
         raise DataError(f"--run {path}: no such lm-eval output folder or samples file")
-    files = sorted(p for p in path.rglob("samples_*.jsonl") if "_rescored_" not in p.name)
+    files = sorted(path.rglob("samples_*.jsonl"))
     if not files:
         raise DataError(
             f"--run {path}: no samples_*.jsonl; run lm_eval with --log_samples --output_path DIR"
         )
-    return files
+    return current_samples(files)
+
+
+def _read_results(path: Path) -> Mapping[str, Any]:
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DataError(f"{path}: unreadable lm-eval results file ({exc})") from None
+    return data if isinstance(data, Mapping) else {}
 
 
 def _results_for(samples: Path) -> Mapping[str, Any]:
-    stamp = samples.stem.rsplit("_", 1)[-1]
-    found = sorted(samples.parent.glob(f"results_{stamp}.json")) or sorted(
-        p for p in samples.parent.glob("results_*.json") if "_rescored_" not in p.name
-    )
-    if not found:
-        return {}
-    try:
-        data = json.loads(found[-1].read_text("utf-8"))
-    except (OSError, ValueError) as exc:
-        raise DataError(f"{found[-1]}: unreadable lm-eval results file ({exc})") from None
-    return data if isinstance(data, Mapping) else {}
+    """lm-eval's results file of the run (for a rescoring: of the run it re-judged)."""
+    found = run_results_of(samples)
+    if found is None:
+        others = sorted(
+            p for p in samples.parent.glob("results_*.json") if "_rescored_" not in p.name
+        )
+        found = others[-1] if others else None
+    return {} if found is None else _read_results(found)
 
 
 def _model_args(config: Mapping[str, Any]) -> dict[str, str]:
@@ -213,8 +227,8 @@ def read_run(path: str | Path, label: str = "") -> RunValues:
         DataError: Missing/unreadable samples, or a sample that is not a minutes sample.
     """
     root = Path(path).expanduser()
-    files = _samples_files(root)
-    run = RunValues(name="", path=str(root))
+    files, notes = _samples_files(root)
+    run = RunValues(name="", path=str(root), notes=notes)
     for samples in files:
         results = _results_for(samples)
         name = run_system_name(results, samples.parent.name)
@@ -226,7 +240,8 @@ def read_run(path: str | Path, label: str = "") -> RunValues:
         run.name = name
         config = results.get("config") if isinstance(results.get("config"), Mapping) else {}
         run.model = str((config or {}).get("model", ""))
-        task = samples.stem.removeprefix("samples_").rsplit("_", 1)[0]
+        parsed = parse_samples_name(samples)
+        task = parsed.task if parsed else samples.stem.removeprefix("samples_").rsplit("_", 1)[0]
         if task not in run.tasks:
             run.tasks.append(task)
         for task_cfg in (results.get("configs") or {}).values():
@@ -236,6 +251,14 @@ def read_run(path: str | Path, label: str = "") -> RunValues:
                 run.judge = dict(identity)
             if isinstance(metadata.get("judge_usage"), Mapping):
                 run.usage = dict(metadata["judge_usage"])
+        rescoring = results_file_of(samples) if parsed and parsed.rescored else None
+        if rescoring is not None:  # the judge of ``elitr-bench score``, not of the run
+            rescored = _read_results(rescoring)
+            if isinstance(rescored.get("judge"), Mapping):
+                run.judge = dict(rescored["judge"])
+            usage = (rescored.get("judge_usage") or {}).get(task)
+            if isinstance(usage, Mapping):
+                run.usage = dict(usage)
         seen: set[Any] = set()
         # split("\n"), not splitlines(): JSON strings may hold U+2028 and friends
         for lineno, line in enumerate(samples.read_text("utf-8").split("\n"), 1):

@@ -1,0 +1,222 @@
+"""Which files of an lm-eval output folder are current after ``elitr-bench score``.
+
+lm-eval writes ``results_<stamp>.json`` and one ``samples_<task>_<stamp>.jsonl`` per task.
+``elitr-bench score`` judges logged samples again (to finish a run whose judge failed, or
+with another judge) and writes ``samples_<task>_rescored_<stamp2>.jsonl`` next to each
+source samples file plus ``results_rescored_<stamp2>.json``, whose ``rescored_from`` maps
+each task to the samples file it re-judged. Both versions hold the same answers, so a
+reader that took every file would count one run twice (two seeds in Table 9, or the
+same meeting's minutes twice). The readers (report, ``minutes-check --run``,
+:func:`~elitr_bench.data.minutes.load_run_minutes`) ask this module which file is
+current: of a run's samples file and all its rescorings, the newest rescoring.
+
+Only the standard library is used: the data layer must not import judges or lm-eval.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: lm-eval's (and ``elitr-bench score``'s) file stamp: ``2026-11-22T22-21-47.123456``,
+#: ``score`` appends ``-2``, ``-3`` when one call writes several runs of one folder.
+_STAMP = r"\d{4}-\d{2}-\d{2}T[0-9.\-]+"
+_SAMPLES_RE = re.compile(
+    rf"^samples_(?P<task>.+?)(?P<rescored>_rescored)?_(?P<stamp>{_STAMP})\.jsonl$"
+)
+_RESULTS_RE = re.compile(rf"^results(?P<rescored>_rescored)?_(?P<stamp>{_STAMP})\.json$")
+
+
+@dataclass(frozen=True)
+class SamplesName:
+    """What a samples file's name says.
+
+    Attributes:
+        task: lm-eval task name.
+        stamp: Date stamp of the run (or of the rescoring).
+        rescored: Whether ``elitr-bench score`` wrote it.
+    """
+
+    task: str
+    stamp: str
+    rescored: bool
+
+
+def parse_samples_name(path: Path) -> SamplesName | None:
+    """Task, stamp and kind of a ``samples_*.jsonl`` name (None for other names)."""
+    match = _SAMPLES_RE.match(path.name)
+    if not match:
+        return None
+    return SamplesName(match["task"], match["stamp"], bool(match["rescored"]))
+
+
+def results_file_of(samples: Path) -> Path | None:
+    """The results file written with a samples file (same folder and stamp), if present."""
+    name = parse_samples_name(samples)
+    if name is None:
+        return None
+    kind = "results_rescored" if name.rescored else "results"
+    path = samples.with_name(f"{kind}_{name.stamp}.json")
+    return path if path.is_file() else None
+
+
+def _read(path: Path) -> Mapping[str, Any]:
+    try:
+        payload = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return payload if isinstance(payload, Mapping) else {}
+
+
+def rescored_sources(results: Path, payload: Mapping[str, Any]) -> dict[str, Path]:
+    """Map each task to the samples file a ``results_rescored_*.json`` re-judged.
+
+    ``score`` records the paths as given on its command line, possibly relative to a
+    working directory long gone; the source lies next to the rescored samples, so a file
+    of that name in the results file's folder is preferred.
+    """
+    sources = payload.get("rescored_from")
+    out: dict[str, Path] = {}
+    if not isinstance(sources, Mapping):
+        return out
+    for task, raw in sources.items():
+        given = Path(str(raw))
+        beside = results.with_name(given.name)
+        out[str(task)] = beside if beside.is_file() else given
+    return out
+
+
+def source_of(samples: Path) -> Path | None:
+    """The samples file a rescored samples file re-judged (None for lm-eval's own files).
+
+    Read from the ``rescored_from`` of the rescoring's results file; without that file
+    (``score --output`` elsewhere), the folder's only lm-eval samples file of the task.
+    """
+    name = parse_samples_name(samples)
+    if name is None or not name.rescored:
+        return None
+    results = results_file_of(samples)
+    if results is not None:
+        source = rescored_sources(results, _read(results)).get(name.task)
+        if source is not None:
+            return source
+    same_task = [
+        p
+        for p in samples.parent.glob(f"samples_{name.task}_*.jsonl")
+        if (other := parse_samples_name(p)) is not None
+        and other.task == name.task
+        and not other.rescored
+    ]
+    return same_task[0] if len(same_task) == 1 else None
+
+
+def run_results_of(samples: Path) -> Path | None:
+    """lm-eval's own ``results_<stamp>.json`` of the run a samples file belongs to.
+
+    For a rescoring, the source's run (followed through rescorings of rescorings): it
+    holds the model, its arguments and the task configs that ``score`` does not repeat.
+    """
+    seen: set[Path] = set()
+    current: Path | None = samples
+    while current is not None and current not in seen:
+        seen.add(current)
+        name = parse_samples_name(current)
+        if name is None:
+            return None
+        if not name.rescored:
+            return results_file_of(current)
+        current = source_of(current)
+    return None
+
+
+def _stamp(path: Path) -> str:
+    name = parse_samples_name(path)
+    return name.stamp if name is not None else ""
+
+
+def _key(path: Path) -> Path:
+    return path.resolve()
+
+
+def newest_versions(links: Iterable[tuple[Path, Path]]) -> dict[Path, Path]:
+    """Map every superseded samples file to the current one.
+
+    Args:
+        links: ``(rescored samples, its source samples)`` pairs.
+
+    Returns:
+        Resolved path -> resolved path: each run's first samples file and all its
+        rescorings but the newest (by stamp) map to that newest rescoring.
+    """
+    parent: dict[Path, Path] = {}
+    for new, old in links:
+        parent[_key(new)] = _key(old)
+
+    def root(path: Path) -> Path:
+        seen = {path}
+        while path in parent and parent[path] not in seen:
+            path = parent[path]
+            seen.add(path)
+        return path
+
+    families: dict[Path, list[Path]] = {}
+    for new in parent:
+        families.setdefault(root(new), []).append(new)
+    out: dict[Path, Path] = {}
+    for first, rescorings in families.items():
+        newest = max(rescorings, key=lambda p: (_stamp(p), p.name))
+        for path in (first, *rescorings):
+            if path != newest:
+                out[path] = newest
+    return out
+
+
+def supersede_note(stale: Path, current: Path) -> str:
+    """The report line saying which file was left out for which."""
+    return (
+        f"{stale.name} left out: {current.name} re-judged the same answers "
+        "(elitr-bench score) and is newer; the run is counted once, from the newer file"
+    )
+
+
+def current_samples(files: Sequence[Path]) -> tuple[list[Path], list[str]]:
+    """The samples files that count: rescorings replace their sources, newest first.
+
+    Args:
+        files: Samples files of lm-eval runs and their rescorings, in reading order.
+
+    Returns:
+        The current files (order kept) and one note per file left out.
+    """
+    links = []
+    for path in files:
+        source = source_of(path)
+        if source is not None:
+            links.append((path, source))
+    stale = newest_versions(links)
+    kept: list[Path] = []
+    notes: list[str] = []
+    for path in files:
+        current = stale.get(_key(path))
+        if current is None:
+            kept.append(path)
+        else:
+            notes.append(supersede_note(path, current))
+    return kept, notes
+
+
+__all__ = [
+    "SamplesName",
+    "current_samples",
+    "newest_versions",
+    "parse_samples_name",
+    "rescored_sources",
+    "results_file_of",
+    "run_results_of",
+    "source_of",
+    "supersede_note",
+]
