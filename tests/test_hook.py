@@ -215,3 +215,33 @@ def test_elitr_bench_run_help_is_lm_evals_help() -> None:
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.startswith("usage: lm-eval")
+
+
+def test_lm_eval_suite_script_compares_outcomes_and_skips_without_tests(tmp_path: Path) -> None:
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "bench" / "lm_eval_suite.py"
+    spec = importlib.util.spec_from_file_location("lm_eval_suite", path)
+    assert spec is not None and spec.loader is not None
+    suite = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(suite)
+    junit = tmp_path / "r.xml"
+    junit.write_text(
+        '<testsuites><testsuite><testcase classname="t.a" name="ok"/>'
+        '<testcase classname="t.a" name="bad"><failure message="x"/></testcase>'
+        '<testcase classname="t.b" name="off"><skipped/></testcase></testsuite></testsuites>'
+    )
+    found = suite.outcomes(junit)
+    assert found == {"t.a::ok": "passed", "t.a::bad": "failed", "t.b::off": "skipped"}
+    assert suite.compare(found, {**found, "t.a::bad": "passed"}) == [
+        ("t.a::bad", "failed", "passed")
+    ]
+    assert suite.compare(found, dict(found)) == []
+    proc = subprocess.run(
+        [sys.executable, str(path), "--tests", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0 and "skipped" in proc.stdout
