@@ -21,7 +21,7 @@ Without ``--tests`` (or ``LM_EVAL_TESTS``) pointing at an existing folder the sc
 says so and exits 0, so ``make bench`` skips it. Tests that need the network fail or
 error the same way in both runs; only a difference between the runs counts.
 
-Usage: python bench/lm_eval_suite.py --tests DIR [--timeout 120] [-- PYTEST_ARGS...]
+Usage: python bench/lm_eval_suite.py --tests DIR [--timeout 300] [-- PYTEST_ARGS...]
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def compare(with_plugin: dict[str, str], without: dict[str, str]) -> list[tuple[
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tests", type=Path, default=os.environ.get("LM_EVAL_TESTS"))
-    parser.add_argument("--timeout", type=int, default=120, help="seconds per test")
+    parser.add_argument("--timeout", type=int, default=300, help="seconds per test")
     parser.add_argument("--work", type=Path, help="folder for the twins and reports")
     parser.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     args = parser.parse_args()
