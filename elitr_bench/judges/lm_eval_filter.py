@@ -46,8 +46,9 @@ log = logging.getLogger(__name__)
 FILTER_NAME = "elitr_judge"
 
 _LAST_RUN: JudgeRun | None = None
-#: Judge failures of this process: failed and judged item counts, first reason, judge spec.
-_FAILURES: dict[str, Any] = {"failed": 0, "total": 0, "first": "", "spec": ""}
+#: Judge failures of this process per filter: failed and judged item counts, first
+#: reason, judge spec.
+_FAILURES: dict[str, dict[str, Any]] = {}
 
 
 def last_run() -> JudgeRun | None:
@@ -81,20 +82,40 @@ def finish_hint(spec: str) -> str:
     return f"finish with: elitr-bench score {shlex.quote(out)} --judge {shlex.quote(spec)}"
 
 
-def _record_failures(run: JudgeRun, config: JudgeConfig) -> None:
-    """Count the items a run could not judge and arrange the one-line exit."""
-    failed = [j for j in run.judgements if j.status == "error"]
-    _FAILURES["total"] += len(run.judgements)
-    if not failed:
+def record_failures(
+    reasons: Sequence[str],
+    total: int,
+    config: JudgeConfig,
+    *,
+    source: str = FILTER_NAME,
+    judge: str = "the judge",
+    items: str = "answers",
+) -> None:
+    """Count the items a judge filter could not judge and arrange the one-line exit.
+
+    Counts add up over the tasks of one process (one line per filter ``source``), so the
+    line lm-eval's run ends with covers every task.
+
+    Args:
+        reasons: One reason per item judged with status ``error`` (empty: all judged).
+        total: Items the filter judged this time.
+        config: The judge, named in the ``elitr-bench score`` hint.
+        source: The filter, one line each.
+        judge: Who failed, as the line says it.
+        items: What was judged (plural noun).
+    """
+    counts = _FAILURES.setdefault(source, {"failed": 0, "total": 0, "first": "", "spec": ""})
+    counts["total"] += total
+    if not reasons:
         return
-    _FAILURES["failed"] += len(failed)
-    _FAILURES["first"] = _FAILURES["first"] or failed[0].reason
-    _FAILURES["spec"] = config.spec or config.backend
+    counts["failed"] += len(reasons)
+    counts["first"] = counts["first"] or reasons[0]
+    counts["spec"] = config.spec or config.backend
     exit_with_error_after_run(
-        f"the judge failed on {_FAILURES['failed']} of {_FAILURES['total']} answers "
-        f"({_FAILURES['first']}); results and samples are still written, with status "
-        f"'error' on those items; {finish_hint(_FAILURES['spec'])}",
-        source=FILTER_NAME,
+        f"{judge} failed on {counts['failed']} of {counts['total']} {items} "
+        f"({counts['first']}); results and samples are still written, with status "
+        f"'error' on those items; {finish_hint(counts['spec'])}",
+        source=source,
     )
 
 
@@ -153,7 +174,8 @@ def judge_responses(
         run.summary["judge_errors"],
         run.usage,
     )
-    _record_failures(run, config)
+    failed = [j.reason for j in run.judgements if j.status == "error"]
+    record_failures(failed, len(run.judgements), config)
     identity = run.identity
     out = []
     for text, judgement in zip(texts, run.judgements, strict=True):

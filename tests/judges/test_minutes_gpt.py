@@ -270,7 +270,19 @@ def test_reply_without_scores_is_unscored_and_minutes_kept(loopback: LoopbackOpe
     }
 
 
-def test_failing_judge_keeps_minutes(loopback: LoopbackOpenAI) -> None:
+def test_failing_judge_keeps_minutes_and_ends_the_run_with_one_line(
+    loopback: LoopbackOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Same record-and-exit as the QA judge filter: files written, then status 3 and a line."""
+    from elitr_bench.judges import lm_eval_filter as qa_filter
+    from elitr_bench.judges.minutes import lm_eval_filter as minutes_filter
+
+    lines: list[tuple[str, str]] = []
+    monkeypatch.setattr(qa_filter, "_FAILURES", {})
+    monkeypatch.setattr(
+        qa_filter, "exit_with_error_after_run", lambda m, source="": lines.append((source, m))
+    )
+    monkeypatch.setattr("sys.argv", ["lm_eval", "--log_samples", "--output_path", "out"])
     loopback.handler = lambda request: Reply(status=500)
     config = parse_judge_spec(spec(loopback, ",cache=memory,retries=0"))
     docs = [{"meeting_id": f"meeting_en_test2023_99{i}", "transcript": TRANSCRIPT} for i in (1, 2)]
@@ -280,6 +292,21 @@ def test_failing_judge_keeps_minutes(loopback: LoopbackOpenAI) -> None:
     assert {p[1].status for p in parsed if p} == {"error"}
     assert all("HTTP 500" in p[1].reason for p in parsed if p)
     assert minutes_judge_metrics(out[0]) == {"judge_unscored": 0.0, "judge_errors": 1.0}
+    [(source, line)] = lines
+    assert source == "elitr_minutes_judge"
+    assert line.startswith("the minutes judge failed on 2 of 2 minutes (") and "HTTP 500" in line
+    assert line.endswith(f"finish with: elitr-bench score out --judge {config.spec}")
+
+    # A judge that cannot even start (here: the run itself raises) keeps the minutes too,
+    # and the counts add up over the tasks of the process.
+    def broken(*args: object) -> None:
+        raise RuntimeError("cannot load the judge")
+
+    monkeypatch.setattr(minutes_filter, "run_sync", broken)
+    out = judge_minutes(["- three"], docs[:1], config)
+    found = assessment_of(out[0][0])
+    assert found is not None and found[0] == "- three" and found[1].status == "error"
+    assert lines[-1][1].startswith("the minutes judge failed on 3 of 3 minutes (")
 
 
 def test_metric_list_follows_the_method() -> None:

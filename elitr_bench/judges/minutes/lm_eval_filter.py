@@ -6,7 +6,9 @@ meeting concurrently through the shared client. Each response becomes the JSON s
 judge filter logs, read back by :func:`elitr_bench.judges.metrics.parse_filtered`), so the
 generated minutes stay in the sample log whatever the judge did: a judge that fails
 (network, quota, context length) gives ``status: "error"`` with its reason, never an
-exception that would discard the run.
+exception that would discard the run. As with the QA judge filter, lm-eval then writes
+its results and samples, and the command exits non-zero with one line naming the
+``elitr-bench score RUN_DIR --judge ...`` call that judges the minutes again.
 
 Metrics: each of the method's metrics is reported per sample only when scored, so lm-eval's
 built-in ``mean`` runs over scored samples and gets its closed-form stderr (see
@@ -33,7 +35,7 @@ from elitr_bench.judges.config import (
     get_run_judge,
     resolve_run_judge,
 )
-from elitr_bench.judges.lm_eval_filter import judged_json
+from elitr_bench.judges.lm_eval_filter import judged_json, record_failures
 from elitr_bench.judges.metrics import (
     COUNT_AGGREGATION,
     JUDGE_ERRORS,
@@ -152,7 +154,8 @@ def judge_minutes(
     """Judge generated minutes against their docs; one ``[<judged JSON>]`` per instance.
 
     Never raises for a judge failure: every response is returned with its assessment
-    (``error`` with the reason when the judge could not run).
+    (``error`` with the reason when the judge could not run), and the process exits
+    non-zero once lm-eval has written its files (see :func:`record_failures`).
     """
     global _LAST_RUN
     texts = [_first_text(r) for r in resps]
@@ -184,6 +187,7 @@ def judge_minutes(
             MinutesAssessment(i[0], i[1], config.method or config.rubric, {}, "error", reason)
             for i in ids
         ]
+        _record(failed, config)
         return [[judged_json(t, a.to_dict())] for t, a in zip(texts, failed, strict=True)]
     _LAST_RUN = run
     summary = run.summary
@@ -196,12 +200,26 @@ def judge_minutes(
         summary["error"],
         run.usage,
     )
+    _record(run.assessments, config)
     out = []
     for text, assessment in zip(texts, run.assessments, strict=True):
         entry = assessment.to_dict()
         entry["identity"] = run.identity
         out.append([judged_json(text, entry)])
     return out
+
+
+def _record(assessments: Sequence[MinutesAssessment], config: JudgeConfig) -> None:
+    """Hand the failed assessments to the QA filter's deferred one-line exit."""
+    failed = [a.reason for a in assessments if a.status == "error"]
+    record_failures(
+        failed,
+        len(assessments),
+        config,
+        source=FILTER_NAME,
+        judge="the minutes judge",
+        items="minutes",
+    )
 
 
 def run_sync(items: Sequence[MinutesItem], config: JudgeConfig, method: Any) -> MinutesRun:
