@@ -129,10 +129,15 @@ class MinutesOptions:
 
     @classmethod
     def from_metadata(cls, metadata: Mapping[str, Any] | None) -> MinutesOptions:
-        """Parse the options this task owns; other keys are left to lm-eval and the judges."""
-        from elitr_bench.tasks.options import TaskOptions
+        """Parse the options this task owns; other keys are left to lm-eval and the judges.
+
+        Near misses of any ELITR option (``chunk_token``, ``bert_score``, ``judg``) are
+        refused, as on the QA tasks: a misspelt key would otherwise be ignored silently.
+        """
+        from elitr_bench.tasks.options import TaskOptions, check_option_keys
 
         meta = dict(metadata or {})
+        check_option_keys(meta)
         # wer / noise_* share the QA tasks' parsing (one definition of a valid WER).
         noise = TaskOptions.from_metadata(
             {k: meta[k] for k in ("wer", "noise_seed", "noise_rules") if k in meta}

@@ -39,7 +39,7 @@ OPTION_KEYS: dict[str, str] = {
     "judge": "judge spec: openai:MODEL, hf:PATH, replay, lexical or none",
     "prompt_role": "user or system",
     "qa_markers": "true or false",
-    "overlength": "error, skip or truncate_middle",
+    "overlength": "error, skip or truncate_middle (minutes tasks: also chunked)",
     "wer": "target word error rate of the noisy transcript, e.g. 0.35",
     "noise_seed": "integer seed of the noise injection",
     "noise_rules": "confusion rules file of the noise injection",

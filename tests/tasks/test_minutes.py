@@ -178,6 +178,38 @@ def test_options_fail_in_one_line() -> None:
         MinutesOptions.from_metadata({"wer": "2"})
 
 
+def test_minutes_options_refuse_near_miss_keys() -> None:
+    """Same near-miss check as the QA tasks; every minutes option and the judge pass."""
+    accepted = {
+        "overlength": "chunked",
+        "chunk_tokens": "700",
+        "bertscore": "true",
+        "bartscore": "true",
+        "bertscore_model": "roberta-large",
+        "bartscore_model": "facebook/bart-large-cnn",
+        "judge": "openai:gpt-4-0613,rubric=gpt-afgr",
+        "prompt_role": "system",
+        "wer": "0.2",
+        "version": 1.0,
+        "system": "gpt4",
+        "pretrained": "tiny",
+        "judge_usage": {},
+    }
+    options = MinutesOptions.from_metadata(accepted)
+    assert options.chunk_tokens == 700 and options.bertscore and options.bartscore
+    for key, meant in [
+        ("chunk_token", "chunk_tokens"),
+        ("bert_score", "bertscore"),
+        ("bartscore-model", "bartscore_model"),
+        ("judg", "judge"),
+        ("overlenght", "overlength"),
+    ]:
+        with pytest.raises(OptionError) as err:
+            MinutesOptions.from_metadata({key: "x", "version": 1.0})
+        assert f"did you mean {meant!r}" in str(err.value)
+        assert f"""--metadata '{{"{meant}": "x"}}'""" in str(err.value)
+
+
 def test_qa_judge_is_refused_and_default_is_none(monkeypatch: pytest.MonkeyPatch) -> None:
     from elitr_bench.tasks.minutes import judge_for_minutes
 
