@@ -142,15 +142,20 @@ def _key(path: Path) -> Path:
     return path.resolve()
 
 
-def newest_versions(links: Iterable[tuple[Path, Path]]) -> dict[Path, Path]:
-    """Map every superseded samples file to the current one.
+def stamp_of(path: Path) -> str:
+    """A samples file's date stamp ("" for other names); later stamps sort higher."""
+    return _stamp(path)
+
+
+def families(links: Iterable[tuple[Path, Path]]) -> dict[Path, list[Path]]:
+    """Group rescorings under the lm-eval samples file whose answers they re-judged.
 
     Args:
         links: ``(rescored samples, its source samples)`` pairs.
 
     Returns:
-        Resolved path -> resolved path: each run's first samples file and all its
-        rescorings but the newest (by stamp) map to that newest rescoring.
+        Resolved first samples file -> resolved rescorings of it (also rescorings of
+        rescorings).
     """
     parent: dict[Path, Path] = {}
     for new, old in links:
@@ -163,11 +168,24 @@ def newest_versions(links: Iterable[tuple[Path, Path]]) -> dict[Path, Path]:
             seen.add(path)
         return path
 
-    families: dict[Path, list[Path]] = {}
+    out: dict[Path, list[Path]] = {}
     for new in parent:
-        families.setdefault(root(new), []).append(new)
+        out.setdefault(root(new), []).append(new)
+    return out
+
+
+def newest_versions(links: Iterable[tuple[Path, Path]]) -> dict[Path, Path]:
+    """Map every superseded samples file to the current one.
+
+    Args:
+        links: ``(rescored samples, its source samples)`` pairs.
+
+    Returns:
+        Resolved path -> resolved path: each run's first samples file and all its
+        rescorings but the newest (by stamp) map to that newest rescoring.
+    """
     out: dict[Path, Path] = {}
-    for first, rescorings in families.items():
+    for first, rescorings in families(links).items():
         newest = max(rescorings, key=lambda p: (_stamp(p), p.name))
         for path in (first, *rescorings):
             if path != newest:
@@ -212,11 +230,13 @@ def current_samples(files: Sequence[Path]) -> tuple[list[Path], list[str]]:
 __all__ = [
     "SamplesName",
     "current_samples",
+    "families",
     "newest_versions",
     "parse_samples_name",
     "rescored_sources",
     "results_file_of",
     "run_results_of",
     "source_of",
+    "stamp_of",
     "supersede_note",
 ]

@@ -17,14 +17,15 @@ import json
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from elitr_bench.data.run_files import (
-    newest_versions,
+    families,
     rescored_sources,
     run_results_of,
+    stamp_of,
     supersede_note,
 )
 from elitr_bench.judges.metrics import parse_filtered
@@ -427,11 +428,37 @@ def _reported(results: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
-def _superseded(loaded: Sequence[tuple[Path, Mapping[str, Any]]]) -> dict[Path, Path]:
-    """Samples files an ``elitr-bench score`` rescoring replaced -> the newest rescoring.
+def _judge_key(run: TaskRun) -> str | None:
+    return run.judge.key if run.judge is not None else None
 
-    A rescored results file and the results file it re-judged hold the same answers; read
-    both and the report would count one run twice (n=2 in Table 9, a "repeat" note).
+
+def _age(run: TaskRun) -> tuple[str, str]:
+    return (stamp_of(run.samples_path), run.samples_path.name)
+
+
+def _judge_only(run: TaskRun) -> TaskRun:
+    """The run with its judge scores only (its answers' F1/ROUGE count elsewhere)."""
+    samples = tuple(
+        replace(s, scores={k: v for k, v in s.scores.items() if k == "judge_score"})
+        for s in run.samples
+    )
+    reported = {k: v for k, v in run.reported.items() if k.startswith("judge_")}
+    return replace(run, samples=samples, reported=reported)
+
+
+def _rescorings_resolved(
+    pending: Sequence[TaskRun],
+    loaded: Sequence[tuple[Path, Mapping[str, Any]]],
+    notes: list[str],
+) -> list[TaskRun]:
+    """Count the answers of a run re-judged by ``elitr-bench score`` once.
+
+    A rescored results file and the file it re-judged hold the same answers; read both
+    and the report would count one run twice (n=2 in Table 9, a "repeat" note). Among a
+    run and its rescorings, per judge only the newest is kept (a rescoring by the run's
+    own judge finishes or redoes it; one of a run without judge scores adds them). A
+    rescoring by another judge is that judge's view of the same answers: it stays for
+    the judge tables and agreement, with its F1/ROUGE left to the run that keeps them.
     """
     links: list[tuple[Path, Path]] = []
     for results_path, data in loaded:
@@ -439,7 +466,42 @@ def _superseded(loaded: Sequence[tuple[Path, Mapping[str, Any]]]) -> dict[Path, 
             rescored = _samples_file(results_path, task)
             if rescored is not None:
                 links.append((rescored, source))
-    return newest_versions(links)
+    family_of: dict[Path, Path] = {}
+    for first, rescorings in families(links).items():
+        for path in (first, *rescorings):
+            family_of[path] = first
+    members: dict[Path, list[TaskRun]] = {}
+    for run in pending:
+        key = run.samples_path.resolve()
+        members.setdefault(family_of.get(key, key), []).append(run)
+    keep: dict[int, TaskRun] = {}
+    for family in members.values():
+        newest: dict[str | None, TaskRun] = {}
+        for run in sorted(family, key=_age):
+            newest[_judge_key(run)] = run
+        if len(newest) > 1:
+            newest.pop(None, None)  # a judge re-judged answers that had no judge scores
+        latest = max(newest.values(), key=_age)
+        root = family_of.get(family[0].samples_path.resolve())
+        primary = next((r for r in newest.values() if r.samples_path.resolve() == root), latest)
+        for run in family:
+            if not any(run is kept for kept in newest.values()):
+                current = newest.get(_judge_key(run), latest)
+                notes.append(
+                    f"{run.results_path.name}, task {run.task}: "
+                    + supersede_note(run.samples_path, current.samples_path)
+                )
+            elif run is primary:
+                keep[id(run)] = run
+            else:
+                judge = run.judge.label if run.judge else "none"
+                notes.append(
+                    f"{run.samples_path.name} re-judged the answers of "
+                    f"{primary.samples_path.name} with another judge ({judge}): its judge "
+                    "scores are reported, the answers' F1/ROUGE only once, from the latter"
+                )
+                keep[id(run)] = _judge_only(run)
+    return [keep[id(run)] for run in pending if id(run) in keep]
 
 
 @dataclass(frozen=True)
@@ -470,7 +532,7 @@ def load_runs(paths: Sequence[str | Path], *, require: bool = True) -> LoadedRun
     judges: dict[str, JudgeId] = {}
     copies: dict[tuple[Any, ...], TaskRun] = {}
     loaded = [(path, _load_json(path)) for path in find_results_files(paths)]
-    stale = _superseded(loaded)
+    pending: list[TaskRun] = []
     for results_path, data in loaded:
         config = data.get("config") or _rescored_config(results_path, data)
         model = model_id(config)
@@ -478,12 +540,6 @@ def load_runs(paths: Sequence[str | Path], *, require: bool = True) -> LoadedRun
         tasks = [t for t in data["results"] if t in configs] or list(data["results"])
         for task in tasks:
             samples_path = _samples_file(results_path, task)
-            current = stale.get(samples_path.resolve()) if samples_path else None
-            if samples_path is not None and current is not None:
-                notes.append(
-                    f"{results_path.name}, task {task}: {supersede_note(samples_path, current)}"
-                )
-                continue
             if samples_path is None:
                 if task in configs:
                     notes.append(
@@ -533,17 +589,9 @@ def load_runs(paths: Sequence[str | Path], *, require: bool = True) -> LoadedRun
             noise_seeds = {s.noise_seed for s in samples if s.noise_seed is not None}
             if noise_seeds and "noise_seed" not in seeds:
                 seeds["noise_seed"] = ",".join(sorted(noise_seeds))
-            same = _same_run(model, seeds, samples)
-            if same in copies:
-                first = copies[same]
-                notes.append(
-                    f"{samples_path.name} is an identical copy of {first.run_id} (same model, "
-                    "seeds, judge, answers and scores): counted once"
-                )
-                continue
-            runs.append(
+            pending.append(
                 TaskRun(
-                    run_id=f"R{len(runs) + 1}",
+                    run_id="",
                     task=task,
                     results_path=results_path,
                     samples_path=samples_path,
@@ -554,7 +602,16 @@ def load_runs(paths: Sequence[str | Path], *, require: bool = True) -> LoadedRun
                     n_logged=int(n_logged) if n_logged is not None else None,
                 )
             )
-            copies[same] = runs[-1]
+    for run in _rescorings_resolved(pending, loaded, notes):
+        same = _same_run(run.model, run.seeds, run.samples)
+        if same in copies:
+            notes.append(
+                f"{run.samples_path.name} is an identical copy of {copies[same].run_id} (same "
+                "model, seeds, judge, answers and scores): counted once"
+            )
+            continue
+        runs.append(replace(run, run_id=f"R{len(runs) + 1}"))
+        copies[same] = runs[-1]
     if not runs and require:
         raise ReportError(
             "no ELITR-Bench runs with samples found; run lm_eval with --log_samples on elitr_* "

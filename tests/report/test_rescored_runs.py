@@ -17,6 +17,7 @@ import pytest
 
 from elitr_bench.data.minutes import load_run_minutes
 from elitr_bench.data.run_files import current_samples, newest_versions, run_results_of
+from elitr_bench.judges import parse_judge_spec
 from elitr_bench.judges.commands import main as score_main
 from elitr_bench.judges.minutes.inputs import read_run
 from elitr_bench.report import load_runs
@@ -29,10 +30,13 @@ Writer = Callable[..., Path]
 def test_report_reads_the_newest_rescoring_instead_of_the_run(
     tmp_path: Path, synthetic: Writer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The run's own judge, rescored twice (finishing a run whose judge failed)."""
+
     def score(q: Any) -> float | None:  # the run's judge left some answers unscored
         return None if q.question_id == "1" else base_score(q)
 
-    folder = synthetic(tmp_path / "runs", "a", **qa_st("dev"), judge=JUDGE_A, score=score)
+    lexical = parse_judge_spec("lexical").identity()
+    folder = synthetic(tmp_path / "runs", "a", **qa_st("dev"), judge=lexical, score=score)
     original_samples = next(folder.glob("samples_*.jsonl"))
     monkeypatch.chdir(tmp_path)  # rescored_from then holds relative paths
     for _ in range(2):
@@ -46,8 +50,7 @@ def test_report_reads_the_newest_rescoring_instead_of_the_run(
     stamp = second.stem.removeprefix("results_rescored_")
     assert run.samples_path.name == f"samples_elitr_qa_dev_rescored_{stamp}.jsonl"
     assert run.model.model == "hf" and run.seeds["random_seed"] == "0"  # the run's own config
-    assert {s.judge.identity["backend"] for s in run.samples if s.judge} == {"lexical"}
-    assert run.count("unscored") == 0
+    assert run.has("f1") and run.has("judge_score")
     left_out = [n for n in loaded.notes if "left out" in n]
     assert len(left_out) == 2
     assert any(original_samples.name in n and first.name not in n for n in left_out)
@@ -60,6 +63,21 @@ def test_report_reads_the_newest_rescoring_instead_of_the_run(
     assert len(alone.runs) == 1 and alone.runs[0].samples_path == original_samples.resolve()
     rescored = load_runs([second]).runs[0]
     assert rescored.model.model == "hf" and rescored.seeds["random_seed"] == "0"
+
+
+def test_a_rescoring_by_another_judge_adds_its_scores_only(
+    tmp_path: Path, synthetic: Writer
+) -> None:
+    folder = synthetic(tmp_path / "runs", "a", **qa_st("dev"), judge=JUDGE_A, score=base_score)
+    assert score_main(["score", str(folder), "--judge", "lexical"]) == 0
+    loaded = load_runs([tmp_path / "runs"])
+    original, other = loaded.runs
+    assert "_rescored_" not in original.samples_path.name and original.has("f1")
+    assert original.judge is not None and original.judge.identity == JUDGE_A
+    assert other.judge is not None and other.judge.identity["backend"] == "lexical"
+    assert other.has("judge_score") and not other.has("f1") and not other.has("rouge_l")
+    assert len(other.values("judge_score")) == len(original.values("judge_score")) == 141
+    assert any("with another judge (lexical/gpt4-rubric)" in n for n in loaded.notes)
 
 
 def test_newest_versions_follow_chains_and_siblings(tmp_path: Path) -> None:
