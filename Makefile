@@ -28,7 +28,9 @@ format:
 	$(PYTHON) -m ruff check --fix elitr_bench tests bench
 
 # Offline end to end: the released GPT-4 answers through the real lm_eval CLI in the
-# three settings, judged with the released judge scores, then the paper-style report.
+# three settings, judged with the released judge scores; the released GPT-4 minutes of
+# AutoMin 2023 with their reference metrics; the meta-evaluation against AutoMin's human
+# scores; then the paper-style report.
 # The demo folder is cleared first: lm-eval adds a new timestamped results file per run,
 # and the report would count a second run of the same setting as a second seed.
 demo:
@@ -36,7 +38,10 @@ demo:
 	lm_eval --model elitr-replay --model_args system=gpt-4 \
 		--tasks elitr_qa,elitr_qa_mt,elitr_conv --metadata '{"judge": "replay"}' \
 		--output_path $(RESULTS)/demo --log_samples
+	lm_eval --model elitr-replay --model_args system=gpt4 --tasks automin23_en \
+		--metadata '{"judge": "none"}' --output_path $(RESULTS)/demo --log_samples
 	elitr-bench judge-check --judge replay --output $(RESULTS)/demo/judge-check.json
+	elitr-bench minutes-check --run $(RESULTS)/demo --out $(RESULTS)/demo/minutes-check
 	elitr-bench report $(RESULTS)/demo --judge-check $(RESULTS)/demo/judge-check.json \
 		--out $(RESULTS)/demo/report
 

@@ -572,18 +572,48 @@ RUN_SETTING_DEFAULTS: Mapping[str, str] = {
 }
 
 
-def _samples_files(path: Path) -> list[Path]:
-    """A run's samples files; a rescoring (``elitr-bench score``) replaces its source."""
+#: The lm-eval tasks whose samples hold minutes (tasks/elitr_minutes/).
+MINUTES_TASKS: tuple[str, ...] = ("automin23_en", "elitr_minutes_dev", "elitr_minutes_test")
+
+
+def minutes_samples_files(path: Path) -> tuple[list[Path], list[str]]:
+    """A run's samples files of minutes tasks, and notes on what was set aside.
+
+    An output folder may also hold runs of the QA tasks (``make demo`` writes both into one
+    folder): those are skipped, not an error. A rescoring (``elitr-bench score``) replaces
+    the samples file it re-judged.
+
+    Raises:
+        DataError: No such path, no samples at all, or no samples of a minutes task.
+    """
     if path.is_file():
-        return [path]
+        return [path], []
     if not path.is_dir():
         raise DataError(f"{path}: no such lm-eval output folder or samples file")
-    files = sorted(path.rglob("samples_*.jsonl"))
-    if not files:
+    found = sorted(path.rglob("samples_*.jsonl"))
+    if not found:
         raise DataError(
             f"{path}: no samples_*.jsonl; run lm_eval with --log_samples --output_path {path}"
         )
+    files = [f for f in found if _task_of(f) in MINUTES_TASKS]
+    if not files:
+        others = sorted({_task_of(f) for f in found})
+        raise DataError(
+            f"{path}: no samples of a minutes task ({', '.join(MINUTES_TASKS)}), only of "
+            f"{', '.join(others)}; run lm_eval --tasks automin23_en (or elitr_minutes) "
+            "with --log_samples"
+        )
     kept, notes = current_samples(files)
+    if len(files) < len(found):
+        notes = [
+            *notes,
+            f"{path}: {len(found) - len(files)} samples file(s) of other tasks skipped",
+        ]
+    return kept, notes
+
+
+def _samples_files(path: Path) -> list[Path]:
+    kept, notes = minutes_samples_files(path)
     for note in notes:
         log.info("%s", note)
     return kept

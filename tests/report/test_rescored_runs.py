@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from elitr_bench.data.errors import DataError
 from elitr_bench.data.minutes import load_run_minutes
 from elitr_bench.data.run_files import current_samples, newest_versions, run_results_of
 from elitr_bench.judges import parse_judge_spec
@@ -164,3 +165,25 @@ def test_minutes_readers_take_the_rescoring_once(tmp_path: Path) -> None:
     files, notes = minutes_samples([folder])
     assert files == [rescored] and len(notes) == 1
     assert current_samples([original]) == ([original], [])
+
+
+def test_minutes_readers_set_aside_qa_runs_of_the_same_folder(tmp_path: Path) -> None:
+    # ``make demo`` writes the QA runs and the minutes run into one output folder.
+    folder = tmp_path / "demo"
+    _minutes_run(folder / "minutes")
+    qa = folder / "qa"
+    qa.mkdir(parents=True)
+    qa_sample = {"doc": {"meeting_id": "meeting_en_dev_001"}, "resps": [["an answer"]]}
+    (qa / "samples_elitr_qa_dev_2026-01-01T00-00-00.000001.jsonl").write_text(
+        json.dumps(qa_sample) + "\n"
+    )
+    (qa / "results_2026-01-01T00-00-00.000001.json").write_text(
+        json.dumps({"config": {"model": "elitr-replay", "model_args": "system=gpt-4"}})
+    )
+    assert read_run(folder).name == "gpt4"
+    assert load_run_minutes(folder).tasks == ("automin23_en",)
+
+    with pytest.raises(DataError, match=r"no samples of a minutes task .* only of elitr_qa_dev"):
+        read_run(qa)
+    with pytest.raises(DataError, match=r"no samples of a minutes task"):
+        load_run_minutes(qa)

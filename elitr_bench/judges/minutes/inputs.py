@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from elitr_bench.data.errors import DataError
+from elitr_bench.data.minutes import minutes_samples_files
 from elitr_bench.data.run_files import (
-    current_samples,
     parse_samples_name,
     results_file_of,
     run_results_of,
@@ -160,17 +160,11 @@ def released_metric_values(
 
 
 def _samples_files(path: Path) -> tuple[list[Path], list[str]]:
-    """The samples files of a ``--run`` (a rescoring replaces what it re-judged), notes."""
-    if path.is_file():
-        return [path], []
-    if not path.is_dir():
-        raise DataError(f"--run {path}: no such lm-eval output folder or samples file")
-    files = sorted(path.rglob("samples_*.jsonl"))
-    if not files:
-        raise DataError(
-            f"--run {path}: no samples_*.jsonl; run lm_eval with --log_samples --output_path DIR"
-        )
-    return current_samples(files)
+    """The minutes samples files of a ``--run`` (other tasks' samples are set aside), notes."""
+    try:
+        return minutes_samples_files(path)
+    except DataError as exc:
+        raise DataError(f"--run {exc}") from None
 
 
 def _read_results(path: Path) -> Mapping[str, Any]:

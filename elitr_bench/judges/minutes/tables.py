@@ -328,8 +328,14 @@ def heatmap(rows: Sequence[MetaRow], path: Path, title: str, show_paper: bool = 
     import numpy as np
 
     columns = [col for *_, col in HUMAN_COLUMNS]
-    metrics = list(dict.fromkeys(r.metric for r in rows))
     cell = {(r.metric, r.column): r.pairwise.accuracy for r in rows}
+    # A metric known for fewer than two systems (e.g. the Table 5 statistics of one run) has
+    # no pair to compare; an empty row would read as a failure, so it is left out.
+    metrics = [
+        m
+        for m in dict.fromkeys(r.metric for r in rows)
+        if any(cell.get((m, col)) is not None for *_, col in HUMAN_COLUMNS)
+    ] or list(dict.fromkeys(r.metric for r in rows))
 
     def percent(metric: str, column: str) -> float:
         value = cell.get((metric, column))
