@@ -403,12 +403,21 @@ def judge_flag_hint(spec: str, command: str = "lm_eval") -> str:
     return f"--judge {spec}"
 
 
+#: The way out of a missing key for commands whose judges must be LLMs (``arena``,
+#: ``mesa``): a server on this machine is accepted without a key.
+KEYLESS_JUDGE = (
+    "a local OpenAI-compatible server needs none: "
+    "--judge openai:MODEL,base_url=http://127.0.0.1:PORT/v1"
+)
+
+
 def check_judge_ready(
     config: JudgeConfig | None,
     env: Mapping[str, str] | None = None,
     *,
     network: bool = False,
     command: str = "lm_eval",
+    alternative: str | None = None,
 ) -> None:
     """Fail fast, before generation, when the judge cannot run here.
 
@@ -423,6 +432,9 @@ def check_judge_ready(
         env: Environment to read (default ``os.environ``).
         network: Also send the preflight request of API judges.
         command: ``lm_eval`` or ``elitr-bench``: which flags the fix names.
+        alternative: The judge to suggest instead, as the caller's users would type it
+            (default: the QA tasks' keyless judges). The replay and lexical judges only
+            score QA answers, so minutes tasks, arenas and MESA name their own way out.
 
     Raises:
         JudgeNotReadyError: One line naming what is missing and how to fix it.
@@ -430,6 +442,10 @@ def check_judge_ready(
     if config is None:
         return
     environ = os.environ if env is None else env
+    if alternative is None:
+        alternative = (
+            f"judge without API calls: {judge_flag_hint('replay', command)}, lexical or none"
+        )
     if config.backend == "openai":
         if importlib.util.find_spec("openai") is None:
             raise JudgeNotReadyError(
@@ -447,7 +463,7 @@ def check_judge_ready(
                     "in the environment"
                 )
             if network:
-                _preflight(config, environ, command)
+                _preflight(config, environ, alternative)
             return
         base = effective_base_url(config, environ)
         if base:
@@ -460,11 +476,10 @@ def check_judge_ready(
         if not environ.get(config.api_key_env) and not (base and _is_loopback(base)):
             raise JudgeNotReadyError(
                 f"judge {config.spec or 'openai'}: no API key; export {config.api_key_env} "
-                f"(or judge without API calls: {judge_flag_hint('replay', command)}, "
-                "lexical or none)"
+                f"(or {alternative})"
             )
         if network:
-            _preflight(config, environ, command)
+            _preflight(config, environ, alternative)
     elif config.backend == "hf":
         if importlib.util.find_spec("transformers") is None:
             raise JudgeNotReadyError("judge hf: the 'transformers' package is not installed")
@@ -488,7 +503,7 @@ def check_judge_ready(
 _PREFLIGHT_OK: set[tuple[str, str, str]] = set()
 
 
-def _preflight(config: JudgeConfig, environ: Mapping[str, str], command: str) -> None:
+def _preflight(config: JudgeConfig, environ: Mapping[str, str], alternative: str) -> None:
     """One minimal authenticated request to an API judge, once per process and endpoint.
 
     Costs nothing for the replay, lexical and hf judges (never called for them) and at
@@ -513,8 +528,8 @@ def _preflight(config: JudgeConfig, environ: Mapping[str, str], command: str) ->
     problem = run_coroutine(probe)
     if problem is not None:
         raise JudgeNotReadyError(
-            f"judge {config.spec or 'openai'}: {problem}; nothing was generated yet. Fix the "
-            f"key, base_url or model, pick another judge ({judge_flag_hint('replay', command)}), "
+            f"judge {config.spec or 'openai'}: {problem}; nothing was generated or judged yet. "
+            f"Fix the key, base_url or model ({alternative}), "
             "or skip this check with preflight=false in the judge spec"
         )
     _PREFLIGHT_OK.add(key)

@@ -385,7 +385,16 @@ class MinutesTask(ConfigurableTask):
         if not self.predict_only and self.judge_config is not None:
             from elitr_bench.judges import check_judge_ready
 
-            check_judge_ready(self.judge_config)
+            # Preflight (one tiny request, once per process) before any generation, as the QA
+            # tasks do; the QA-only keyless judges (replay, lexical) are no way out here.
+            check_judge_ready(
+                self.judge_config,
+                network=True,
+                alternative=(
+                    'generate now and judge later: --metadata \'{"judge": "none"}\', then '
+                    "elitr-bench score RUN_DIR --judge ..."
+                ),
+            )
         if int(self.config.repeats or 1) != 1:
             raise OptionError(f"{self.config.task}: minutes tasks need repeats=1")
         self._load_metric_models()

@@ -150,6 +150,7 @@ def test_mesa_judges_a_minutes_task_through_lm_eval(loopback: LoopbackOpenAI) ->
     from lm_eval.tasks import TaskManager
 
     loopback.handler = make_script()
+    loopback.model = "loop-m"  # the task's judge preflight finds it listed (GET, not counted)
     judge = _judge(loopback, ",method=mesa,layout=prefix")
     result = simple_evaluate(
         model="elitr-replay",

@@ -14,7 +14,12 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from elitr_bench.judges.config import JudgeConfig, check_judge_ready, parse_judge_spec
+from elitr_bench.judges.config import (
+    KEYLESS_JUDGE,
+    JudgeConfig,
+    check_judge_ready,
+    parse_judge_spec,
+)
 from elitr_bench.judges.cream.arena import (
     ArenaError,
     SystemMinutes,
@@ -138,7 +143,7 @@ def arena_command(args: argparse.Namespace) -> int:
     usage: dict[str, Any] = {}
     failed = 0
     if todo:
-        check_judge_ready(config)
+        check_judge_ready(config, command="elitr-bench", alternative=KEYLESS_JUDGE)
         client = new_client(config)
         judge = CreamJudge(config, client, args.key_facts)
 

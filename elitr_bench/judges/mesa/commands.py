@@ -106,7 +106,11 @@ def _write_jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> None:
 
 def _cmd_mesa(args: argparse.Namespace) -> int:
     from elitr_bench.data.minutes import AUTOMIN_MEETINGS, select_meetings
-    from elitr_bench.judges.config import check_judge_ready, resolve_judge_spec
+    from elitr_bench.judges.config import (
+        KEYLESS_JUDGE,
+        check_judge_ready,
+        resolve_judge_spec,
+    )
     from elitr_bench.judges.engine import run_coroutine
     from elitr_bench.judges.mesa.fit import check_all
     from elitr_bench.judges.mesa.method import MesaMethod
@@ -140,7 +144,7 @@ def _cmd_mesa(args: argparse.Namespace) -> int:
         _print_plan(plan.line(config.model))
         check_budget(plan, args.max_cost)
         if not args.dry_run:
-            check_judge_ready(config)
+            check_judge_ready(config, command="elitr-bench", alternative=KEYLESS_JUDGE)
     except BaseException:
         run_coroutine(client.aclose)
         raise
@@ -208,7 +212,11 @@ def _print_summary(
 
 def _cmd_train(args: argparse.Namespace) -> int:
     from elitr_bench.data.minutes import AUTOMIN_MEETINGS, select_meetings
-    from elitr_bench.judges.config import check_judge_ready, resolve_judge_spec
+    from elitr_bench.judges.config import (
+        KEYLESS_JUDGE,
+        check_judge_ready,
+        resolve_judge_spec,
+    )
     from elitr_bench.judges.engine import run_coroutine
     from elitr_bench.judges.mesa.method import MesaMethod
     from elitr_bench.judges.mesa.plan import check_budget, make_plan
@@ -242,7 +250,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         _print_plan(plan.line(config.model))
         check_budget(plan, args.max_cost)
         if not args.dry_run:
-            check_judge_ready(config)
+            check_judge_ready(config, command="elitr-bench", alternative=KEYLESS_JUDGE)
     except BaseException:
         run_coroutine(client.aclose)
         raise
