@@ -162,7 +162,8 @@ def select_meetings(
         The selected ids, sorted, without duplicates.
 
     Raises:
-        DataError: An unknown id, an index out of range, or a count below 1.
+        DataError: An unknown id, an index out of range, or a count below 1 or above the
+            number of meetings.
     """
     ids = sorted(all_ids)
     if spec is None or (isinstance(spec, str) and spec.strip().lower() in ("", "all")):
@@ -171,6 +172,11 @@ def select_meetings(
         count = int(spec)
         if count < 1:
             raise DataError(f"meetings={spec!r}: a count must be at least 1 (of {len(ids)})")
+        if count > len(ids):  # silently taking all of them would hide a typo or a wrong set
+            raise DataError(
+                f"meetings={spec!r}: there are only {len(ids)} meetings; pass a count of at "
+                f"most {len(ids)}, ids, 1-based indices, or all"
+            )
         return ids[:count]
     items: list[str | int] = (
         [part.strip() for part in spec.split(",") if part.strip()]

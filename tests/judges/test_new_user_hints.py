@@ -95,3 +95,51 @@ def test_minutes_task_preflights_its_judge_before_generation(
     assert """--metadata '{"judge": "none"}'""" in message and "replay" not in message
     assert generated == []
     assert len(loopback.snapshot()) >= 1  # the preflight request itself
+
+
+def test_a_meeting_count_above_the_meetings_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from elitr_bench.data.errors import DataError
+    from elitr_bench.data.minutes import AUTOMIN_MEETINGS, select_meetings
+
+    assert select_meetings("12", AUTOMIN_MEETINGS) == list(AUTOMIN_MEETINGS)
+    with pytest.raises(DataError, match="there are only 12 meetings"):
+        select_meetings("13", AUTOMIN_MEETINGS)
+    assert main(["mesa", "--meetings", "99", "--out", str(tmp_path / "m")]) == 2
+    assert "meetings='99': there are only 12 meetings" in _error_line(capsys)
+    assert not (tmp_path / "m").exists()
+
+
+def _csv(path: Path, *rows: str) -> str:
+    path.write_text("\n".join(["system,meeting_id,metric,value", *rows]) + "\n")
+    return str(path)
+
+
+def test_metric_file_rows_must_name_automin_systems_and_meetings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Display names or a misspelt meeting used to give empty tables and exit 0."""
+    check = ["minutes-check", "--metrics", "none", "--metric-file"]
+    display = _csv(tmp_path / "a.csv", "GPT-4,meeting_en_test2023_001,m,1")
+    assert main([*check, display]) == 2
+    err = _error_line(capsys)
+    assert "no row names an AutoMin system (got GPT-4)" in err and "gpt4" in err
+    typo = _csv(tmp_path / "b.csv", "gpt4,meeting_en_test2023_099,m,1")
+    assert main([*check, typo]) == 2
+    assert "meeting_id 'meeting_en_test2023_099' (system gpt4)" in _error_line(capsys)
+
+
+def test_table7_shows_system_level_values() -> None:
+    """CREAM ratings (one value per system) used to leave Table 7 without rows."""
+    from elitr_bench.judges.minutes.tables import table7
+
+    values = {
+        "cream_elo": {("gpt4", ""): 1010.0, ("ntr", ""): 990.0},
+        "rouge1": {("gpt4", "m1"): 0.4, ("gpt4", "m2"): 0.5},
+    }
+    table = table7(values, ["gpt4", "ntr"], extra_metrics=["cream_elo"])
+    rows = {row[0]: row for row in table.rows}
+    assert rows["GPT-4"][1:] == ["0.450 ± 0.050", "1010.000", "2"]
+    assert rows["NTR"][1:] == ["–", "990.000", "system"]
+    assert any("system-level" in note for note in table.notes)

@@ -78,9 +78,10 @@ def run_check(args: argparse.Namespace) -> dict[str, Any]:
         runs.append(run)
         inputs.merge_values(values, run.values, f"--run {run_path}")
     for metric_file in args.metric_file or []:
-        inputs.merge_values(
-            values, inputs.read_metric_file(metric_file), f"--metric-file {metric_file}"
-        )
+        read = inputs.read_metric_file(metric_file)
+        for note in inputs.check_metric_file_keys(read, f"--metric-file {metric_file}"):
+            print(note, file=sys.stderr)
+        inputs.merge_values(values, read, f"--metric-file {metric_file}")
     if not values:
         raise DataError(
             "minutes-check: no metric values; use --metrics rouge1,rouge2,rougeL, --run DIR or "

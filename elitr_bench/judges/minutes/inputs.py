@@ -354,3 +354,44 @@ def read_metric_file(path: str | Path) -> Values:
             if number is not None and name not in ("system", "meeting_id"):
                 out.setdefault(str(name), {})[key] = number
     return out
+
+
+def check_metric_file_keys(values: Values, origin: str) -> list[str]:
+    """Make sure a ``--metric-file`` names AutoMin systems and meetings, as its rows must.
+
+    Only the released AutoMin 2023 systems have human scores, so rows of other systems
+    cannot be meta-evaluated, and a misspelt meeting id would silently drop values from
+    every statistic. A file without any AutoMin system (e.g. display names such as
+    ``GPT-4`` for ``gpt4``) is therefore refused, as is a meeting id that is not an
+    AutoMin test meeting; rows of other systems in an otherwise valid file are noted.
+
+    Args:
+        values: What :func:`read_metric_file` read.
+        origin: How to name the file in messages (``--metric-file PATH``).
+
+    Returns:
+        Notes naming the systems whose rows have no human scores to meet.
+
+    Raises:
+        DataError: No AutoMin system in the file, or an unknown meeting id.
+    """
+    from elitr_bench.data.minutes import AUTOMIN_MEETINGS, AUTOMIN_SYSTEMS
+
+    keys = {key for cells in values.values() for key in cells}
+    systems = sorted({system for system, _ in keys})
+    if keys and not any(system in AUTOMIN_SYSTEMS for system in systems):
+        raise DataError(
+            f"{origin}: no row names an AutoMin system (got {', '.join(systems[:5])}); "
+            f"use the ids {', '.join(AUTOMIN_SYSTEMS)}"
+        )
+    for system, meeting in sorted(keys):
+        if meeting and meeting not in AUTOMIN_MEETINGS and system in AUTOMIN_SYSTEMS:
+            raise DataError(
+                f"{origin}: meeting_id {meeting!r} (system {system}) is not an AutoMin 2023 "
+                f"test meeting; use {AUTOMIN_MEETINGS[0]} .. {AUTOMIN_MEETINGS[-1]}, or leave "
+                "it empty for a system-level value"
+            )
+    others = [s for s in systems if s not in AUTOMIN_SYSTEMS]
+    if not others:
+        return []
+    return [f"{origin}: rows of {', '.join(others)} have no AutoMin human scores to compare"]

@@ -140,6 +140,14 @@ def table7(
         m for m in extra_metrics if m in values and m not in TABLE7_METRICS
     ]
     spreads = {m: system_spread(values[m], meetings) for m in metrics}
+    # System-level values (empty meeting id: CREAM ratings, --metric-file rows) have no
+    # spread over meetings; they are shown as they are, with n = "system".
+    level = {
+        m: {s: v for (s, meeting), v in values[m].items() if not meeting and s not in spreads[m]}
+        for m in metrics
+    }
+    for m in metrics:
+        spreads[m].update({s: (v, math.nan, 0) for s, v in level[m].items()})
     order = sorted(
         (s for s in systems if any(s in spreads[m] for m in metrics)),
         key=lambda s: -spreads[metrics[0]].get(s, (-math.inf, 0.0, 0))[0] if metrics else 0.0,
@@ -155,11 +163,20 @@ def table7(
         table.rows.append(
             [
                 label(system),
-                *("–" if c is None else f"{c[0]:.3f} ± {c[1]:.3f}" for c in cells),
-                str(n),
+                *(
+                    "–"
+                    if c is None
+                    else f"{c[0]:.3f}"
+                    if math.isnan(c[1])
+                    else f"{c[0]:.3f} ± {c[1]:.3f}"
+                    for c in cells
+                ),
+                str(n) if n else "system",
             ]
         )
     table.notes.append("sorted by decreasing first metric, as the paper sorts by ROUGE-1")
+    if any(level.values()):
+        table.notes.append("a value without ± is system-level (one value per system)")
     return table
 
 
