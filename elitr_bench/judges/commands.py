@@ -44,7 +44,8 @@ def judge_config_from_args(judge: str | None, rubric: str | None) -> JudgeConfig
     text = resolve_judge_spec(judge)
     if text.strip().lower() == "none":
         raise JudgeConfigError(
-            "--judge none: these commands need a judge; pick e.g. --judge replay"
+            "--judge none: these commands need a judge; pick e.g. --judge replay (QA runs) "
+            "or --judge openai:gpt-4o,rubric=gpt-afgr (minutes runs)"
         )
     config = parse_judge_spec(text)
     if rubric:

@@ -225,6 +225,11 @@ def parse_judge_spec(spec: str) -> JudgeConfig:
     backend, _, model = head.partition(":")
     backend = backend.strip().lower()
     model = model.strip()
+    if backend in ("none", "off", "skip"):  # tasks turn judging off before parsing
+        raise JudgeConfigError(
+            f"judge spec {spec!r}: this command needs a judge, not {backend!r}; "
+            "e.g. openai:gpt-4o (replay and lexical score QA answers only)"
+        )
     if backend not in BACKENDS:
         raise JudgeConfigError(
             f"judge spec {spec!r}: unknown backend {backend!r}; "
@@ -265,9 +270,14 @@ def parse_judge_spec(spec: str) -> JudgeConfig:
             values["price_out"] = _convert("price_out", p_out, spec)
             continue
         if key not in _OPTION_TYPES:
+            import difflib
+
+            known = sorted([*_OPTION_TYPES, "price"])
+            close = difflib.get_close_matches(key, known, n=1, cutoff=0.75)
             raise JudgeConfigError(
-                f"judge spec {spec!r}: unknown option {key!r}; known options: "
-                f"{', '.join(sorted([*_OPTION_TYPES, 'price']))}"
+                f"judge spec {spec!r}: unknown option {key!r}; "
+                + (f"did you mean {close[0]!r}? " if close else "")
+                + f"known options: {', '.join(known)}"
             )
         values[key] = _convert(key, raw, spec)
     config = JudgeConfig(backend=backend, model=model, spec=text, **values)

@@ -143,3 +143,19 @@ def test_table7_shows_system_level_values() -> None:
     assert rows["GPT-4"][1:] == ["0.450 ± 0.050", "1010.000", "2"]
     assert rows["NTR"][1:] == ["–", "990.000", "system"]
     assert any("system-level" in note for note in table.notes)
+
+
+def test_judge_spec_typos_and_none_name_the_fix() -> None:
+    from elitr_bench.judges.errors import JudgeConfigError
+
+    with pytest.raises(JudgeConfigError) as typo:
+        parse_judge_spec("openai:gpt-4o,rubrc=gpt-afgr")
+    assert "unknown option 'rubrc'; did you mean 'rubric'?" in str(typo.value)
+    with pytest.raises(JudgeConfigError) as far:
+        parse_judge_spec("openai:gpt-4o,xyz=1")
+    assert "did you mean" not in str(far.value)
+    # 'none' reaching the parser means the command needs a judge: the old message called
+    # 'none' an unknown backend and then suggested 'none'.
+    with pytest.raises(JudgeConfigError) as off:
+        parse_judge_spec("none")
+    assert "needs a judge" in str(off.value) and "skip judging" not in str(off.value)
