@@ -24,8 +24,13 @@ def _cmd_report(args: argparse.Namespace) -> int:
         seed=args.seed,
         reference=args.reference,
     )
+    counted = f"{len(report.runs)} task runs"
+    if report.options.get("minutes_runs"):  # the QA count alone read "0 task runs"
+        counted = (
+            f"{len(report.runs)} QA/Conv task runs, {report.options['minutes_runs']} minutes runs"
+        )
     print(
-        f"report: {len(report.runs)} task runs, {len(report.tables)} tables, "
+        f"report: {counted}, {len(report.tables)} tables, "
         f"{len(report.figures)} figures -> {args.out}/report.md"
     )
     for note in report.notes:

@@ -35,8 +35,9 @@ MINUTES_TASKS = ("automin23_en", "elitr_minutes_dev", "elitr_minutes_test")
 #: Table 7's column order (ROUGE-1/2/L, BART-F1, BERT-F1).
 REFERENCE_METRICS = ("rouge1", "rouge2", "rougeL", "bartscore", "bertscore_f1")
 STAT_METRICS = ("lines", "words", "words_per_line")
-#: Scatter plots are drawn for at most this many metrics (reference first, then judges).
-MAX_SCATTER_METRICS = 6
+#: Scatter plots are drawn for at most this many metrics (reference first, then judges):
+#: the five reference metrics and GPT-AFGR's four criteria; the table lists every metric.
+MAX_SCATTER_METRICS = 9
 
 
 def minutes_samples(paths: Sequence[Path]) -> tuple[list[Path], list[str]]:
@@ -219,7 +220,6 @@ def savings_table(runs: Sequence[RunValues]) -> Table | None:
 def scatter_figures(runs: Sequence[RunValues], out: Path) -> tuple[list[Path], Table | None]:
     """Metric vs document-level human scores for replayed AutoMin systems (one PNG per metric)."""
     from elitr_bench.data.minutes import AUTOMIN_SYSTEMS, load_automin_human_scores
-    from elitr_bench.judges.minutes.check import correlations
 
     automin = [r for r in runs if "automin23_en" in r.tasks and r.name in AUTOMIN_SYSTEMS]
     if not automin:
@@ -246,8 +246,14 @@ def scatter_figures(runs: Sequence[RunValues], out: Path) -> tuple[list[Path], T
     colours = {s: plt.get_cmap("tab10")(i % 10) for i, s in enumerate(systems)}
     paths: list[Path] = []
     records: list[dict[str, Any]] = []
-    for metric in order[:MAX_SCATTER_METRICS]:
+    for metric in order:
         cells = values[metric]
+        if len(paths) == MAX_SCATTER_METRICS:  # the table below still lists every metric
+            for criterion in criteria:
+                keys = [k for k in sorted(cells) if (k[0], k[1], criterion) in human]
+                xs = [human[(k[0], k[1], criterion)] for k in keys]
+                records.append(_vs_human(metric, criterion, keys, xs, [cells[k] for k in keys]))
+            continue
         fig, axes = plt.subplots(1, 4, figsize=(15, 3.8), sharey=True)
         for ax, criterion in zip(axes, criteria, strict=True):
             keys = [k for k in sorted(cells) if (k[0], k[1], criterion) in human]
@@ -264,23 +270,13 @@ def scatter_figures(runs: Sequence[RunValues], out: Path) -> tuple[list[Path], T
                         color=colours[system],
                         label=_system_label(system),
                     )
-            corr = correlations(xs, ys)
-            r = corr.get("pearson")
-            ax.set_title(f"D {criterion} (n={len(keys)}, r={fmt(r, 2)})", fontsize=10)
+            record = _vs_human(metric, criterion, keys, xs, ys)
+            records.append(record)
+            ax.set_title(
+                f"D {criterion} (n={len(keys)}, r={fmt(record['pearson'], 2)})", fontsize=10
+            )
             ax.set_xlabel(f"human {criterion} (1-5)")
             ax.set_xlim(0.8, 5.2)
-            records.append(
-                {
-                    "metric": metric,
-                    "criterion": criterion,
-                    "level": "document",
-                    "n": len(keys),
-                    "pearson": corr.get("pearson"),
-                    "spearman": corr.get("spearman"),
-                    "kendall": corr.get("kendall"),
-                    "systems": " ".join(sorted({k[0] for k in keys})),
-                }
-            )
         axes[0].set_ylabel(_label(metric))
         fig.suptitle(f"{_label(metric)} vs AutoMin 2023 document-level human scores")
         fig.tight_layout(rect=(0.0, 0.0, 0.9, 1.0))
@@ -312,9 +308,37 @@ def scatter_figures(runs: Sequence[RunValues], out: Path) -> tuple[list[Path], T
         notes=(
             "one point per (meeting, system) with a released document-level score; "
             "elitr-bench minutes-check gives pairwise accuracy and system-level statistics",
+            *(
+                [
+                    f"scatter plots for the first {MAX_SCATTER_METRICS} metrics only; "
+                    "this table also has "
+                    f"{', '.join(_label(m) for m in order[MAX_SCATTER_METRICS:])}"
+                ]
+                if len(order) > MAX_SCATTER_METRICS
+                else []
+            ),
         ),
     )
     return paths, table
+
+
+def _vs_human(
+    metric: str, criterion: str, keys: Sequence[tuple[str, str]], xs: list[float], ys: list[float]
+) -> dict[str, Any]:
+    """One row of the metric-vs-human table: correlations over (meeting, system) points."""
+    from elitr_bench.judges.minutes.check import correlations
+
+    corr = correlations(xs, ys)
+    return {
+        "metric": metric,
+        "criterion": criterion,
+        "level": "document",
+        "n": len(keys),
+        "pearson": corr.get("pearson"),
+        "spearman": corr.get("spearman"),
+        "kendall": corr.get("kendall"),
+        "systems": " ".join(sorted({k[0] for k in keys})),
+    }
 
 
 def minutes_sections(inputs: ReportInputs, report: Report) -> None:
@@ -337,6 +361,7 @@ def minutes_sections(inputs: ReportInputs, report: Report) -> None:
     ]
     if not runs:
         return
+    report.options["minutes_runs"] = len(runs)
     parts: list[str | Table] = [table7_layout(runs)]
     savings = savings_table(runs)
     if savings is not None:

@@ -159,3 +159,26 @@ def test_judge_spec_typos_and_none_name_the_fix() -> None:
     with pytest.raises(JudgeConfigError) as off:
         parse_judge_spec("none")
     assert "needs a judge" in str(off.value) and "skip judging" not in str(off.value)
+
+
+def test_report_lists_every_minutes_metric_even_beyond_the_plotted_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ROUGE x 3 + GPT-AFGR x 4 used to lose afgr_relevance from figures AND table."""
+    from elitr_bench.judges.minutes.inputs import RunValues
+    from elitr_bench.report import minutes as report_minutes
+
+    monkeypatch.setattr(report_minutes, "MAX_SCATTER_METRICS", 2)
+    meetings = ["meeting_en_test2023_001", "meeting_en_test2023_002", "meeting_en_test2023_003"]
+    metrics = ["rouge1", "rouge2", "afgr_adequacy", "afgr_relevance"]
+    values = {
+        m: {("gpt4", meeting): float(i + j) for j, meeting in enumerate(meetings)}
+        for i, m in enumerate(metrics)
+    }
+    run = RunValues(name="gpt4", path="run", values=values, tasks=["automin23_en"])
+    paths, table = report_minutes.scatter_figures([run], tmp_path)
+    assert [p.name for p in paths] == ["minutes_scatter_rouge1.png", "minutes_scatter_rouge2.png"]
+    assert table is not None
+    assert {r["metric"] for r in table.records} == set(metrics)
+    assert len(table.rows) == 4 * len(metrics)
+    assert any("for the first 2 metrics only" in note for note in table.notes)
