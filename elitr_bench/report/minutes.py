@@ -278,6 +278,9 @@ def scatter_figures(runs: Sequence[RunValues], out: Path) -> tuple[list[Path], T
             ax.set_xlabel(f"human {criterion} (1-5)")
             ax.set_xlim(0.8, 5.2)
         axes[0].set_ylabel(_label(metric))
+        scale = _judge_scale(metric)
+        if scale is not None:  # a judge's whole scale, so 4-8 does not look like 0-10
+            axes[0].set_ylim(scale[0] - 0.3, scale[1] + 0.3)
         fig.suptitle(f"{_label(metric)} vs AutoMin 2023 document-level human scores")
         fig.tight_layout(rect=(0.0, 0.0, 0.9, 1.0))
         handles, labels = axes[0].get_legend_handles_labels()
@@ -320,6 +323,18 @@ def scatter_figures(runs: Sequence[RunValues], out: Path) -> tuple[list[Path], T
         ),
     )
     return paths, table
+
+
+def _judge_scale(metric: str) -> tuple[float, float] | None:
+    """The fixed score range of a judge metric (None: a metric without one, e.g. ROUGE)."""
+    name = metric.split("@", 1)[0]
+    if name.startswith(("afgr_", "art_")):
+        return (0.0, 10.0)  # AutoMin Figs. 17-18: 0 to 10
+    if name == "mesa_quality":
+        return (1.0, 10.0)  # MESA Eq. 2
+    if name.startswith("mesa_"):
+        return (0.0, 5.0)  # MESA Fig. 5: ratings 0-5
+    return None
 
 
 def _vs_human(

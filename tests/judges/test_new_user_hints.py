@@ -182,3 +182,13 @@ def test_report_lists_every_minutes_metric_even_beyond_the_plotted_ones(
     assert {r["metric"] for r in table.records} == set(metrics)
     assert len(table.rows) == 4 * len(metrics)
     assert any("for the first 2 metrics only" in note for note in table.notes)
+
+
+def test_judge_scatter_axes_show_the_whole_judge_scale() -> None:
+    from elitr_bench.report.minutes import _judge_scale
+
+    assert _judge_scale("afgr_relevance") == (0.0, 10.0)
+    assert _judge_scale("art_adequacy@mine") == (0.0, 10.0)
+    assert _judge_scale("mesa_quality") == (1.0, 10.0)
+    assert _judge_scale("mesa_OM") == (0.0, 5.0)
+    assert _judge_scale("rouge1") is None
