@@ -12,6 +12,9 @@ PRICES_PER_M: dict[str, tuple[float, float]] = {
     "gpt-4": (30.0, 60.0),
     "gpt-4-turbo": (10.0, 30.0),
     "gpt-4o": (2.5, 10.0),
+    # The first GPT-4o snapshot (CREAM's evaluator, the arena's default) kept its launch
+    # price; the prefix rule would give it the later, cheaper gpt-4o price.
+    "gpt-4o-2024-05-13": (5.0, 15.0),
     "gpt-4o-mini": (0.15, 0.6),
     "gpt-4.1": (2.0, 8.0),
     "gpt-4.1-mini": (0.4, 1.6),
