@@ -403,9 +403,21 @@ def score_samples(
 
 
 def _cmd_score(args: argparse.Namespace) -> int:
-    config = judge_config_from_args(args.judge, args.rubric)
-    check_judge_ready(config, network=True, command="elitr-bench")
+    from elitr_bench.data.minutes import MINUTES_TASKS
     from elitr_bench.judges.minutes.registry import method_name
+
+    config = judge_config_from_args(args.judge, args.rubric)
+    if method_name(config) is None:
+        # A QA judge marks every minutes item 'error' and then says "run it again", which
+        # can never succeed; say which judge the minutes need instead.
+        tasks = {task_name_of(p) for p in find_samples(args.paths)}
+        if tasks and tasks <= set(MINUTES_TASKS):
+            raise JudgeConfigError(
+                f"--judge {config.spec or config.backend}: a QA judge cannot score minutes "
+                f"({', '.join(sorted(tasks))}); use a minutes judge, e.g. --judge "
+                "openai:gpt-4o,rubric=gpt-afgr (or rubric=gpt-art, method=mesa)"
+            )
+    check_judge_ready(config, network=True, command="elitr-bench")
 
     if method_name(config) is not None:  # a minutes judge (issue 11): minutes runs
         from elitr_bench.judges.minutes.score import cmd_score_minutes
@@ -471,9 +483,17 @@ def register(subparsers: Any) -> None:
     score.add_argument(
         "paths", nargs="+", help="samples_*.jsonl files or lm-eval output directories"
     )
-    score.add_argument("--judge", default=None, help=judge_help)
     score.add_argument(
-        "--rubric", default=None, choices=sorted(RUBRICS), help="override the judge's rubric"
+        "--judge",
+        default=None,
+        help=judge_help + "; minutes runs need a minutes judge, e.g. "
+        "openai:gpt-4o,rubric=gpt-afgr (or rubric=gpt-art, method=mesa)",
+    )
+    score.add_argument(
+        "--rubric",
+        default=None,
+        choices=sorted(RUBRICS),
+        help="override the judge's QA rubric (minutes: rubric= in --judge)",
     )
     score.add_argument(
         "--output",

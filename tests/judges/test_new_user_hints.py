@@ -199,3 +199,25 @@ def test_the_arena_default_judge_is_priced_at_its_own_snapshot_price() -> None:
 
     assert price_for("gpt-4o-2024-05-13") == (5.0, 15.0)
     assert price_for("gpt-4o-2024-08-06") == (2.5, 10.0)
+
+
+def test_score_refuses_a_qa_judge_on_minutes_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It used to mark every minutes item 'error' and say 'run the same command again'."""
+    run = tmp_path / "run" / "model"
+    run.mkdir(parents=True)
+    samples = run / "samples_automin23_en_2026-01-01T00-00-00.000001.jsonl"
+    samples.write_text('{"doc": {"meeting_id": "meeting_en_test2023_001"}}\n')
+    assert main(["score", str(tmp_path / "run"), "--judge", "replay"]) == 2
+    err = _error_line(capsys)
+    assert "a QA judge cannot score minutes (automin23_en)" in err
+    assert "--judge openai:gpt-4o,rubric=gpt-afgr" in err
+    assert list(run.iterdir()) == [samples]  # nothing written
+
+
+def test_report_help_shows_a_plain_percent_sign(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["report", "--help"])
+    out = capsys.readouterr().out
+    assert "95% CIs" in out and "%%" not in out
