@@ -221,3 +221,12 @@ def test_report_help_shows_a_plain_percent_sign(capsys: pytest.CaptureFixture[st
         main(["report", "--help"])
     out = capsys.readouterr().out
     assert "95% CIs" in out and "%%" not in out
+
+
+def test_arena_help_explains_every_rating_option(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["arena", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    for text in ("initial Elo rating (default: 1000)", "Elo K factor (default: 32)",
+                 "Elo logistic scale (default: 400)", "--automin; default: all 9"):  # fmt: skip
+        assert text in out

@@ -201,7 +201,10 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="add the released AutoMin 2023 English systems (12 test meetings)",
     )
-    p.add_argument("--systems", help="AutoMin systems to add, comma-separated (with --automin)")
+    p.add_argument(
+        "--systems",
+        help="AutoMin systems to add, comma-separated (with --automin; default: all 9)",
+    )
     p.add_argument(
         "--meetings", help="N (first N meetings) or comma-separated meeting ids / 1-based indices"
     )
@@ -226,11 +229,26 @@ def register(subparsers: Any) -> None:
         default=DEFAULT_TOLERANCE,
         help=f"score difference counted as a draw (default {DEFAULT_TOLERANCE})",
     )
-    p.add_argument("--elo-initial", type=float, default=DEFAULT_INITIAL)
-    p.add_argument("--elo-k", type=float, default=DEFAULT_K)
-    p.add_argument("--elo-scale", type=float, default=DEFAULT_SCALE)
     p.add_argument(
-        "--orders", type=int, default=DEFAULT_ORDERS, help="random match orders averaged for Elo"
+        "--elo-initial",
+        type=float,
+        default=DEFAULT_INITIAL,
+        help="initial Elo rating (default: %(default)g)",
+    )
+    p.add_argument(
+        "--elo-k", type=float, default=DEFAULT_K, help="Elo K factor (default: %(default)g)"
+    )
+    p.add_argument(
+        "--elo-scale",
+        type=float,
+        default=DEFAULT_SCALE,
+        help="Elo logistic scale (default: %(default)g)",
+    )
+    p.add_argument(
+        "--orders",
+        type=int,
+        default=DEFAULT_ORDERS,
+        help="random match orders averaged for Elo (default: %(default)s)",
     )
     p.add_argument(
         "--bootstrap",
