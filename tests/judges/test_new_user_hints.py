@@ -230,3 +230,21 @@ def test_arena_help_explains_every_rating_option(capsys: pytest.CaptureFixture[s
     for text in ("initial Elo rating (default: 1000)", "Elo K factor (default: 32)",
                  "Elo logistic scale (default: 400)", "--automin; default: all 9"):  # fmt: skip
         assert text in out
+
+
+def test_table9_leaves_out_metrics_without_a_pair() -> None:
+    """One run's lines/words (a single system) gave rows of dashes with '0' pairs."""
+    from elitr_bench.data.minutes import load_automin_human_scores
+    from elitr_bench.judges.minutes.check import meta_evaluate
+    from elitr_bench.judges.minutes.paper import TABLE9_SYSTEMS
+    from elitr_bench.judges.minutes.tables import table9
+
+    meeting = "meeting_en_test2023_002"
+    values = {
+        "rouge1": {(s, meeting): 0.1 * i for i, s in enumerate(TABLE9_SYSTEMS)},
+        "lines": {("gpt4", meeting): 30.0},
+    }
+    rows = meta_evaluate(values, load_automin_human_scores(), list(TABLE9_SYSTEMS))
+    table = table9(rows, list(TABLE9_SYSTEMS))
+    assert {row[0] for row in table.rows} == {"ROUGE-1"}
+    assert "not shown, known for fewer than two of these systems: lines" in table.notes

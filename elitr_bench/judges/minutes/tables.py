@@ -257,8 +257,12 @@ def table9(rows: Sequence[MetaRow], systems: Sequence[str]) -> Table:
     for row in rows:
         by_metric.setdefault(row.metric, {})[row.column] = row
     diffs: list[float] = []
+    pairless: list[str] = []
     for metric, cells in by_metric.items():
         accs = [cells[c].pairwise.accuracy if c in cells else None for c in columns]
+        if all(a is None for a in accs) and not any(c.pairwise.pairs for c in cells.values()):
+            pairless.append(metric_label(metric))  # e.g. one run's lines/words: no pair
+            continue
         ties = [
             f"{cells[c].pairwise.metric_ties}/{cells[c].pairwise.human_ties}"
             for c in columns
@@ -297,6 +301,10 @@ def table9(rows: Sequence[MetaRow], systems: Sequence[str]) -> Table:
     table.notes.append(
         "systems: " + ", ".join(label(s) for s in systems) + "; a tie agrees only with a tie"
     )
+    if pairless:
+        table.notes.append(
+            f"not shown, known for fewer than two of these systems: {', '.join(pairless)}"
+        )
     return table
 
 
