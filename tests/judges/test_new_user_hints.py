@@ -248,3 +248,15 @@ def test_table9_leaves_out_metrics_without_a_pair() -> None:
     table = table9(rows, list(TABLE9_SYSTEMS))
     assert {row[0] for row in table.rows} == {"ROUGE-1"}
     assert "not shown, known for fewer than two of these systems: lines" in table.notes
+
+
+def test_table9_states_the_resolution_of_few_systems() -> None:
+    """Issue 12: CREAM's ranking of 3 systems is 3 pairs; say what one pair is worth."""
+    from elitr_bench.data.minutes import load_automin_human_scores
+    from elitr_bench.judges.minutes.check import meta_evaluate
+    from elitr_bench.judges.minutes.tables import table9
+
+    systems = ["gpt4", "ntr", "synapse"]
+    values = {"cream_elo": {("gpt4", ""): 1050.0, ("ntr", ""): 990.0, ("synapse", ""): 960.0}}
+    table = table9(meta_evaluate(values, load_automin_human_scores(), systems), systems)
+    assert "3 systems = 3 pairs: one pair moves an accuracy by 33.3 points" in table.notes

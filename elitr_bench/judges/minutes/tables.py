@@ -298,6 +298,11 @@ def table9(rows: Sequence[MetaRow], systems: Sequence[str]) -> Table:
         table.notes.append(
             "the paper's values are not shown: they compare its 7 systems (--systems table9)"
         )
+    if not diffs and n_pairs:  # the resolution of every accuracy above
+        table.notes.append(
+            f"{len(systems)} systems = {n_pairs} pairs: one pair moves an accuracy by "
+            f"{100 / n_pairs:.1f} points"
+        )
     table.notes.append(
         "systems: " + ", ".join(label(s) for s in systems) + "; a tie agrees only with a tie"
     )
