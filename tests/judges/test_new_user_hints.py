@@ -260,3 +260,24 @@ def test_table9_states_the_resolution_of_few_systems() -> None:
     values = {"cream_elo": {("gpt4", ""): 1050.0, ("ntr", ""): 990.0, ("synapse", ""): 960.0}}
     table = table9(meta_evaluate(values, load_automin_human_scores(), systems), systems)
     assert "3 systems = 3 pairs: one pair moves an accuracy by 33.3 points" in table.notes
+
+
+def test_minutes_check_refuses_bad_systems_before_computing_metrics(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from elitr_bench.judges.minutes import inputs
+
+    def never(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("released metrics computed before the inputs were checked")
+
+    monkeypatch.setattr(inputs, "released_metric_values", never)
+    assert main(["minutes-check", "--systems", "gpt5"]) == 2
+    assert "--systems: unknown gpt5" in _error_line(capsys)
+
+
+def test_missing_guidance_file_names_the_real_command(tmp_path: Path) -> None:
+    from elitr_bench.judges.errors import JudgeConfigError
+
+    with pytest.raises(JudgeConfigError) as err:
+        parse_judge_spec(f"openai:gpt-4o,method=mesa,guidance={tmp_path / 'none.yaml'}")
+    assert "elitr-bench mesa-train" in str(err.value)

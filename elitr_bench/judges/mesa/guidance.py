@@ -1,6 +1,6 @@
 """Self-training guidance files: per-type advice a reviewer can read, edit and reuse.
 
-``elitr-bench mesa train`` writes one; ``guidance=PATH`` (judge spec) or ``--guidance PATH``
+``elitr-bench mesa-train`` writes one; ``guidance=PATH`` (judge spec) or ``--guidance PATH``
 appends each type's text to that type's step prompts. The file also records which
 meetings produced the feedback, so that MESA refuses to evaluate them with this guidance:
 feedback and evaluated samples must be disjoint by meeting (otherwise the human scores of
@@ -107,7 +107,7 @@ def load_guidance(path: str | Path, error_types: ErrorTypes) -> Guidance:
         data = yaml.safe_load(Path(path).expanduser().read_text(encoding="utf-8"))
     except OSError as exc:
         raise GuidanceError(
-            f"{where}: cannot read it ({exc.strerror}); write one with elitr-bench mesa train"
+            f"{where}: cannot read it ({exc.strerror}); write one with elitr-bench mesa-train"
         ) from None
     except yaml.YAMLError:
         raise GuidanceError(f"{where}: not valid YAML") from None

@@ -63,12 +63,9 @@ def run_check(args: argparse.Namespace) -> dict[str, Any]:
     from elitr_bench.judges.minutes.paper import TABLE9_SYSTEMS
 
     meetings = select_meetings(args.meetings, AUTOMIN_MEETINGS) if args.meetings else None
-    values: inputs.Values = {}
-    metrics = [m.strip() for m in (args.metrics or "").split(",") if m.strip()]
-    if metrics and metrics != ["none"]:
-        inputs.merge_values(
-            values, inputs.released_metric_values(metrics, meetings=meetings), "released minutes"
-        )
+    # Runs, metric files and --systems are read and checked first: a bad one is reported
+    # before the released minutes' metrics are computed (seconds of ROUGE, minutes of BERT).
+    given: list[tuple[inputs.Values, str]] = []
     runs = []
     for spec in args.run or []:
         run_path, tag = parse_run(spec)
@@ -76,12 +73,22 @@ def run_check(args: argparse.Namespace) -> dict[str, Any]:
         for note in run.notes:
             print(f"--run {run_path}: {note}", file=sys.stderr)
         runs.append(run)
-        inputs.merge_values(values, run.values, f"--run {run_path}")
+        given.append((run.values, f"--run {run_path}"))
     for metric_file in args.metric_file or []:
         read = inputs.read_metric_file(metric_file)
         for note in inputs.check_metric_file_keys(read, f"--metric-file {metric_file}"):
             print(note, file=sys.stderr)
-        inputs.merge_values(values, read, f"--metric-file {metric_file}")
+        given.append((read, f"--metric-file {metric_file}"))
+    named = {s for source, _ in given for cells in source.values() for s, _ in cells}
+    parse_systems(args.systems, sorted(named | set(AUTOMIN_SYSTEMS)))
+    values: inputs.Values = {}
+    metrics = [m.strip() for m in (args.metrics or "").split(",") if m.strip()]
+    if metrics and metrics != ["none"]:
+        inputs.merge_values(
+            values, inputs.released_metric_values(metrics, meetings=meetings), "released minutes"
+        )
+    for source, origin in given:
+        inputs.merge_values(values, source, origin)
     if not values:
         raise DataError(
             "minutes-check: no metric values; use --metrics rouge1,rouge2,rougeL, --run DIR or "
