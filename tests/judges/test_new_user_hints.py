@@ -281,3 +281,29 @@ def test_missing_guidance_file_names_the_real_command(tmp_path: Path) -> None:
     with pytest.raises(JudgeConfigError) as err:
         parse_judge_spec(f"openai:gpt-4o,method=mesa,guidance={tmp_path / 'none.yaml'}")
     assert "elitr-bench mesa-train" in str(err.value)
+
+
+def test_error_ratings_are_oriented_before_meta_evaluation() -> None:
+    """MESA ratings are errors (lower = better): unoriented, a perfect one scored 0%."""
+    from elitr_bench.data.minutes import load_automin_human_scores
+    from elitr_bench.judges.minutes.check import (
+        human_system_means,
+        lower_is_better,
+        meta_evaluate,
+    )
+    from elitr_bench.judges.minutes.paper import TABLE9_SYSTEMS
+    from elitr_bench.judges.minutes.tables import correlation_table, table9
+
+    assert lower_is_better("mesa_OM") and lower_is_better("types.HAL.rating@x")
+    assert lower_is_better("impact") and not lower_is_better("mesa_quality")
+    human = load_automin_human_scores()
+    adequacy = human_system_means(human, "document", "adequacy")
+    systems = list(TABLE9_SYSTEMS)
+    errors = {(s, ""): 5 - adequacy[s] for s in systems}  # fewer errors where humans rate higher
+    rows = meta_evaluate({"mesa_OM": errors, "mesa_quality": errors}, human, systems)
+    d_adeq = {r.metric: r for r in rows if r.level == "document" and r.criterion == "adequacy"}
+    assert d_adeq["mesa_OM"].pairwise.accuracy == 1.0
+    assert d_adeq["mesa_OM"].system["pearson"] == pytest.approx(1.0)
+    assert d_adeq["mesa_quality"].pairwise.accuracy == 0.0  # higher-is-better: not negated
+    for table in (table9(rows, systems), correlation_table(rows)):
+        assert any(n.startswith("negated, as lower is better") for n in table.notes)

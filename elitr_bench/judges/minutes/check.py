@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -36,6 +37,16 @@ from elitr_bench.judges.minutes.paper import HUMAN_COLUMNS
 
 #: metric -> (system, meeting_id) -> value; meeting "" = a system-level value.
 MetricValues = Mapping[str, Mapping[tuple[str, str], float]]
+
+#: Metrics where a lower value is better: MESA's error ratings (0 = no error) and impact,
+#: as lm-eval metrics (``mesa_OM``) or ``elitr-bench mesa`` fields (``types.OM.rating``).
+_LOWER_IS_BETTER = re.compile(r"^(?:mesa_[A-Z][A-Z0-9_]*|types\.[^.]+\.rating|(?:mesa_)?impact)$")
+
+
+def lower_is_better(metric: str) -> bool:
+    """Whether ``metric`` (``@LABEL`` ignored) scores errors, so that lower is better."""
+    return bool(_LOWER_IS_BETTER.match(metric.partition("@")[0]))
+
 
 #: Derived metrics: name -> components averaged per document (Table 9's "avg" rows).
 DERIVED: Mapping[str, tuple[str, ...]] = {
@@ -215,10 +226,16 @@ def meta_evaluate(
         human: Per-meeting human scores of the release.
         systems: Systems compared (others are ignored).
         meetings: Meetings whose metric values enter system means (None = all).
+
+    Metrics where lower is better (:func:`lower_is_better`) are negated first.
     """
     rows = []
     chosen = set(systems)
-    for metric, per_doc in values.items():
+    for metric, raw_doc in values.items():
+        # An error rating agrees with humans when it is LOWER for the better system:
+        # negated, its pairwise accuracy and correlations read like every other metric's.
+        sign = -1.0 if lower_is_better(metric) else 1.0
+        per_doc = {k: sign * v for k, v in raw_doc.items()}
         metric_sys = system_means(per_doc, meetings)
         for level, criterion, label in HUMAN_COLUMNS:
             human_sys = human_system_means(human, level, criterion)

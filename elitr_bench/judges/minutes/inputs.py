@@ -46,6 +46,10 @@ NON_METRICS = frozenset(
         "effective_wer",
     }
 )
+#: Numeric fields of a JSONL metric file that describe the judgement, not the summary (MESA's
+#: per-type ``confidence`` and ``instances``): as "metrics" they would fill Tables 7 and 9
+#: with 16 columns that no human score is meant to match.
+JUDGEMENT_FIELDS = frozenset({"confidence", "instances"})
 RELEASED_METRICS: tuple[str, ...] = ("rouge1", "rouge2", "rougeL", "bertscore_f1", "bartscore")
 
 Values = dict[str, dict[tuple[str, str], float]]
@@ -351,7 +355,11 @@ def read_metric_file(path: str | Path) -> Values:
         key = (str(obj["system"]), str(obj.get("meeting_id") or ""))
         for name, raw in _flatten(obj).items():
             number = _finite(raw)
-            if number is not None and name not in ("system", "meeting_id"):
+            if (
+                number is not None
+                and name not in ("system", "meeting_id")
+                and name.rpartition(".")[2] not in JUDGEMENT_FIELDS
+            ):
                 out.setdefault(str(name), {})[key] = number
     return out
 

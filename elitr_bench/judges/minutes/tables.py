@@ -19,6 +19,7 @@ from elitr_bench.judges.minutes.check import (
     MetaRow,
     MetricValues,
     human_system_means,
+    lower_is_better,
     system_spread,
 )
 from elitr_bench.judges.minutes.paper import (
@@ -300,7 +301,8 @@ def table9(rows: Sequence[MetaRow], systems: Sequence[str]) -> Table:
         )
     if not diffs and n_pairs:  # the resolution of every accuracy above
         table.notes.append(
-            f"{len(systems)} systems = {n_pairs} pairs: one pair moves an accuracy by "
+            f"{len(systems)} systems = {n_pairs} pair{'s' if n_pairs > 1 else ''}: one pair "
+            "moves an accuracy by "
             f"{100 / n_pairs:.1f} points"
         )
     table.notes.append(
@@ -310,6 +312,9 @@ def table9(rows: Sequence[MetaRow], systems: Sequence[str]) -> Table:
         table.notes.append(
             f"not shown, known for fewer than two of these systems: {', '.join(pairless)}"
         )
+    negated = _negated_note(rows)
+    if negated:
+        table.notes.append(negated)
     return table
 
 
@@ -343,7 +348,21 @@ def correlation_table(rows: Sequence[MetaRow]) -> Table:
                 _num(row.document.get("n"), 0),
             ]
         )
+    negated = _negated_note(rows)
+    if negated:
+        table.notes.append(negated)
     return table
+
+
+def _negated_note(rows: Sequence[MetaRow]) -> str:
+    """Name the error metrics that were negated, so their signs are read correctly."""
+    names = list(dict.fromkeys(metric_label(r.metric) for r in rows if lower_is_better(r.metric)))
+    if not names:
+        return ""
+    return (
+        f"negated, as lower is better (error ratings): {', '.join(names)}; their accuracies "
+        "and correlations read like the others'"
+    )
 
 
 def heatmap(rows: Sequence[MetaRow], path: Path, title: str, show_paper: bool = True) -> Path:
