@@ -307,3 +307,30 @@ def test_error_ratings_are_oriented_before_meta_evaluation() -> None:
     assert d_adeq["mesa_quality"].pairwise.accuracy == 0.0  # higher-is-better: not negated
     for table in (table9(rows, systems), correlation_table(rows)):
         assert any(n.startswith("negated, as lower is better") for n in table.notes)
+
+
+def test_heatmap_rows_say_when_they_are_negated_or_over_fewer_pairs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import matplotlib.axes
+
+    from elitr_bench.data.minutes import load_automin_human_scores
+    from elitr_bench.judges.minutes.check import meta_evaluate
+    from elitr_bench.judges.minutes.tables import heatmap
+
+    labels: list[list[str]] = []
+    original = matplotlib.axes.Axes.set_yticks
+
+    def record(self: Any, ticks: Any, names: Any = None, **kwargs: Any) -> Any:
+        labels.append([str(n) for n in names or []])
+        return original(self, ticks, names, **kwargs)
+
+    monkeypatch.setattr(matplotlib.axes.Axes, "set_yticks", record)
+    systems = ["gpt4", "ntr", "synapse"]
+    values = {
+        "rouge1": {("gpt4", ""): 0.4, ("ntr", ""): 0.3, ("synapse", ""): 0.35},
+        "mesa_OM": {("gpt4", ""): 1.0, ("ntr", ""): 3.0},
+    }
+    rows = meta_evaluate(values, load_automin_human_scores(), systems)
+    heatmap(rows, tmp_path / "h.png", "3 systems", show_paper=False)
+    assert labels == [["ROUGE-1", "mesa_OM (negated, 1 pair)"]]

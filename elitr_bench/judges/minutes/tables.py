@@ -396,13 +396,25 @@ def heatmap(rows: Sequence[MetaRow], path: Path, title: str, show_paper: bool = 
     if printed:
         paper = np.array([list(TABLE9[m.partition("@")[0]]) for m in printed])
         panels.append(("AutoMin 2023 paper, Table 9 (as printed)", paper, printed))
+    # Rows over fewer pairs than the others (a metric missing for some systems) and error
+    # metrics that were negated say so, or their cells would read like the full ones.
+    pairs = {m: max(r.pairwise.pairs for r in rows if r.metric == m) for m in metrics}
+    full = max(pairs.values(), default=0)
+
+    def row_label(metric: str) -> str:
+        notes = ["negated"] if lower_is_better(metric) else []
+        if pairs[metric] < full:
+            notes.append(f"{pairs[metric]} pair{'s' if pairs[metric] != 1 else ''}")
+        return metric_label(metric) + (f" ({', '.join(notes)})" if notes else "")
+
     height = 1.2 + 0.42 * max(len(metrics), 2)
     fig, axes = plt.subplots(1, len(panels), figsize=(7.5 * len(panels), height), squeeze=False)
     image = None
-    for ax, (name, data, names) in zip(axes[0], panels, strict=True):
+    for index, (ax, (name, data, names)) in enumerate(zip(axes[0], panels, strict=True)):
         image = ax.imshow(data, cmap="RdYlGn", vmin=30, vmax=100, aspect="auto")
         ax.set_xticks(range(len(columns)), columns, rotation=35, ha="right")
-        ax.set_yticks(range(len(names)), [metric_label(m) for m in names])
+        labels = [row_label(m) if index == 0 else metric_label(m) for m in names]
+        ax.set_yticks(range(len(names)), labels)
         ax.set_title(name)
         for i in range(data.shape[0]):
             for j in range(data.shape[1]):
