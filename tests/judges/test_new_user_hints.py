@@ -334,3 +334,23 @@ def test_heatmap_rows_say_when_they_are_negated_or_over_fewer_pairs(
     rows = meta_evaluate(values, load_automin_human_scores(), systems)
     heatmap(rows, tmp_path / "h.png", "3 systems", show_paper=False)
     assert labels == [["ROUGE-1", "mesa_OM (negated, 1 pair)"]]
+
+
+def test_replaying_the_reference_minutes_warns_that_rouge_is_trivial(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """system=annot replays the references themselves: ROUGE 1.0 with no warning before."""
+    from types import SimpleNamespace
+
+    from elitr_bench.models.replay import ReplayLM
+
+    doc = {"task_kind": "minutes", "split": "test2023", "meeting_id": "meeting_en_test2023_004"}
+    request = SimpleNamespace(doc=doc, task_name="automin23_en")
+    with caplog.at_level("WARNING", logger="elitr_bench.models.replay"):
+        ReplayLM(system="gpt4").generate_until([request])
+        assert not caplog.records
+        ReplayLM(system="annot").generate_until([request, request])
+    assert [r.getMessage().split(":")[0] for r in caplog.records] == [
+        "elitr-replay system=annot replays the human reference minutes, which are also the "
+        "task's references"
+    ]
