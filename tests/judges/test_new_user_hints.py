@@ -354,3 +354,17 @@ def test_replaying_the_reference_minutes_warns_that_rouge_is_trivial(
         "elitr-replay system=annot replays the human reference minutes, which are also the "
         "task's references"
     ]
+
+
+def test_lm_eval_marks_mesa_error_ratings_lower_is_better() -> None:
+    """lm-eval's table printed mesa_OM with an up arrow: more omissions looked better."""
+    from elitr_bench.judges.minutes.lm_eval_filter import metric_list
+
+    better = {
+        e["metric"]: e["higher_is_better"]
+        for e in metric_list(parse_judge_spec("openai:gpt-4o,method=mesa"))
+    }
+    assert better["mesa_quality"] is True
+    assert better["mesa_OM"] is False and better["mesa_HAL"] is False
+    afgr = metric_list(parse_judge_spec("openai:gpt-4o,rubric=gpt-afgr"))
+    assert all(e["higher_is_better"] for e in afgr if e["metric"].startswith("afgr_"))

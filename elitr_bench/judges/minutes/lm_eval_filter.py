@@ -293,10 +293,13 @@ def metric_list(config: JudgeConfig | None) -> list[dict[str, Any]]:
     """
     if config is None:
         return []
+    from elitr_bench.judges.minutes.check import lower_is_better
+
     method = get_method(config)
     register_lm_eval_aggregations()
-    entries: list[dict[str, Any]] = [
-        {"metric": m, "aggregation": "mean", "higher_is_better": True} for m in method.metrics
+    entries: list[dict[str, Any]] = [  # MESA's per-type ratings count errors (0 = none)
+        {"metric": m, "aggregation": "mean", "higher_is_better": not lower_is_better(m)}
+        for m in method.metrics
     ]
     entries += [
         {"metric": name, "aggregation": COUNT_AGGREGATION, "higher_is_better": False}

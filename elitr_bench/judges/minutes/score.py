@@ -22,6 +22,7 @@ from typing import Any
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.lm_eval_filter import judged_json
 from elitr_bench.judges.metrics import JUDGE_ERRORS, JUDGE_UNSCORED
+from elitr_bench.judges.minutes.check import lower_is_better
 from elitr_bench.judges.minutes.lm_eval_filter import (
     FILTER_NAME,
     TOKENS_SAVED,
@@ -109,7 +110,11 @@ def score_minutes_samples(
         "versions": {},
         "n-shot": {},
         "higher_is_better": {
-            t: {**dict.fromkeys(method.metrics, True), JUDGE_UNSCORED: False, JUDGE_ERRORS: False}
+            t: {
+                **{m: not lower_is_better(m) for m in method.metrics},
+                JUDGE_UNSCORED: False,
+                JUDGE_ERRORS: False,
+            }
             for t in results
         },
         "judge": identity,
