@@ -233,8 +233,12 @@ def scatter_figures(runs: Sequence[RunValues], out: Path) -> tuple[list[Path], T
         for metric, cells in run.values.items():
             if metric not in STAT_METRICS:
                 values.setdefault(metric, {}).update(cells)
+    from elitr_bench.judges.minutes.check import lower_is_better
+
+    # Overall judge scores (mesa_quality, afgr_*) before MESA's per-type error ratings, so
+    # the plotted ones are the headline metrics.
     order = [m for m in REFERENCE_METRICS if m in values] + sorted(
-        m for m in values if m not in REFERENCE_METRICS
+        (m for m in values if m not in REFERENCE_METRICS), key=lambda m: (lower_is_better(m), m)
     )
     import matplotlib
 
@@ -246,9 +250,14 @@ def scatter_figures(runs: Sequence[RunValues], out: Path) -> tuple[list[Path], T
     colours = {s: plt.get_cmap("tab10")(i % 10) for i, s in enumerate(systems)}
     paths: list[Path] = []
     records: list[dict[str, Any]] = []
+    unplotted: list[str] = []
+    plotted: list[str] = []
     for metric in order:
         cells = values[metric]
-        if len(paths) == MAX_SCATTER_METRICS:  # the table below still lists every metric
+        pointless = not any((k[0], k[1], c) in human for k in cells for c in criteria)
+        if pointless:  # no document with a human score (e.g. --limit): an empty figure
+            unplotted.append(metric)
+        if pointless or len(paths) == MAX_SCATTER_METRICS:  # the table lists every metric
             for criterion in criteria:
                 keys = [k for k in sorted(cells) if (k[0], k[1], criterion) in human]
                 xs = [human[(k[0], k[1], criterion)] for k in keys]
@@ -291,6 +300,8 @@ def scatter_figures(runs: Sequence[RunValues], out: Path) -> tuple[list[Path], T
         fig.savefig(path, dpi=110, bbox_inches="tight")
         plt.close(fig)
         paths.append(path)
+        plotted.append(metric)
+    capped = [m for m in order if m not in plotted and m not in unplotted]
     rows = tuple(
         (
             _label(str(r["metric"])),
@@ -315,9 +326,17 @@ def scatter_figures(runs: Sequence[RunValues], out: Path) -> tuple[list[Path], T
                 [
                     f"scatter plots for the first {MAX_SCATTER_METRICS} metrics only; "
                     "this table also has "
-                    f"{', '.join(_label(m) for m in order[MAX_SCATTER_METRICS:])}"
+                    f"{', '.join(_label(m) for m in capped)}"
                 ]
-                if len(order) > MAX_SCATTER_METRICS
+                if capped
+                else []
+            ),
+            *(
+                [
+                    "no scatter plot without a document that has a human score: "
+                    + ", ".join(_label(m) for m in unplotted)
+                ]
+                if unplotted
                 else []
             ),
         ),

@@ -368,3 +368,24 @@ def test_lm_eval_marks_mesa_error_ratings_lower_is_better() -> None:
     assert better["mesa_OM"] is False and better["mesa_HAL"] is False
     afgr = metric_list(parse_judge_spec("openai:gpt-4o,rubric=gpt-afgr"))
     assert all(e["higher_is_better"] for e in afgr if e["metric"].startswith("afgr_"))
+
+
+def test_report_draws_no_empty_scatter_plot(tmp_path: Path) -> None:
+    """A --limit run on a meeting without human scores drew four empty panels per metric."""
+    from elitr_bench.judges.minutes.inputs import RunValues
+    from elitr_bench.report import minutes as report_minutes
+
+    unscored = ("gpt4", "meeting_en_test2023_001")  # GPT-4 has no human score there
+    run = RunValues(
+        name="gpt4",
+        path="run",
+        values={"rouge1": {unscored: 0.3}, "mesa_quality": {unscored: 6.0}},
+        tasks=["automin23_en"],
+    )
+    paths, table = report_minutes.scatter_figures([run], tmp_path)
+    assert paths == [] and not (tmp_path / "figures").exists()
+    assert table is not None
+    assert any(
+        n.startswith("no scatter plot without a document") and "mesa_quality" in n
+        for n in table.notes
+    )
