@@ -389,3 +389,15 @@ def test_report_draws_no_empty_scatter_plot(tmp_path: Path) -> None:
         n.startswith("no scatter plot without a document") and "mesa_quality" in n
         for n in table.notes
     )
+
+
+def test_metric_file_row_with_a_missing_or_extra_field_is_named(tmp_path: Path) -> None:
+    from elitr_bench.data.errors import DataError
+    from elitr_bench.judges.minutes.inputs import read_metric_file
+
+    for name, row in (("short", "gpt4,meeting_en_test2023_001,m"), ("long", "gpt4,,m,1,5")):
+        with pytest.raises(DataError, match=r":2: expected 4 comma-separated fields"):
+            read_metric_file(_csv(tmp_path / f"{name}.csv", row))
+    extra = tmp_path / "extra.csv"
+    extra.write_text("system,meeting_id,metric,value,note\ngpt4,,m,1,fine\n")
+    assert read_metric_file(extra) == {"m": {("gpt4", ""): 1.0}}

@@ -330,6 +330,11 @@ def read_metric_file(path: str | Path) -> Values:
                     f"(got {','.join(reader.fieldnames or ())})"
                 )
             for lineno, row in enumerate(reader, 2):
+                if any(row.get(k) is None for k in need) or None in row:
+                    raise DataError(
+                        f"--metric-file {file}:{lineno}: expected 4 comma-separated fields "
+                        "system,meeting_id,metric,value (leave meeting_id empty, not out)"
+                    )
                 try:
                     value = float(row["value"])
                 except (TypeError, ValueError):
