@@ -93,6 +93,7 @@ def cream_script(
 
 
 def arena(server: LoopbackOpenAI, out: Path, *args: str, judge_opts: str = "") -> int:
+    server.model = "judge-model"  # listed by GET /v1/models: the preflight sends no completion
     spec = f"openai:judge-model,base_url={server.base_url}{judge_opts}"
     return main(["arena", *args, "--judge", spec, "--out", str(out), *FAST])
 
@@ -216,6 +217,7 @@ def test_automin_arena_cli_end_to_end(
     tmp_path: Path, loopback: LoopbackOpenAI, capsys: pytest.CaptureFixture[str]
 ) -> None:
     loopback.handler = cream_script()
+    loopback.model = "gpt-4o-mini"  # the preflight's free model list names the judge
     out = tmp_path / "automin"
     code = main(
         [

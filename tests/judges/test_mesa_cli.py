@@ -18,6 +18,7 @@ CODES = ("OM", "REP", "INC", "COR", "HAL", "LAN", "STR", "IRR")
 
 
 def _judge(server: LoopbackOpenAI, extra: str = "") -> str:
+    server.model = "loop-m"  # listed by GET /v1/models: the preflight sends no completion
     return f"openai:loop-m,base_url={server.base_url},progress=false{extra}"
 
 

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from elitr_bench.data.errors import ElitrBenchError
+from elitr_bench.judges.backends.base import CompletionRequest, FatalBackendError
+from elitr_bench.judges.cache import Completion
 from elitr_bench.judges.client import JudgeClient
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.cream.compare import CALLS_PER_COMPARISON, CreamJudge, Entrant
@@ -335,6 +337,51 @@ async def run_comparisons(
         handle.close()
         if bar is not None:
             bar.close()
+
+
+class _CacheOnlyBackend:
+    """Backend of a replay against the cache: reaching it means a request would be sent."""
+
+    def __init__(self, real: Any) -> None:
+        # The real backend's names make the same cache keys.
+        self.kind: str = real.kind
+        self.model: str = real.model
+        self.endpoint: str = getattr(real, "endpoint", "")
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        raise FatalBackendError("not in the cache")
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def needs_requests(
+    state: ArenaState, todo: Sequence[tuple[str, str, str]], judge: CreamJudge
+) -> bool:
+    """Whether judging ``todo`` would send any request (False: the cache answers all).
+
+    The plan counts every pending comparison, because later prompts quote earlier replies
+    and cannot be looked up in advance. This replays the comparisons against the cache
+    alone, through the same client layer and prompts, and stops at the first request it
+    would send. It decides whether the judge's preflight request is worth making: an
+    arena whose pending calls are all cached (a run killed before writing its records)
+    then finishes offline.
+    """
+    real = judge.client
+    probe = JudgeClient(
+        backend=_CacheOnlyBackend(real.backend),
+        cache=real.cache,
+        retries=0,
+    )
+    replay = CreamJudge(judge.config, probe, judge.max_key_facts)
+    for meeting, first, second in todo:
+        a = Entrant(first, summary_lines(state.systems[first].minutes[meeting]))
+        b = Entrant(second, summary_lines(state.systems[second].minutes[meeting]))
+        try:
+            await replay.compare(meeting, a, b)
+        except JudgeError:
+            return True
+    return False
 
 
 def new_client(config: JudgeConfig) -> JudgeClient:

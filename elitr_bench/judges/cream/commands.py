@@ -25,6 +25,7 @@ from elitr_bench.judges.cream.arena import (
     SystemMinutes,
     load_state,
     merge,
+    needs_requests,
     new_client,
     pending,
     plan,
@@ -139,13 +140,25 @@ def arena_command(args: argparse.Namespace) -> int:
             f"estimated cost ${p.cost_usd:.2f} exceeds --max-cost {args.max_cost:g}; raise "
             "--max-cost, or fewer --systems/--meetings, or a cheaper --judge"
         )
-    save_meta(state, out)  # the arena's systems and minutes, before anything is paid
     usage: dict[str, Any] = {}
     failed = 0
     if todo:
         check_judge_ready(config, command="elitr-bench", alternative=KEYLESS_JUDGE)
         client = new_client(config)
         judge = CreamJudge(config, client, args.key_facts)
+        try:
+            # One minimal request proves key, URL and model before the comparisons pay
+            # (a dead endpoint would otherwise retry every call, then write empty
+            # results); skipped when the cache answers every pending call.
+            if run_coroutine(lambda: needs_requests(state, todo, judge)):
+                check_judge_ready(
+                    config, network=True, command="elitr-bench", alternative=KEYLESS_JUDGE
+                )
+        except BaseException:
+            run_coroutine(client.aclose)
+            raise
+    save_meta(state, out)  # the arena's systems and minutes, before anything is paid
+    if todo:
 
         async def go() -> int:
             try:

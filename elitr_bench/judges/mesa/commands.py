@@ -18,11 +18,14 @@ import statistics
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from elitr_bench.judges.config import JudgeConfig, parse_judge_spec, with_options
 from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.minutes.base import MinutesAssessment, MinutesItem
+
+if TYPE_CHECKING:
+    from elitr_bench.judges.mesa.plan import Plan
 
 RESULTS_FILE = "mesa.jsonl"
 DETAILS_FILE = "mesa_details.jsonl"
@@ -98,6 +101,28 @@ def _print_plan(plan_line: str) -> None:
     print(plan_line, file=sys.stderr, flush=True)
 
 
+def _preflight(config: JudgeConfig, pool: Sequence[JudgeConfig], plan: Plan, dry_run: bool) -> None:
+    """Check the judge before the first paid call, after the plan and ``--max-cost``.
+
+    Key, package and URL are checked offline; then one minimal request proves the
+    endpoint, key and model (a dead endpoint would otherwise retry every call and write
+    empty results); the same for each debate pool member. Skipped with ``--dry-run``
+    (nothing is sent) and when the plan counts no call (the cache answers every
+    assessment).
+
+    Raises:
+        JudgeNotReadyError: One line naming what is wrong and the fix.
+    """
+    from elitr_bench.judges.config import KEYLESS_JUDGE, check_judge_ready
+
+    if dry_run:
+        return
+    for judge in (config, *pool):
+        check_judge_ready(
+            judge, network=plan.calls > 0, command="elitr-bench", alternative=KEYLESS_JUDGE
+        )
+
+
 def _write_jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> None:
     with path.open("w", encoding="utf-8") as fh:
         for row in rows:
@@ -107,8 +132,6 @@ def _write_jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> None:
 def _cmd_mesa(args: argparse.Namespace) -> int:
     from elitr_bench.data.minutes import AUTOMIN_MEETINGS, select_meetings
     from elitr_bench.judges.config import (
-        KEYLESS_JUDGE,
-        check_judge_ready,
         resolve_judge_spec,
     )
     from elitr_bench.judges.engine import run_coroutine
@@ -143,8 +166,7 @@ def _cmd_mesa(args: argparse.Namespace) -> int:
         plan = make_plan(items, method, config, client=client)
         _print_plan(plan.line(config.model))
         check_budget(plan, args.max_cost)
-        if not args.dry_run:
-            check_judge_ready(config, command="elitr-bench", alternative=KEYLESS_JUDGE)
+        _preflight(config, method.options.pool, plan, args.dry_run)
     except BaseException:
         run_coroutine(client.aclose)
         raise
@@ -213,8 +235,6 @@ def _print_summary(
 def _cmd_train(args: argparse.Namespace) -> int:
     from elitr_bench.data.minutes import AUTOMIN_MEETINGS, select_meetings
     from elitr_bench.judges.config import (
-        KEYLESS_JUDGE,
-        check_judge_ready,
         resolve_judge_spec,
     )
     from elitr_bench.judges.engine import run_coroutine
@@ -249,8 +269,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         )
         _print_plan(plan.line(config.model))
         check_budget(plan, args.max_cost)
-        if not args.dry_run:
-            check_judge_ready(config, command="elitr-bench", alternative=KEYLESS_JUDGE)
+        _preflight(config, method.options.pool, plan, args.dry_run)
     except BaseException:
         run_coroutine(client.aclose)
         raise
