@@ -5,7 +5,8 @@ cache *before* it is used: a killed run resumes and pays for nothing twice, and 
 processes judging overlapping items share results (SQLite in WAL mode). Only successful
 completions are stored; errors are never cached, so a transient fault cannot freeze a
 wrong result. Keys and rows hold no credentials: the key is built from the backend kind,
-model, full prompt and sampling parameters only.
+model, full prompt and sampling parameters only, plus the endpoint (normalised, without
+user info or query) when it is not the default OpenAI API.
 """
 
 from __future__ import annotations
@@ -47,7 +48,9 @@ def cache_key(backend: str, model: str, prompt: str, params: Mapping[str, Any]) 
     """Stable sha256 key of everything that determines a completion.
 
     ``params`` holds the sampling parameters (temperature, top_p, max_tokens, the seed
-    actually sent, and the draw index so that k samples are k distinct entries).
+    actually sent, and the draw index so that k samples are k distinct entries), and the
+    endpoint of a server other than the default OpenAI API (so a local server answering
+    as ``gpt-4o`` never shares entries with the real one).
     """
     payload = json.dumps(
         {

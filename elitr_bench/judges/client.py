@@ -87,7 +87,7 @@ class JudgeClient:
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def key_for(self, request: CompletionRequest, draw: int) -> str:
-        """Cache key: backend kind, model, full prompt, sampling params, seed and draw."""
+        """Cache key: backend kind, model, endpoint, full prompt, sampling params, seed, draw."""
         params: dict[str, Any] = {
             "temperature": request.temperature,
             "top_p": request.top_p,
@@ -97,6 +97,8 @@ class JudgeClient:
         }
         if request.messages:  # only then, so single-prompt keys stay what they always were
             params["messages"] = [list(turn) for turn in request.messages]
+        if self.backend.endpoint:  # only then: keys of the default OpenAI API are unchanged
+            params["endpoint"] = self.backend.endpoint
         return cache_key(self.backend.kind, self.backend.model, request.prompt, params)
 
     async def complete(self, request: CompletionRequest, draw: int = 0) -> Completion:
@@ -152,6 +154,7 @@ class JudgeClient:
                     {
                         "backend": self.backend.kind,
                         "model": self.backend.model,
+                        **({"endpoint": self.backend.endpoint} if self.backend.endpoint else {}),
                         "params": {
                             "temperature": request.temperature,
                             "top_p": request.top_p,

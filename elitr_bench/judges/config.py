@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
+from urllib.parse import urlparse, urlsplit
 
 from elitr_bench.judges.errors import JudgeConfigError, JudgeNotReadyError
 from elitr_bench.judges.rubrics import RUBRICS, Rubric
@@ -163,6 +163,9 @@ class JudgeConfig:
                 "samples": self.samples,
                 "reask": self.reask,
             }
+        endpoint = judge_endpoint(self)
+        if endpoint:  # only then, so identities of the default OpenAI API stay as they were
+            ident["endpoint"] = endpoint
         if self.backend == "lexical":
             ident["note"] = "non-LLM fallback: token-F1 vs reference mapped to the scale"
         if self.backend == "replay":
@@ -401,6 +404,58 @@ def effective_base_url(config: JudgeConfig, env: Mapping[str, str] | None = None
     """Endpoint the openai backend will call ("" = the SDK's default)."""
     environ = os.environ if env is None else env
     return config.base_url or environ.get("OPENAI_BASE_URL", "")
+
+
+#: The OpenAI API the SDK calls when no base URL is set (normalised).
+DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def normalize_endpoint(url: str) -> str:
+    """Canonical form of an endpoint URL for cache keys and judge identities.
+
+    Scheme and host are lower-cased, a default port and trailing slashes dropped, so
+    ``HTTP://LocalHost:80/v1/`` and ``http://localhost/v1`` name one endpoint. User info,
+    query and fragment are dropped because they may carry credentials (``user:key@``,
+    ``?api-key=``), which must never reach a cache key, a cache row or a results file.
+    """
+    text = url.strip()
+    parts = urlsplit(text)
+    if not parts.scheme or not parts.netloc:
+        return text.rstrip("/")
+    scheme = parts.scheme.lower()
+    host = parts.hostname or ""
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if port is not None and port != _DEFAULT_PORTS.get(scheme):
+        host = f"{host}:{port}"
+    return f"{scheme}://{host}{parts.path.rstrip('/')}"
+
+
+def judge_endpoint(config: JudgeConfig, env: Mapping[str, str] | None = None) -> str:
+    """The endpoint a judge calls when it is not the default OpenAI API, else ``""``.
+
+    Part of the cache key and the judge identity: a local or scripted OpenAI-compatible
+    server serving a model under the name ``gpt-4o`` must neither be answered from the
+    cache of the real ``gpt-4o`` nor fill it. ``""`` for the default endpoint keeps the
+    keys of existing caches valid. Azure is ``azure+<AZURE_OPENAI_ENDPOINT>`` (the
+    deployment is the judge's model name, already in the key). Never holds a secret.
+    """
+    if config.backend != "openai":
+        return ""
+    environ = os.environ if env is None else env
+    if config.azure:
+        return "azure+" + normalize_endpoint(environ.get("AZURE_OPENAI_ENDPOINT", ""))
+    base = effective_base_url(config, environ)
+    if not base:
+        return ""
+    endpoint = normalize_endpoint(base)
+    return "" if endpoint == DEFAULT_OPENAI_BASE_URL else endpoint
 
 
 def judge_flag_hint(spec: str, command: str = "lm_eval") -> str:

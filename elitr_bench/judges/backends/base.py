@@ -60,6 +60,10 @@ class CompletionBackend(Protocol):
 
     kind: str
     model: str
+    #: Where completions come from when that is not implied by ``kind`` and ``model``
+    #: (an OpenAI-compatible server other than the default OpenAI API, Azure); ``""``
+    #: otherwise. Part of the cache key when non-empty; never holds a secret.
+    endpoint: str
 
     async def complete(self, request: CompletionRequest) -> Completion:
         """Return the completion or raise RetryableError / FatalBackendError."""

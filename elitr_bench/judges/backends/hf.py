@@ -20,6 +20,8 @@ class HFBackend:
     """Batched ``model.generate`` over a causal LM loaded with transformers."""
 
     kind = "hf"
+    #: A local model path or hub id is already the model; the device does not change it.
+    endpoint = ""
 
     def __init__(self, config: JudgeConfig) -> None:
         self.model = config.model

@@ -14,7 +14,7 @@ from typing import Any
 
 from elitr_bench.judges.backends.base import CompletionRequest, FatalBackendError, RetryableError
 from elitr_bench.judges.cache import Completion
-from elitr_bench.judges.config import JudgeConfig, effective_base_url
+from elitr_bench.judges.config import JudgeConfig, effective_base_url, judge_endpoint
 from elitr_bench.judges.ratelimit import parse_retry_after
 
 _RETRYABLE_STATUS = {408, 409, 425, 429}
@@ -37,6 +37,8 @@ class OpenAIBackend:
     def __init__(self, config: JudgeConfig, env: Mapping[str, str] | None = None) -> None:
         environ = os.environ if env is None else env
         self.model = config.model
+        #: Non-default endpoint (normalised, no secrets) for the cache key; "" = OpenAI's.
+        self.endpoint = judge_endpoint(config, environ)
         self._config = config
         key = environ.get(config.api_key_env) or ""
         if config.azure:

@@ -16,7 +16,7 @@ from typing import Any
 
 from elitr_bench.judges.backends.base import CompletionRequest
 from elitr_bench.judges.client import JudgeClient
-from elitr_bench.judges.config import JudgeConfig
+from elitr_bench.judges.config import JudgeConfig, judge_endpoint
 from elitr_bench.judges.cream.parse import CreamParseError, parse_key_facts
 from elitr_bench.judges.cream.prompts import (
     DEFAULT_MAX_KEY_FACTS,
@@ -46,8 +46,12 @@ class Entrant:
 
 
 def cream_identity(config: JudgeConfig, max_key_facts: int) -> dict[str, Any]:
-    """What a CREAM score depends on: judge model, prompts and limit, sampling."""
-    return {
+    """What a CREAM score depends on: judge model and endpoint, prompts and limit, sampling.
+
+    The endpoint is recorded only when it is not the default OpenAI API, so arena folders
+    judged there keep their identity, and one folder refuses judges of another server.
+    """
+    ident: dict[str, Any] = {
         "method": "cream",
         "backend": config.backend,
         "model": config.model,
@@ -58,6 +62,10 @@ def cream_identity(config: JudgeConfig, max_key_facts: int) -> dict[str, Any]:
         "seed": config.seed,
         "max_tokens": config.max_tokens,
     }
+    endpoint = judge_endpoint(config)
+    if endpoint:
+        ident["endpoint"] = endpoint
+    return ident
 
 
 class CreamJudge:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from elitr_bench.judges.client import JudgeClient
-from elitr_bench.judges.config import JudgeConfig
+from elitr_bench.judges.config import JudgeConfig, judge_endpoint
 from elitr_bench.judges.mesa.aggregate import overall
 from elitr_bench.judges.mesa.debate import Agent, run_step
 from elitr_bench.judges.mesa.error_types import ErrorType
@@ -197,7 +197,7 @@ class MesaMethod:
             "method": METHOD,
             "prompt_hash": self.prompt_hash,
             "debate": opts.debate,
-            "pool": [f"{c.backend}:{c.model}" for c in opts.pool],
+            "pool": [_member(c) for c in opts.pool],
             "layout": opts.layout,
             "error_types": {t.code: t.weight for t in self.types},
             "error_types_file": opts.error_types.source,
@@ -389,6 +389,12 @@ class MesaMethod:
                 "mesa": self.identity(),
             },
         )
+
+
+def _member(config: JudgeConfig) -> str:
+    """A pool member in the identity: ``backend:model``, ``@endpoint`` when non-default."""
+    endpoint = judge_endpoint(config)
+    return f"{config.backend}:{config.model}" + (f"@{endpoint}" if endpoint else "")
 
 
 def _factory(config: JudgeConfig) -> MesaMethod:

@@ -189,7 +189,7 @@ def usage_of(config: JudgeConfig, client: JudgeClient) -> dict[str, Any]:
 
 
 def identity_of(config: JudgeConfig, method: MinutesMethod) -> dict[str, Any]:
-    """What a minutes score depends on: backend, model, method, its prompt hash, sampling."""
+    """What a minutes score depends on: backend, model, endpoint, method, prompt hash, sampling."""
     ident: dict[str, Any] = {
         "backend": config.backend,
         "model": config.model,
@@ -205,6 +205,11 @@ def identity_of(config: JudgeConfig, method: MinutesMethod) -> dict[str, Any]:
     prompt_hash = getattr(method, "prompt_hash", None)
     if isinstance(prompt_hash, str):
         ident["prompt_hash"] = prompt_hash
+    from elitr_bench.judges.config import judge_endpoint
+
+    endpoint = judge_endpoint(config)
+    if endpoint:  # a non-default server; absent for the default OpenAI API as before
+        ident["endpoint"] = endpoint
     return ident
 
 
