@@ -402,30 +402,64 @@ def score_samples(
     return score_runs(paths, config, output, judge)[0]
 
 
-def _cmd_score(args: argparse.Namespace) -> int:
+def _split_by_kind(files: list[Path]) -> tuple[list[Path], list[Path]]:
+    """Samples files of QA tasks and of minutes tasks (``make demo`` writes both)."""
     from elitr_bench.data.minutes import MINUTES_TASKS
+
+    minutes = [f for f in files if task_name_of(f) in MINUTES_TASKS]
+    return [f for f in files if f not in minutes], minutes
+
+
+def _tasks_of(files: list[Path]) -> str:
+    return ", ".join(sorted({task_name_of(f) for f in files}))
+
+
+def _cmd_score(args: argparse.Namespace) -> int:
     from elitr_bench.judges.minutes.registry import method_name
 
     config = judge_config_from_args(args.judge, args.rubric)
-    if method_name(config) is None:
-        # A QA judge marks every minutes item 'error' and then says "run it again", which
-        # can never succeed; say which judge the minutes need instead.
-        tasks = {task_name_of(p) for p in find_samples(args.paths)}
-        if tasks and tasks <= set(MINUTES_TASKS):
-            raise JudgeConfigError(
-                f"--judge {config.spec or config.backend}: a QA judge cannot score minutes "
-                f"({', '.join(sorted(tasks))}); use a minutes judge, e.g. --judge "
-                "openai:gpt-4o,rubric=gpt-afgr (or rubric=gpt-art, method=mesa)"
-            )
+    judge = config.spec or config.backend
+    minutes_judge = method_name(config) is not None
+    qa_files, minutes_files = _split_by_kind(find_samples(args.paths))
+    # Each judge scores the runs it fits and skips the others with a note; it refuses
+    # only when nothing fits. A QA judge used to mark every minutes item 'error' and
+    # then say "run it again", which could never succeed.
+    if not minutes_judge and not qa_files:
+        raise JudgeConfigError(
+            f"--judge {judge}: a QA judge cannot score minutes ({_tasks_of(minutes_files)}); "
+            "use a minutes judge, e.g. --judge openai:gpt-4o,rubric=gpt-afgr (or "
+            "rubric=gpt-art, method=mesa)"
+        )
+    if minutes_judge and not minutes_files:
+        raise JudgeConfigError(
+            f"--judge {judge}: a minutes judge cannot score QA answers "
+            f"({_tasks_of(qa_files)}); use a QA judge, e.g. --judge replay, lexical or "
+            "openai:gpt-4-0613"
+        )
     check_judge_ready(config, network=True, command="elitr-bench")
 
-    if method_name(config) is not None:  # a minutes judge (issue 11): minutes runs
+    if minutes_judge:  # a minutes judge (issue 11): minutes runs
         from elitr_bench.judges.minutes.score import cmd_score_minutes
 
-        return cmd_score_minutes(args, config)
+        if qa_files:
+            print(
+                f"score: skipping {len(qa_files)} QA samples file(s) ({_tasks_of(qa_files)}): "
+                f"the minutes judge {judge} scores minutes only; score them with a QA judge "
+                "(--judge replay, lexical or openai:gpt-4-0613)",
+                file=sys.stderr,
+            )
+        paths = [str(f) for f in minutes_files]
+        return cmd_score_minutes(argparse.Namespace(**{**vars(args), "paths": paths}), config)
+    if minutes_files:
+        print(
+            f"score: skipping {len(minutes_files)} minutes samples file(s) "
+            f"({_tasks_of(minutes_files)}): the QA judge {judge} scores QA answers only; "
+            "score them with a minutes judge (--judge openai:gpt-4o,rubric=gpt-afgr)",
+            file=sys.stderr,
+        )
     output = Path(args.output) if args.output else None
     failed = 0
-    for target, payload in score_runs(args.paths, config, output):
+    for target, payload in score_runs(qa_files, config, output):
         for task in payload["judge_usage"]:
             metrics = payload["results"].get(task, {})
             shown = {
