@@ -61,7 +61,7 @@ from elitr_bench.tasks.minutes_metrics import (
     rouge_scores,
 )
 from elitr_bench.tasks.options import OptionError
-from elitr_bench.tasks.task import ElitrQATask
+from elitr_bench.tasks.task import ElitrQATask, record_noise
 
 log = logging.getLogger(__name__)
 
@@ -358,10 +358,7 @@ class MinutesTask(ConfigurableTask):
                 rules=self.options.noise_rules,
             )
             self._transcripts[meeting_id] = noisy.text
-            doc["target_wer"] = noisy.target_wer
-            doc["effective_wer"] = round(noisy.effective_wer, 4)
-            doc["noise_seed"] = noisy.seed
-            doc["noise_rules"] = noisy.rules_hash
+            record_noise(doc, noisy)
 
     def transcript(self, doc: Mapping[str, Any]) -> str:
         """The (possibly noisy) transcript of the document's meeting."""

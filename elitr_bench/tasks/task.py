@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import datasets
 from lm_eval.api.task import ConfigurableTask
@@ -23,6 +23,9 @@ from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.tasks import context
 from elitr_bench.tasks.metrics import rouge_l, token_f1
 from elitr_bench.tasks.options import OptionError, TaskOptions
+
+if TYPE_CHECKING:
+    from elitr_bench.noise import NoisyTranscript
 
 log = logging.getLogger(__name__)
 install_excepthook()  # our errors reach the top of lm_eval as one line (see cli_errors)
@@ -66,6 +69,18 @@ def _with_judge_errors(metric_list: Any) -> list[Any]:
             {"metric": "judge_errors", "aggregation": "judge_count", "higher_is_better": False}
         )
     return metrics
+
+
+def record_noise(doc: dict[str, Any], noisy: NoisyTranscript) -> None:
+    """Write the noise a document's transcript got into the document.
+
+    QA and minutes tasks both record it, so every result row stays traceable to the
+    exact noise (target and achieved WER, seed, rules hash).
+    """
+    doc["target_wer"] = noisy.target_wer
+    doc["effective_wer"] = round(noisy.effective_wer, 4)
+    doc["noise_seed"] = noisy.seed
+    doc["noise_rules"] = noisy.rules_hash
 
 
 def question_doc(question: Question, mode: Mode, differs: bool = False) -> dict[str, Any]:
@@ -212,11 +227,7 @@ class ElitrQATask(ConfigurableTask):
             self._transcripts[meeting_id] = noisy.text
             achieved[meeting_id] = noisy
         for doc in docs:
-            noisy = achieved[doc["meeting_id"]]
-            doc["target_wer"] = noisy.target_wer
-            doc["effective_wer"] = round(noisy.effective_wer, 4)
-            doc["noise_seed"] = noisy.seed
-            doc["noise_rules"] = noisy.rules_hash
+            record_noise(doc, achieved[doc["meeting_id"]])
 
     def transcript(self, doc: dict[str, Any]) -> str:
         """Transcript the document's question is asked about."""
