@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,12 +117,20 @@ def middle_cut(counter: TokenCounter, transcript: str, remove: int) -> str:
     return counter.decode(ids[:head]) + ELISION + (counter.decode(ids[-tail:]) if tail else "")
 
 
-def overlength_message(task: str, over: list[tuple[str, int]], limit: int) -> str:
-    """One-line error listing offending meetings, their token counts and the limit."""
+def worst_by_meeting(over: Iterable[tuple[str, int]]) -> list[tuple[str, int]]:
+    """The largest token count per meeting, sorted by meeting id.
+
+    Shared by the tasks' and MESA's overlength errors, which name each meeting once.
+    """
     worst: dict[str, int] = {}
     for meeting_id, tokens in over:
         worst[meeting_id] = max(tokens, worst.get(meeting_id, 0))
-    listing = ", ".join(f"{m} ({n} tokens)" for m, n in sorted(worst.items()))
+    return sorted(worst.items())
+
+
+def overlength_message(task: str, over: list[tuple[str, int]], limit: int) -> str:
+    """One-line error listing offending meetings, their token counts and the limit."""
+    listing = ", ".join(f"{m} ({n} tokens)" for m, n in worst_by_meeting(over))
     return (
         f"{task}: {len(over)} prompt(s) exceed the model's context of {limit} tokens "
         f"(after reserving max_gen_toks): {listing}; use a longer-context model or "

@@ -20,7 +20,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from elitr_bench.tasks.context import ELISION, ContextLengthError
+from elitr_bench.tasks.context import ELISION, ContextLengthError, worst_by_meeting
 
 CHARS_PER_TOKEN = 3.3
 SUMMARY_ALLOWANCE = 2048
@@ -126,10 +126,7 @@ def fit(
 
 def overlength_line(over: Sequence[tuple[str, int]], context: int) -> str:
     """One line naming the meetings (worst estimate each), the limit and the fixes."""
-    worst: dict[str, int] = {}
-    for meeting_id, tokens in over:
-        worst[meeting_id] = max(tokens, worst.get(meeting_id, 0))
-    listing = ", ".join(f"{m} (~{n} tokens)" for m, n in sorted(worst.items()))
+    listing = ", ".join(f"{m} (~{n} tokens)" for m, n in worst_by_meeting(over))
     return (
         f"MESA: {len(over)} summar{'y' if len(over) == 1 else 'ies'} need more than the judge's "
         f"context of {context} tokens (estimated at {CHARS_PER_TOKEN} characters per token, "
