@@ -139,8 +139,11 @@ def judged_json(response: str, judge: dict[str, Any]) -> str:
     return json.dumps(_finite({"response": response, "judge": judge}), ensure_ascii=False)
 
 
-def _first_text(resp: Any) -> str:
-    """A response may arrive as the raw repeats list or already reduced to a string."""
+def first_text(resp: Any) -> str:
+    """A response may arrive as the raw repeats list or already reduced to a string.
+
+    Shared by the QA and minutes judge filters and the minutes task's scoring.
+    """
     while isinstance(resp, (list, tuple)):
         if not resp:
             return ""
@@ -153,7 +156,7 @@ def judge_responses(
 ) -> list[list[str]]:
     """Judge responses against their docs; one ``[<judged JSON>]`` per instance."""
     global _LAST_RUN
-    texts = [_first_text(r) for r in resps]
+    texts = [first_text(r) for r in resps]
     if config is None:
         skipped = SKIPPED.to_dict()
         return [[judged_json(t, dict(skipped))] for t in texts]

@@ -592,10 +592,11 @@ class MinutesTask(ConfigurableTask):
         status = self._status.get(meeting_id)
         if status == "skipped" or not results:
             return {"overlength_skipped": 1.0}
+        from elitr_bench.judges.lm_eval_filter import first_text
         from elitr_bench.judges.minutes.lm_eval_filter import assessment_of, minutes_judge_metrics
 
         found = assessment_of(results[0])
-        text = found[0] if found is not None else _first_text(results[0])
+        text = found[0] if found is not None else first_text(results[0])
         references = [str(r) for r in doc.get("references") or []]
         scores: dict[str, Any] = {
             **rouge_scores(text, references),
@@ -615,11 +616,3 @@ class MinutesTask(ConfigurableTask):
         if found is not None:
             scores.update(minutes_judge_metrics(results[0]))
         return scores
-
-
-def _first_text(value: Any) -> str:
-    while isinstance(value, (list, tuple)):
-        if not value:
-            return ""
-        value = value[0]
-    return "" if value is None else str(value)

@@ -35,7 +35,7 @@ from elitr_bench.judges.config import (
     get_run_judge,
     resolve_run_judge,
 )
-from elitr_bench.judges.lm_eval_filter import judged_json, record_failures
+from elitr_bench.judges.lm_eval_filter import first_text, judged_json, record_failures
 from elitr_bench.judges.metrics import (
     COUNT_AGGREGATION,
     JUDGE_ERRORS,
@@ -125,14 +125,6 @@ def item_from_doc(
     )
 
 
-def _first_text(resp: Any) -> str:
-    while isinstance(resp, (list, tuple)):
-        if not resp:
-            return ""
-        resp = resp[0]
-    return "" if resp is None else str(resp)
-
-
 def _skipped(item_ids: tuple[str, str], method: str, reason: str) -> dict[str, Any]:
     return MinutesAssessment(
         meeting_id=item_ids[0],
@@ -158,7 +150,7 @@ def judge_minutes(
     non-zero once lm-eval has written its files (see :func:`record_failures`).
     """
     global _LAST_RUN
-    texts = [_first_text(r) for r in resps]
+    texts = [first_text(r) for r in resps]
     ids = [(str(d.get("meeting_id", "")), str(d.get("system") or system)) for d in docs]
     if config is None:
         return [
