@@ -25,6 +25,8 @@ from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.minutes.base import MinutesAssessment, MinutesItem
 
 if TYPE_CHECKING:
+    from elitr_bench.judges.client import JudgeClient
+    from elitr_bench.judges.mesa.method import MesaMethod
     from elitr_bench.judges.mesa.plan import Plan
 
 RESULTS_FILE = "mesa.jsonl"
@@ -123,6 +125,48 @@ def _preflight(config: JudgeConfig, pool: Sequence[JudgeConfig], plan: Plan, dry
         )
 
 
+def _plan_and_check(
+    args: argparse.Namespace,
+    config: JudgeConfig,
+    method: MesaMethod,
+    client: JudgeClient,
+    items: Sequence[MinutesItem],
+    *,
+    extra_calls: int = 0,
+    extra_prompt_chars: int = 0,
+) -> Plan | None:
+    """Plan the calls, print the plan, honour ``--max-cost``, then preflight the judge.
+
+    ``mesa`` and ``mesa-train`` do this identically before their first paid call. The
+    client is closed when the command stops here (an error, or ``--dry-run``).
+
+    Returns:
+        The plan, or None when the command stops here (``--dry-run``).
+    """
+    from elitr_bench.judges.engine import run_coroutine
+    from elitr_bench.judges.mesa.plan import check_budget, make_plan
+
+    try:
+        plan = make_plan(
+            items,
+            method,
+            config,
+            extra_calls=extra_calls,
+            extra_prompt_chars=extra_prompt_chars,
+            client=client,
+        )
+        _print_plan(plan.line(config.model))
+        check_budget(plan, args.max_cost)
+        _preflight(config, method.options.pool, plan, args.dry_run)
+    except BaseException:
+        run_coroutine(client.aclose)
+        raise
+    if args.dry_run:
+        run_coroutine(client.aclose)
+        return None
+    return plan
+
+
 def _write_jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> None:
     with path.open("w", encoding="utf-8") as fh:
         for row in rows:
@@ -137,7 +181,6 @@ def _cmd_mesa(args: argparse.Namespace) -> int:
     from elitr_bench.judges.engine import run_coroutine
     from elitr_bench.judges.mesa.fit import check_all
     from elitr_bench.judges.mesa.method import MesaMethod
-    from elitr_bench.judges.mesa.plan import check_budget, make_plan
     from elitr_bench.judges.minutes.registry import assess_items_run, make_client
 
     config = mesa_config(resolve_judge_spec(args.judge), args.error_types, args.guidance)
@@ -162,16 +205,8 @@ def _cmd_mesa(args: argparse.Namespace) -> int:
         method.options.overlength,
     )
     client = make_client(config)
-    try:
-        plan = make_plan(items, method, config, client=client)
-        _print_plan(plan.line(config.model))
-        check_budget(plan, args.max_cost)
-        _preflight(config, method.options.pool, plan, args.dry_run)
-    except BaseException:
-        run_coroutine(client.aclose)
-        raise
-    if args.dry_run:
-        run_coroutine(client.aclose)
+    plan = _plan_and_check(args, config, method, client, items)
+    if plan is None:
         return 0
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -239,7 +274,6 @@ def _cmd_train(args: argparse.Namespace) -> int:
     )
     from elitr_bench.judges.engine import run_coroutine
     from elitr_bench.judges.mesa.method import MesaMethod
-    from elitr_bench.judges.mesa.plan import check_budget, make_plan
     from elitr_bench.judges.mesa.selftrain import automin_feedback_samples, split_meetings, train
     from elitr_bench.judges.minutes.registry import make_client
 
@@ -258,23 +292,16 @@ def _cmd_train(args: argparse.Namespace) -> int:
     extra_chars = sum(len(i.transcript) + len(i.minutes) + 4000 for i in items)
     extra_chars += len(method.types) * 500 * len(items)
     client = make_client(config)
-    try:
-        plan = make_plan(
-            items,
-            method,
-            config,
-            extra_calls=len(items) + len(method.types),
-            extra_prompt_chars=extra_chars,
-            client=client,
-        )
-        _print_plan(plan.line(config.model))
-        check_budget(plan, args.max_cost)
-        _preflight(config, method.options.pool, plan, args.dry_run)
-    except BaseException:
-        run_coroutine(client.aclose)
-        raise
-    if args.dry_run:
-        run_coroutine(client.aclose)
+    plan = _plan_and_check(
+        args,
+        config,
+        method,
+        client,
+        items,
+        extra_calls=len(items) + len(method.types),
+        extra_prompt_chars=extra_chars,
+    )
+    if plan is None:
         return 0
 
     async def run() -> Any:
