@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -153,15 +153,23 @@ def _json(text: str) -> Any:
     return value
 
 
+def _instances(text: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """The reply's instance objects in order, each with its position for error messages.
+
+    Lazy, so a reply's first problem is the one reported (steps 1 and 2 share this).
+    """
+    for i, obj in enumerate(_as_list(_json(text))):
+        where = f"instance {i + 1}"
+        if not isinstance(obj, Mapping):
+            raise _Invalid(f"{where}: expected an object, got {type(obj).__name__}")
+        yield where, obj
+
+
 def parse_identification(text: str) -> Parsed[tuple[Candidate, ...]]:
     """Validate a step 1 reply: a list of ``{instance, reasoning, certainty 0-100}``."""
     try:
-        items = _as_list(_json(text))
         out = []
-        for i, obj in enumerate(items):
-            where = f"instance {i + 1}"
-            if not isinstance(obj, Mapping):
-                raise _Invalid(f"{where}: expected an object, got {type(obj).__name__}")
+        for where, obj in _instances(text):
             out.append(
                 Candidate(
                     instance=_text(obj, "instance", where),
@@ -177,12 +185,8 @@ def parse_identification(text: str) -> Parsed[tuple[Candidate, ...]]:
 def parse_verification(text: str) -> Parsed[tuple[Verified, ...]]:
     """Validate a step 2 reply: instances with ``error_exists``, certainty, optional severity."""
     try:
-        items = _as_list(_json(text))
         out = []
-        for i, obj in enumerate(items):
-            where = f"instance {i + 1}"
-            if not isinstance(obj, Mapping):
-                raise _Invalid(f"{where}: expected an object, got {type(obj).__name__}")
+        for where, obj in _instances(text):
             severity = (
                 _number(obj, "severity", 0, 10, where) if obj.get("severity") is not None else None
             )
