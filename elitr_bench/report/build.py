@@ -430,17 +430,14 @@ def write_report(report: Report, out: Path, options: Mapping[str, Any]) -> Path:
         (out / "tables" / f"{table.key}.json").write_text(
             json.dumps(list(table.records), indent=1, default=str), encoding="utf-8"
         )
-    lines = [
-        "# ELITR-Bench report",
-        "",
-        f"elitr-bench {__version__}; metric `{options['metric']}`; CI `{options['ci']}`"
-        + (
+    header = f"elitr-bench {__version__}"
+    if report.runs:  # metric and CI apply to the QA/Conv tables only
+        header += f"; metric `{options['metric']}`; CI `{options['ci']}`" + (
             f" ({options['n_resamples']} resamples, seed {options['seed']})"
             if options["ci"] == "bootstrap"
             else ""
-        ),
-        "",
-    ]
+        )
+    lines = ["# ELITR-Bench report", "", header, ""]
     if report.notes:
         lines += ["## Notes", ""] + [f"- {n}" for n in report.notes] + [""]
     for heading, parts in report.sections:

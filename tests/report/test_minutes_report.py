@@ -108,6 +108,7 @@ def test_minutes_report_tables_and_scatter(minutes_runs: Path, tmp_path: Path) -
     text = (out / "report.md").read_text()
     assert "## Meeting minutes (AutoMin Task A)" in text
     assert not any("automin23_en" in n for n in report.notes)  # no "skipped" QA notes
+    assert "metric `" not in text and "CI `" not in text  # the QA header needs QA runs
 
     table7 = {(r["system"], r["metric"]): r for r in _csv(out / "tables" / "minutes_table7.csv")}
     assert float(table7[("gpt4", "rouge1")]["mean"]) == pytest.approx(0.45)
