@@ -354,25 +354,27 @@ def pairwise_table(data: AgreementData, panel: Panel) -> Table | None:
     """
     names = _order(data)
     n = len(panel.items)
-    counts = {
-        (a, b): len(set(data.scores[a]) & set(data.scores[b]))
+    shared = {
+        (a, b): sorted(set(data.scores[a]) & set(data.scores[b]))
         for a in names
         for b in names
         if a != b
     }
-    if all(c == n for c in counts.values()):
+    if all(len(common) == n for common in shared.values()):
         return None
     rows, records = [], []
     for a in names:
         cells = [a]
         for b in names:
-            common = sorted(set(data.scores[a]) & set(data.scores[b]))
+            if a == b:
+                cells.append("")
+                continue
+            common = shared[(a, b)]
             xs = [data.scores[a][k] for k in common]
             ys = [data.scores[b][k] for k in common]
             p, _ = correlation(xs, ys)
-            cells.append("" if a == b else f"{fmt(p)} (n={len(common)})")
-            if a != b:
-                records.append({"a": a, "b": b, "pearson": p, "n": len(common)})
+            cells.append(f"{fmt(p)} (n={len(common)})")
+            records.append({"a": a, "b": b, "pearson": p, "n": len(common)})
         rows.append(tuple(cells))
     return Table(
         key="agreement_pearson_pairwise",

@@ -8,7 +8,7 @@ Files named by options are read when the spec is parsed, so a typo fails in seco
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -130,6 +130,10 @@ def mesa_options(config: JudgeConfig) -> MesaOptions:
     )
 
 
+#: Judge-spec options that only MESA reads, in the order a refusal names them.
+MESA_ONLY_OPTIONS: tuple[str, ...] = ("debate", "pool", "error_types", "guidance", "layout")
+
+
 def validate_mesa_options(config: JudgeConfig, spec: str) -> None:
     """Check MESA options while the spec is parsed (called by ``judges/config.py``).
 
@@ -137,13 +141,11 @@ def validate_mesa_options(config: JudgeConfig, spec: str) -> None:
         ElitrBenchError: One line naming the option or file at fault.
     """
     if config.method != "mesa":
-        defaults = {
-            "debate": "none",
-            "pool": "",
-            "error_types": "",
-            "guidance": "",
-            "layout": "paper",
-        }
+        from elitr_bench.judges.config import JudgeConfig as _Config
+
+        # The dataclass's own defaults, so this check cannot drift from JudgeConfig.
+        default = {f.name: f.default for f in fields(_Config)}
+        defaults = {name: default[name] for name in MESA_ONLY_OPTIONS}
         used = [f"{k}={getattr(config, k)}" for k, v in defaults.items() if getattr(config, k) != v]
         if used:
             raise JudgeConfigError(
