@@ -389,10 +389,6 @@ def minutes_sections(inputs: ReportInputs, report: Report) -> None:
             runs.append(read_run(path))
         except DataError as exc:
             report.notes.append(f"minutes run {path} skipped: {exc}")
-    # The QA loader notes minutes tasks as "no ELITR-Bench documents"; they are reported here.
-    report.notes[:] = [
-        n for n in report.notes if not any(f"(task {t})" in n for t in MINUTES_TASKS)
-    ]
     if not runs:
         return
     report.options["minutes_runs"] = len(runs)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from elitr_bench.data.minutes import MINUTES_TASKS
 from elitr_bench.data.run_files import (
     families,
     rescored_sources,
@@ -546,6 +547,9 @@ def load_runs(paths: Sequence[str | Path], *, require: bool = True) -> LoadedRun
                         f"{results_path}: task {task} has no samples file (run without "
                         "--log_samples?); skipped"
                     )
+                continue
+            if task in MINUTES_TASKS:
+                # Minutes runs hold no QA documents; the report's minutes part reads them.
                 continue
             task_cfg = configs.get(task) or {}
             metadata = task_cfg.get("metadata") or {}
