@@ -213,21 +213,13 @@ class MesaMethod:
             return (me,) * CHALLENGERS
         cached = self._pool.get(id(client))
         if cached is None:
-            from elitr_bench.judges.engine import make_backend
-            from elitr_bench.judges.ratelimit import RateLimiter
+            from elitr_bench.judges.minutes.registry import make_client
 
-            members = []
-            for member in self.options.pool:
-                member_client = JudgeClient(
-                    make_backend(member),
-                    client.cache,  # one cache for the whole debate
-                    RateLimiter(member.rpm, member.tpm),
-                    concurrency=member.concurrency,
-                    retries=member.retries,
-                    backoff=member.backoff,
-                    owns_cache=False,
-                )
-                members.append(Agent(member, member_client))
+            # One cache for the whole debate: the members share the caller's.
+            members = [
+                Agent(member, make_client(member, cache=client.cache))
+                for member in self.options.pool
+            ]
             cached = tuple(members[i % len(members)] for i in range(CHALLENGERS))
             self._pool[id(client)] = cached
         return cached

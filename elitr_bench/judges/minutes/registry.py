@@ -30,6 +30,7 @@ from elitr_bench.judges.minutes.base import (
 )
 
 if TYPE_CHECKING:
+    from elitr_bench.judges.cache import JudgeCache
     from elitr_bench.judges.client import JudgeClient
     from elitr_bench.judges.config import JudgeConfig
 
@@ -127,8 +128,14 @@ def get_method(config: JudgeConfig) -> MinutesMethod:
     return factory(config)
 
 
-def make_client(config: JudgeConfig) -> JudgeClient:
+def make_client(config: JudgeConfig, cache: JudgeCache | None = None) -> JudgeClient:
     """The shared client (backend, cache, rate limits, retries) for an LLM judge config.
+
+    Args:
+        config: The LLM judge config (backend, limits, retries, cache setting).
+        cache: A cache owned by someone else (MESA's debate pool shares its caller's
+            cache so that one run has one cache); None opens ``config.cache`` and the
+            client owns (closes) it.
 
     Raises:
         JudgeConfigError: The backend does not complete prompts (replay, lexical).
@@ -145,12 +152,12 @@ def make_client(config: JudgeConfig) -> JudgeClient:
         )
     return JudgeClient(
         make_backend(config),
-        open_cache(config.cache),
+        cache if cache is not None else open_cache(config.cache),
         RateLimiter(config.rpm, config.tpm),
         concurrency=config.concurrency,
         retries=config.retries,
         backoff=config.backoff,
-        owns_cache=True,
+        owns_cache=cache is None,
     )
 
 
