@@ -100,30 +100,6 @@ TABLE7_EN_ROWS: tuple[tuple[tuple[float, float], ...], ...] = (
     ((0.29, 0.08), (0.06, 0.02), (0.15, 0.04), (-4.82, 0.37), (0.52, 0.02)),
 )
 
-#: Table 8 columns (our metric names).
-TABLE8_METRICS: tuple[str, ...] = (
-    "afgr_adequacy", "afgr_fluency", "afgr_grammaticality", "afgr_relevance",
-    "art_adequacy", "art_relevance", "art_topicality",
-)  # fmt: skip
-
-# Table 8 (AutoMin 2023 overview), ELMI EN: GPT-AFGR and GPT-ART mean ± std (0-10).
-TABLE8_EN: Mapping[str, tuple[tuple[float, float], ...]] = {
-    "gpt4": ((8.75, 0.45), (8.83, 0.39), (9.00, 0.00), (8.75, 0.45),
-             (8.17, 0.39), (9.00, 0.00), (8.75, 0.45)),
-    "davinci003": ((8.00, 0.85), (8.58, 0.67), (8.83, 0.58), (8.00, 0.85),
-                   (7.67, 0.65), (8.58, 0.67), (8.00, 0.95)),
-    "zoom-long": ((7.83, 0.39), (8.42, 0.51), (8.75, 0.45), (7.83, 0.39),
-                  (7.50, 0.67), (8.17, 0.58), (7.50, 0.67)),
-    "darbarer": ((7.58, 0.67), (8.50, 0.67), (8.83, 0.39), (7.58, 0.67),
-                 (7.08, 0.79), (7.92, 0.67), (7.17, 0.94)),
-    "synapse": ((7.42, 0.90), (8.25, 0.75), (8.58, 0.67), (7.42, 0.79),
-                (7.42, 0.90), (8.17, 0.83), (7.67, 0.78)),
-    "ntr": ((7.08, 0.90), (7.83, 0.72), (8.08, 0.67), (7.25, 1.14),
-            (6.75, 1.14), (7.75, 1.14), (6.83, 1.19)),
-    "kmjec": ((6.58, 1.38), (7.67, 0.98), (8.17, 0.72), (6.75, 1.22),
-              (6.75, 1.06), (7.67, 0.98), (6.83, 1.11)),
-}  # fmt: skip
-
 #: Table 9 row labels -> our metric names.
 TABLE9_METRICS: Mapping[str, str] = {
     "BART-score": "bartscore",
