@@ -1,4 +1,4 @@
-"""Values printed in the AutoMin 2023 overview (Tables 6-9, English part), as data.
+"""Values printed in the AutoMin 2023 overview (Tables 6, 7 and 9, English part), as data.
 
 ``minutes-check`` prints its own numbers next to these and reports the differences; it
 never adjusts anything to agree. Transcribed from the paper's text
