@@ -382,10 +382,3 @@ async def needs_requests(
         except JudgeError:
             return True
     return False
-
-
-def new_client(config: JudgeConfig) -> JudgeClient:
-    """The shared judge client for a config (same construction as every minutes judge)."""
-    from elitr_bench.judges.minutes.registry import make_client
-
-    return make_client(config)

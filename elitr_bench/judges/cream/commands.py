@@ -26,7 +26,6 @@ from elitr_bench.judges.cream.arena import (
     load_state,
     merge,
     needs_requests,
-    new_client,
     pending,
     plan,
     run_comparisons,
@@ -93,7 +92,7 @@ def arena_command(args: argparse.Namespace) -> int:
     from elitr_bench.data.minutes import AUTOMIN_MEETINGS, select_meetings
     from elitr_bench.judges.cream.report import analyse, write_outputs
     from elitr_bench.judges.engine import run_coroutine
-    from elitr_bench.judges.minutes.registry import usage_of
+    from elitr_bench.judges.minutes.registry import make_client, usage_of
 
     if args.systems and not args.automin:
         raise ArenaError("--systems picks AutoMin systems; add --automin (runs enter whole)")
@@ -144,7 +143,7 @@ def arena_command(args: argparse.Namespace) -> int:
     failed = 0
     if todo:
         check_judge_ready(config, command="elitr-bench", alternative=KEYLESS_JUDGE)
-        client = new_client(config)
+        client = make_client(config)
         judge = CreamJudge(config, client, args.key_facts)
         try:
             # One minimal request proves key, URL and model before the comparisons pay

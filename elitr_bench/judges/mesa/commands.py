@@ -99,10 +99,6 @@ def _systems(raw: str | None) -> list[str] | None:
     return [s.strip() for s in raw.split(",") if s.strip()]
 
 
-def _print_plan(plan_line: str) -> None:
-    print(plan_line, file=sys.stderr, flush=True)
-
-
 def _preflight(config: JudgeConfig, pool: Sequence[JudgeConfig], plan: Plan, dry_run: bool) -> None:
     """Check the judge before the first paid call, after the plan and ``--max-cost``.
 
@@ -155,7 +151,7 @@ def _plan_and_check(
             extra_prompt_chars=extra_prompt_chars,
             client=client,
         )
-        _print_plan(plan.line(config.model))
+        print(plan.line(config.model), file=sys.stderr, flush=True)
         check_budget(plan, args.max_cost)
         _preflight(config, method.options.pool, plan, args.dry_run)
     except BaseException:

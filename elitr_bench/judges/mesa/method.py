@@ -146,10 +146,6 @@ class MesaMethod:
         """Upper bound of completions for one summary (all re-asks used)."""
         return len(self.types) * 3 * self.calls_per_step(upper=True)
 
-    def expected_calls(self, item: MinutesItem) -> int:
-        """Completions for one summary when every reply validates (24 without debate)."""
-        return len(self.types) * 3 * self.calls_per_step()
-
     def planned_prompt_chars(self, item: MinutesItem) -> int:
         """Rough characters sent for one summary (expected calls; instances ~1,500 chars)."""
         return sum(self.type_prompt_chars(item, etype) for etype in self.types)
