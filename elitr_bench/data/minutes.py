@@ -601,9 +601,9 @@ def minutes_samples_files(path: Path) -> tuple[list[Path], list[str]]:
         raise DataError(
             f"{path}: no samples_*.jsonl; run lm_eval with --log_samples --output_path {path}"
         )
-    files = [f for f in found if _task_of(f) in MINUTES_TASKS]
+    files = [f for f in found if task_of(f) in MINUTES_TASKS]
     if not files:
-        others = sorted({_task_of(f) for f in found})
+        others = sorted({task_of(f) for f in found})
         raise DataError(
             f"{path}: no samples of a minutes task ({', '.join(MINUTES_TASKS)}), only of "
             f"{', '.join(others)}; run lm_eval --tasks automin23_en (or elitr_minutes) "
@@ -625,24 +625,43 @@ def _samples_files(path: Path) -> list[Path]:
     return kept
 
 
-def _results_of(samples_file: Path) -> Mapping[str, Any]:
-    """lm-eval's results_*.json of the run (for a rescoring: of the run it re-judged)."""
-    original = run_results_of(samples_file)
-    candidates = [original] if original is not None else []
-    candidates = candidates or sorted(
-        p for p in samples_file.parent.glob("results_*.json") if "_rescored_" not in p.name
-    )
-    if not candidates:
-        return {}
+def read_results_file(path: Path) -> Mapping[str, Any]:
+    """One lm-eval (or ``elitr-bench score``) results file as a mapping ({} if not a mapping).
+
+    Raises:
+        DataError: The file cannot be read or is not JSON.
+    """
     try:
-        payload = json.loads(candidates[-1].read_text("utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise DataError(f"{candidates[-1]}: unreadable results file ({exc})") from None
+        payload = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DataError(f"{path}: unreadable lm-eval results file ({exc})") from None
     return cast(Mapping[str, Any], payload) if isinstance(payload, Mapping) else {}
 
 
-def _task_of(samples_file: Path) -> str:
-    # samples_<task>[_rescored]_<timestamp>.jsonl; task names may contain underscores.
+def run_results(samples_file: Path) -> Mapping[str, Any]:
+    """lm-eval's results_*.json of the run (for a rescoring: of the run it re-judged).
+
+    Without a results file of the same stamp, the folder's newest lm-eval results file;
+    {} when the folder has none.
+
+    Raises:
+        DataError: The results file cannot be read.
+    """
+    found = run_results_of(samples_file)
+    if found is None:
+        others = sorted(
+            p for p in samples_file.parent.glob("results_*.json") if "_rescored_" not in p.name
+        )
+        found = others[-1] if others else None
+    return {} if found is None else read_results_file(found)
+
+
+def task_of(samples_file: Path) -> str:
+    """The lm-eval task a samples file belongs to (from its name).
+
+    ``samples_<task>[_rescored]_<timestamp>.jsonl``; task names may contain underscores, so
+    a name without a recognised stamp falls back to everything before its last ``_``.
+    """
     parsed = parse_samples_name(samples_file)
     if parsed is not None:
         return parsed.task
@@ -697,8 +716,8 @@ def load_run_minutes(path: str | Path) -> RunMinutes:
     settings: dict[str, str] = {}
     seen: dict[str, str] = {}  # meeting -> where its minutes were read
     for samples_file in files:
-        task = _task_of(samples_file)
-        results = _results_of(samples_file)
+        task = task_of(samples_file)
+        results = run_results(samples_file)
         config = results.get("config")
         config = config if isinstance(config, Mapping) else {}
         model = model or str(config.get("model", ""))
@@ -764,6 +783,9 @@ __all__ = [
     "load_automin_overall_scores",
     "load_elitr_minutes_meetings",
     "load_run_minutes",
+    "read_results_file",
     "require_lines",
+    "run_results",
     "select_meetings",
+    "task_of",
 ]

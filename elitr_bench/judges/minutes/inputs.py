@@ -26,12 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from elitr_bench.data.errors import DataError
-from elitr_bench.data.minutes import minutes_samples_files
-from elitr_bench.data.run_files import (
-    parse_samples_name,
-    results_file_of,
-    run_results_of,
+from elitr_bench.data.minutes import (
+    minutes_samples_files,
+    read_results_file,
+    run_results,
+    task_of,
 )
+from elitr_bench.data.run_files import parse_samples_name, results_file_of
 from elitr_bench.judges.minutes.lm_eval_filter import TOKENS_SAVED, assessment_of
 
 #: Per-sample keys of a minutes task that are bookkeeping, not quality metrics.
@@ -171,25 +172,6 @@ def _samples_files(path: Path) -> tuple[list[Path], list[str]]:
         raise DataError(f"--run {exc}") from None
 
 
-def _read_results(path: Path) -> Mapping[str, Any]:
-    try:
-        data = json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError) as exc:
-        raise DataError(f"{path}: unreadable lm-eval results file ({exc})") from None
-    return data if isinstance(data, Mapping) else {}
-
-
-def _results_for(samples: Path) -> Mapping[str, Any]:
-    """lm-eval's results file of the run (for a rescoring: of the run it re-judged)."""
-    found = run_results_of(samples)
-    if found is None:
-        others = sorted(
-            p for p in samples.parent.glob("results_*.json") if "_rescored_" not in p.name
-        )
-        found = others[-1] if others else None
-    return {} if found is None else _read_results(found)
-
-
 def _model_args(config: Mapping[str, Any]) -> dict[str, str]:
     raw = config.get("model_args", "")
     if isinstance(raw, Mapping):
@@ -228,7 +210,7 @@ def read_run(path: str | Path, label: str = "") -> RunValues:
     files, notes = _samples_files(root)
     run = RunValues(name="", path=str(root), notes=notes)
     for samples in files:
-        results = _results_for(samples)
+        results = run_results(samples)
         name = run_system_name(results, samples.parent.name)
         if run.name and name != run.name:
             raise DataError(
@@ -239,7 +221,7 @@ def read_run(path: str | Path, label: str = "") -> RunValues:
         config = results.get("config") if isinstance(results.get("config"), Mapping) else {}
         run.model = str((config or {}).get("model", ""))
         parsed = parse_samples_name(samples)
-        task = parsed.task if parsed else samples.stem.removeprefix("samples_").rsplit("_", 1)[0]
+        task = task_of(samples)
         if task not in run.tasks:
             run.tasks.append(task)
         for task_cfg in (results.get("configs") or {}).values():
@@ -251,7 +233,7 @@ def read_run(path: str | Path, label: str = "") -> RunValues:
                 run.usage = dict(metadata["judge_usage"])
         rescoring = results_file_of(samples) if parsed and parsed.rescored else None
         if rescoring is not None:  # the judge of ``elitr-bench score``, not of the run
-            rescored = _read_results(rescoring)
+            rescored = read_results_file(rescoring)
             if isinstance(rescored.get("judge"), Mapping):
                 run.judge = dict(rescored["judge"])
             usage = (rescored.get("judge_usage") or {}).get(task)

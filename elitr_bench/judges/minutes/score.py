@@ -61,8 +61,9 @@ def score_minutes_samples(
     paths: Iterable[str | Path], config: JudgeConfig, output: Path | None = None
 ) -> tuple[Path, dict[str, Any]]:
     """Judge the minutes of logged samples; returns the results file and its content."""
+    from elitr_bench.data.minutes import run_results
     from elitr_bench.judges.commands import find_samples, read_samples, task_name_of
-    from elitr_bench.judges.minutes.inputs import _results_for, run_system_name
+    from elitr_bench.judges.minutes.inputs import run_system_name
 
     method = get_method(config)
     files = find_samples(paths)
@@ -73,7 +74,7 @@ def score_minutes_samples(
     for path in files:
         task = task_name_of(path)
         samples = read_samples(path)
-        system = run_system_name(_results_for(path), path.parent.name)
+        system = run_system_name(run_results(path), path.parent.name)
         items = [item_from_doc(s["doc"], minutes_text(s), system) for s in samples]
         preview = plan(items, method, config)
         cost = preview["estimated_cost_usd"]
