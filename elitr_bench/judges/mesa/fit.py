@@ -148,10 +148,9 @@ def check_all(pairs: Sequence[tuple[str, str, str]], budget: Budget, policy: str
     """
     if budget.context <= 0 or policy != "error":
         return
-    over = [
-        (meeting, budget.required(transcript, summary))
-        for meeting, transcript, summary in pairs
-        if budget.required(transcript, summary) > budget.context
+    needed = [
+        (meeting, budget.required(transcript, summary)) for meeting, transcript, summary in pairs
     ]
+    over = [(meeting, tokens) for meeting, tokens in needed if tokens > budget.context]
     if over:
         raise ContextLengthError(overlength_line(over, budget.context))
