@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lm_eval import simple_evaluate
 from lm_eval.api.model import LM
 from lm_eval.tasks import TaskManager
 
@@ -21,6 +20,7 @@ from elitr_bench.tasks.minutes import (
 )
 from elitr_bench.tasks.minutes_metrics import output_stats, ratio_of_sums, rouge_scores
 from elitr_bench.tasks.options import OptionError
+from tests.support.evaluate import evaluate
 
 # AutoMin 2023 Table 7, ELMI EN block: (ROUGE-1, ROUGE-2, ROUGE-L) means as printed. The
 # text extraction of the paper lost the row labels; the system of each row is inferred from
@@ -39,22 +39,8 @@ TABLE7_EN: dict[str, tuple[float, float, float]] = {
 }
 
 
-def _evaluate(model: Any, model_args: str, tasks: list[str], **kwargs: Any) -> dict[str, Any]:
-    manager = TaskManager(include_defaults=False, metadata=kwargs.pop("metadata", None))
-    result = simple_evaluate(
-        model=model,
-        model_args=model_args,
-        tasks=tasks,
-        task_manager=manager,
-        log_samples=True,
-        **kwargs,
-    )
-    assert result is not None
-    return result
-
-
 def test_replay_gpt4_gives_the_released_minutes_and_their_rouge() -> None:
-    result = _evaluate("elitr-replay", "system=gpt4", ["automin23_en"], metadata={"judge": "none"})
+    result = evaluate("elitr-replay", "system=gpt4", ["automin23_en"], metadata={"judge": "none"})
     res = result["results"]["automin23_en"]
     samples = result["samples"]["automin23_en"]
     released = {m.meeting_id: m for m in mn.load_automin_minutes(["gpt4"])}
@@ -292,7 +278,7 @@ class _WordLM(LM):
 
 def test_chunked_sections_go_in_one_batch_and_join_per_meeting() -> None:
     lm = _WordLM(max_length=3000)
-    result = _evaluate(
+    result = evaluate(
         lm, "", ["elitr_minutes_dev"], limit=2,
         gen_kwargs="max_gen_toks=16", metadata={"judge": "none", "overlength": "chunked"},
     )  # fmt: skip
@@ -321,7 +307,7 @@ def test_chunked_sections_go_in_one_batch_and_join_per_meeting() -> None:
 
 def test_chunk_tokens_and_api_models(monkeypatch: pytest.MonkeyPatch) -> None:
     lm = _WordLM(max_length=100_000)
-    result = _evaluate(
+    result = evaluate(
         lm, "", ["automin23_en"], limit=1, gen_kwargs="max_gen_toks=16",
         metadata={"judge": "none", "overlength": "chunked", "chunk_tokens": 2000},
     )  # fmt: skip
@@ -333,7 +319,7 @@ def test_chunk_tokens_and_api_models(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(ctx, "token_counter", lambda lm: None)
     with pytest.raises(OptionError, match=r"overlength=chunked cannot measure .* chunk_tokens=N"):
-        _evaluate(
+        evaluate(
             _WordLM(10), "", ["automin23_en"], limit=1,
             metadata={"judge": "none", "overlength": "chunked"},
         )  # fmt: skip
@@ -343,16 +329,16 @@ def test_overlength_error_skip_and_truncate() -> None:
     from elitr_bench.tasks.context import ContextLengthError
 
     with pytest.raises(ContextLengthError, match=r"elitr_minutes_test: 2 prompt\(s\) exceed"):
-        _evaluate(_WordLM(2000), "", ["elitr_minutes_test"], limit=2, metadata={"judge": "none"})
+        evaluate(_WordLM(2000), "", ["elitr_minutes_test"], limit=2, metadata={"judge": "none"})
     lm = _WordLM(6000)
-    result = _evaluate(
+    result = evaluate(
         lm, "", ["elitr_minutes_test"], limit=2, gen_kwargs="max_gen_toks=16",
         metadata={"judge": "none", "overlength": "skip"},
     )  # fmt: skip
     res = result["results"]["elitr_minutes_test"]
     assert res["overlength_skipped,none"] >= 1
     lm = _WordLM(2000)
-    result = _evaluate(
+    result = evaluate(
         lm, "", ["elitr_minutes_test"], limit=2, gen_kwargs="max_gen_toks=16",
         metadata={"judge": "none", "overlength": "truncate_middle"},
     )  # fmt: skip
@@ -363,7 +349,7 @@ def test_overlength_error_skip_and_truncate() -> None:
 def test_load_run_minutes_reads_an_output_folder(tmp_path: Path) -> None:
     from elitr_bench.data.minutes import load_run_minutes
 
-    result = _evaluate(
+    result = evaluate(
         "elitr-replay", "system=ntr", ["automin23_en"], limit=2, metadata={"judge": "none"}
     )
     out = tmp_path / "run" / "elitr-replay"
@@ -398,7 +384,7 @@ def test_load_run_minutes_reads_an_output_folder(tmp_path: Path) -> None:
 
 def test_noisy_transcripts_with_wer() -> None:
     lm = _WordLM(100_000)
-    result = _evaluate(
+    result = evaluate(
         lm, "", ["elitr_minutes_dev"], samples={"elitr_minutes_dev": [5]},
         gen_kwargs="max_gen_toks=16", metadata={"judge": "none", "wer": 0.3},
     )  # fmt: skip
@@ -427,7 +413,7 @@ def test_chat_api_model_chunked_and_judged_against_loopback(
             f"openai:judge-model,base_url={server.base_url},rubric=gpt-afgr,filler=false,"
             f"temperature=0,cache={tmp_path / 'judge.sqlite'}"
         )
-        result = _evaluate(
+        result = evaluate(
             "local-chat-completions",
             f"model=loopback,base_url={server.chat_url},num_concurrent=1,max_retries=1",
             ["automin23_en"], limit=1, apply_chat_template=True,

@@ -6,29 +6,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lm_eval import simple_evaluate
 from lm_eval.tasks import TaskManager
 
 from elitr_bench.data import load_benchmark, load_released_responses
 from elitr_bench.tasks.options import OptionError, TaskOptions
-
-
-def _evaluate(model: str, model_args: str, tasks: list[str], **kwargs: Any) -> dict[str, Any]:
-    manager = TaskManager(include_defaults=False, metadata=kwargs.pop("metadata", None))
-    result = simple_evaluate(
-        model=model,
-        model_args=model_args,
-        tasks=tasks,
-        task_manager=manager,
-        log_samples=True,
-        **kwargs,
-    )
-    assert result is not None
-    return result
+from tests.support.evaluate import evaluate
 
 
 def test_replay_serves_exactly_the_released_answers() -> None:
-    result = _evaluate(
+    result = evaluate(
         "elitr-replay", "system=vicuna-13b", ["elitr_qa_dev"], metadata={"judge": "lexical"}
     )
     released = {
@@ -45,7 +31,7 @@ def test_replay_serves_exactly_the_released_answers() -> None:
 
 def test_replay_rejects_unknown_system() -> None:
     with pytest.raises(ValueError, match=r"system='gpt-5'.*choose one of GPT-3.5, GPT-4"):
-        _evaluate("elitr-replay", "system=gpt-5", ["elitr_qa_dev"], metadata={"judge": "none"})
+        evaluate("elitr-replay", "system=gpt-5", ["elitr_qa_dev"], metadata={"judge": "none"})
 
 
 def test_replay_rejects_unreleased_question_set() -> None:
@@ -89,7 +75,7 @@ def test_options_parse_and_fail_in_one_line() -> None:
 
 def test_bad_metadata_fails_before_generation() -> None:
     with pytest.raises(OptionError, match="prompt_role"):
-        _evaluate(
+        evaluate(
             "elitr-replay",
             "system=gpt-4",
             ["elitr_qa_dev"],
@@ -102,7 +88,7 @@ def test_overlength_skip_counts_and_scores_only_what_fits(tiny_llama: Path) -> N
     first = bench.questions("qa", "test2")[0].meeting_id
     n_first = sum(q.meeting_id == first for q in bench.questions("qa", "test2"))
     limit = n_first + 3  # three questions of the (much longer) second meeting
-    result = _evaluate(
+    result = evaluate(
         "hf",
         f"pretrained={tiny_llama},max_length=6000,dtype=float32",
         ["elitr_qa_test"],
@@ -127,19 +113,19 @@ def test_judge_problems_fail_before_generation(monkeypatch: pytest.MonkeyPatch) 
     for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ELITR_JUDGE"):
         monkeypatch.delenv(var, raising=False)
     with pytest.raises(JudgeConfigError, match="telepathy"):
-        _evaluate(
+        evaluate(
             "elitr-replay", "system=gpt-4", ["elitr_qa_dev"], metadata={"judge": "telepathy:x"}
         )
     # Default judge (the paper's gpt-4-0613) without a key: refused before any request.
     with pytest.raises(JudgeNotReadyError, match="OPENAI_API_KEY"):
-        _evaluate("elitr-replay", "system=gpt-4", ["elitr_qa_dev"])
+        evaluate("elitr-replay", "system=gpt-4", ["elitr_qa_dev"])
     # --predict_only needs no judge at all.
-    result = _evaluate("elitr-replay", "system=gpt-4", ["elitr_qa_dev"], predict_only=True, limit=3)
+    result = evaluate("elitr-replay", "system=gpt-4", ["elitr_qa_dev"], predict_only=True, limit=3)
     assert len(result["samples"]["elitr_qa_dev"]) == 3
 
 
 def test_replay_judge_reproduces_table_2_single_turn_dev() -> None:
-    result = _evaluate(
+    result = evaluate(
         "elitr-replay", "system=gpt-3.5", ["elitr_qa_dev"], metadata={"judge": "replay"}
     )
     assert round(result["results"]["elitr_qa_dev"]["judge_score,none"], 2) == 7.04
@@ -150,13 +136,9 @@ def test_noisy_tasks_refuse_replay_and_record_their_noise() -> None:
     from elitr_bench.models.replay import ReplayError
 
     with pytest.raises(ReplayError, match="no responses on noisy transcripts were released"):
-        _evaluate(
-            "elitr-replay", "system=gpt-4", ["elitr_qa_wer20_dev"], metadata={"judge": "none"}
-        )
+        evaluate("elitr-replay", "system=gpt-4", ["elitr_qa_wer20_dev"], metadata={"judge": "none"})
     with pytest.raises(OptionError, match=r"fixed WER of 0\.6"):
-        _evaluate(
-            "elitr-replay", "", ["elitr_qa_wer60_dev"], metadata={"judge": "none", "wer": 0.3}
-        )
+        evaluate("elitr-replay", "", ["elitr_qa_wer60_dev"], metadata={"judge": "none", "wer": 0.3})
     with pytest.raises(OptionError, match=r"wer='1.5': expected a word error rate in \(0, 1\]"):
         TaskOptions.from_metadata({"wer": "1.5"})
 
@@ -173,7 +155,7 @@ def test_any_wer_on_the_clean_tasks() -> None:
 
 
 def test_replay_multiturn_reproduces_released_means() -> None:
-    result = _evaluate(
+    result = evaluate(
         "elitr-replay",
         "system=gpt-4",
         ["elitr_qa_mt_dev", "elitr_conv_dev"],
@@ -188,7 +170,7 @@ def test_gold_history_and_differing_only(tiny_llama: Path) -> None:
     bench = load_benchmark()
     conv = bench.questions("conv", "dev")
     first = [i for i, q in enumerate(conv) if q.meeting_id == conv[0].meeting_id]
-    result = _evaluate(
+    result = evaluate(
         "hf",
         f"pretrained={tiny_llama},max_length=1024,dtype=float32",
         ["elitr_conv_dev"],
@@ -245,7 +227,7 @@ def test_multiturn_overlength_error_names_meeting_and_turn(
     with pytest.raises(
         ContextLengthError, match=r"elitr_qa_mt_dev \(turn 1\): 2 prompt\(s\) exceed"
     ):
-        _evaluate(
+        evaluate(
             "hf",
             f"pretrained={tiny_llama},max_length=1024,dtype=float32",
             ["elitr_qa_mt_dev"],
@@ -257,7 +239,7 @@ def test_multiturn_overlength_error_names_meeting_and_turn(
 
 
 def test_truncate_middle_cuts_each_meeting_once(tiny_llama: Path) -> None:
-    result = _evaluate(
+    result = evaluate(
         "hf",
         f"pretrained={tiny_llama},max_length=1024,dtype=float32",
         ["elitr_qa_dev"],
