@@ -582,6 +582,17 @@ RUN_SETTING_DEFAULTS: Mapping[str, str] = {
 MINUTES_TASKS: tuple[str, ...] = ("automin23_en", "elitr_minutes_dev", "elitr_minutes_test")
 
 
+def minutes_candidates(root: Path) -> tuple[list[Path], list[Path]]:
+    """The samples files of minutes tasks below ``root``, and all samples files found there.
+
+    A file is its own only candidate; a missing path has none. Nothing is raised, so the
+    report (which also reads QA runs) and ``minutes_samples_files`` (which explains what
+    is missing) share one search.
+    """
+    found = [root] if root.is_file() else sorted(root.rglob("samples_*.jsonl"))
+    return [f for f in found if task_of(f) in MINUTES_TASKS], found
+
+
 def minutes_samples_files(path: Path) -> tuple[list[Path], list[str]]:
     """A run's samples files of minutes tasks, and notes on what was set aside.
 
@@ -596,12 +607,11 @@ def minutes_samples_files(path: Path) -> tuple[list[Path], list[str]]:
         return [path], []
     if not path.is_dir():
         raise DataError(f"{path}: no such lm-eval output folder or samples file")
-    found = sorted(path.rglob("samples_*.jsonl"))
+    files, found = minutes_candidates(path)
     if not found:
         raise DataError(
             f"{path}: no samples_*.jsonl; run lm_eval with --log_samples --output_path {path}"
         )
-    files = [f for f in found if task_of(f) in MINUTES_TASKS]
     if not files:
         others = sorted({task_of(f) for f in found})
         raise DataError(
@@ -783,6 +793,7 @@ __all__ = [
     "load_automin_overall_scores",
     "load_elitr_minutes_meetings",
     "load_run_minutes",
+    "minutes_candidates",
     "read_results_file",
     "require_lines",
     "run_results",

@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from elitr_bench.judges.minutes.inputs import RunValues
     from elitr_bench.report.build import Report, ReportInputs
 
-MINUTES_TASKS = ("automin23_en", "elitr_minutes_dev", "elitr_minutes_test")
 #: Table 7's column order (ROUGE-1/2/L, BART-F1, BERT-F1).
 REFERENCE_METRICS = ("rouge1", "rouge2", "rougeL", "bartscore", "bertscore_f1")
 STAT_METRICS = ("lines", "words", "words_per_line")
@@ -46,15 +45,12 @@ def minutes_samples(paths: Sequence[Path]) -> tuple[list[Path], list[str]]:
     A rescoring (``elitr-bench score``) replaces the file it re-judged, so each run is
     read once; the notes name the files left out.
     """
-    from elitr_bench.data.run_files import current_samples, parse_samples_name
+    from elitr_bench.data.minutes import minutes_candidates
+    from elitr_bench.data.run_files import current_samples
 
     found: list[Path] = []
     for root in paths:
-        candidates = [root] if root.is_file() else sorted(root.rglob("samples_*.jsonl"))
-        for path in candidates:
-            parsed = parse_samples_name(path)
-            if parsed and parsed.task in MINUTES_TASKS and path not in found:
-                found.append(path)
+        found += [p for p in minutes_candidates(root)[0] if p not in found]
     return current_samples(found)
 
 
