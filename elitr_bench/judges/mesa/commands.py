@@ -54,23 +54,6 @@ def mesa_config(
     return with_options(config, **changes)
 
 
-def automin_items(systems: Sequence[str] | None, meetings: Sequence[str]) -> list[MinutesItem]:
-    """AutoMin 2023 minutes of these systems and meetings as MESA items."""
-    from elitr_bench.data.minutes import load_automin_meetings, load_automin_minutes
-
-    by_meeting = {m.meeting_id: m for m in load_automin_meetings(list(meetings))}
-    return [
-        MinutesItem(
-            meeting_id=m.meeting_id,
-            system=m.system,
-            transcript=by_meeting[m.meeting_id].transcript,
-            minutes=m.text,
-            references=tuple(r.text for r in by_meeting[m.meeting_id].references),
-        )
-        for m in load_automin_minutes(systems, list(meetings))
-    ]
-
-
 def result_line(assessment: MinutesAssessment, codes: Sequence[str]) -> dict[str, Any]:
     """The ``mesa.jsonl`` record of one summary (None = unscored, never a number)."""
     details = assessment.details
@@ -175,6 +158,7 @@ def _cmd_mesa(args: argparse.Namespace) -> int:
         resolve_judge_spec,
     )
     from elitr_bench.judges.engine import run_coroutine
+    from elitr_bench.judges.mesa.automin import automin_items
     from elitr_bench.judges.mesa.fit import check_all
     from elitr_bench.judges.mesa.method import MesaMethod
     from elitr_bench.judges.minutes.registry import assess_items_run, make_client

@@ -99,31 +99,19 @@ def automin_feedback_samples(
     meetings: Sequence[str], systems: Sequence[str] | None = None
 ) -> list[FeedbackSample]:
     """AutoMin 2023 summaries of these meetings that have human scores (others dropped)."""
-    from elitr_bench.data.minutes import (
-        load_automin_human_scores,
-        load_automin_meetings,
-        load_automin_minutes,
-    )
+    from elitr_bench.data.minutes import load_automin_human_scores
+    from elitr_bench.judges.mesa.automin import automin_items
 
-    by_meeting = {m.meeting_id: m for m in load_automin_meetings(list(meetings))}
+    items = automin_items(systems, meetings)
     human: dict[tuple[str, str], dict[str, float]] = {}
     for score in load_automin_human_scores():
         key = (score.meeting_id, score.system)
         human.setdefault(key, {})[f"{score.level} {score.criterion}"] = score.value
     out = []
-    for minutes in load_automin_minutes(systems, list(meetings)):
-        scores = human.get((minutes.meeting_id, minutes.system))
-        if not scores:
-            continue
-        meeting = by_meeting[minutes.meeting_id]
-        item = MinutesItem(
-            meeting_id=minutes.meeting_id,
-            system=minutes.system,
-            transcript=meeting.transcript,
-            minutes=minutes.text,
-            references=tuple(r.text for r in meeting.references),
-        )
-        out.append(FeedbackSample(item, dict(sorted(scores.items()))))
+    for item in items:
+        scores = human.get((item.meeting_id, item.system))
+        if scores:
+            out.append(FeedbackSample(item, dict(sorted(scores.items()))))
     return out
 
 
