@@ -42,16 +42,11 @@ from elitr_bench.judges.cream.ratings import (
     DEFAULT_SCALE,
     EloParams,
 )
+from elitr_bench.judges.minutes.cli_args import comma_list
 
 DEFAULT_CREAM_JUDGE = "openai:gpt-4o-2024-05-13"
 """The paper's CREAM evaluator (Sec. 3.1 "gpt-4o-2024-05-13"; Sec. 4.1.2 "GPT-4o as
 evaluator model")."""
-
-
-def _split_list(text: str | None) -> list[str] | None:
-    if text is None:
-        return None
-    return [part.strip() for part in text.split(",") if part.strip()]
 
 
 def _run_entrant(arg: str) -> SystemMinutes:
@@ -111,7 +106,7 @@ def arena_command(args: argparse.Namespace) -> int:
     if clash:
         raise ArenaError(f"two runs are both named {clash[0]!r}; name them apart with NAME=PATH")
     if args.automin:
-        entrants += _automin_entrants(_split_list(args.systems))
+        entrants += _automin_entrants(comma_list(args.systems))
     state = load_state(out)
     meetings = None
     if args.meetings is not None:

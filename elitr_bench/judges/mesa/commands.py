@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from elitr_bench.judges.config import JudgeConfig, parse_judge_spec, with_options
 from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.minutes.base import MinutesAssessment, MinutesItem
+from elitr_bench.judges.minutes.cli_args import comma_list
 
 if TYPE_CHECKING:
     from elitr_bench.judges.client import JudgeClient
@@ -77,9 +78,10 @@ def result_line(assessment: MinutesAssessment, codes: Sequence[str]) -> dict[str
 
 
 def _systems(raw: str | None) -> list[str] | None:
-    if raw is None or raw.strip().lower() in ("", "all"):
+    """``--systems``: None (all) when absent, empty or ``all``, else the named systems."""
+    if raw is not None and raw.strip().lower() in ("", "all"):
         return None
-    return [s.strip() for s in raw.split(",") if s.strip()]
+    return comma_list(raw)
 
 
 def _preflight(config: JudgeConfig, pool: Sequence[JudgeConfig], plan: Plan, dry_run: bool) -> None:
