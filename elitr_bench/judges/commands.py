@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from collections.abc import Iterable
 from datetime import datetime
@@ -23,6 +22,7 @@ from typing import Any
 
 from elitr_bench.cli_errors import debug_enabled
 from elitr_bench.data.errors import ElitrBenchError
+from elitr_bench.data.run_files import parse_samples_name, results_file_of, stamp_of
 from elitr_bench.judges.config import (
     JudgeConfig,
     check_judge_ready,
@@ -35,7 +35,6 @@ from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.metrics import judge_metrics, parse_filtered
 from elitr_bench.judges.rubrics import RUBRICS
 
-_SAMPLES_RE = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T[0-9.\-]+)\.jsonl$")
 _FALLBACK_FILTER = "elitr_judge"
 
 
@@ -78,9 +77,9 @@ def find_samples(paths: Iterable[str | Path]) -> list[Path]:
 
 
 def task_name_of(path: Path) -> str:
-    """Task name from lm-eval's ``samples_<task>_<date>.jsonl`` file name."""
-    match = _SAMPLES_RE.match(path.name)
-    return match.group("task") if match else path.stem.removeprefix("samples_")
+    """Task name from a ``samples_<task>[_rescored]_<date>.jsonl`` name, else the stem's rest."""
+    name = parse_samples_name(path)
+    return name.task if name is not None else path.stem.removeprefix("samples_")
 
 
 def response_of(sample: dict[str, Any]) -> str:
@@ -165,12 +164,12 @@ def reusable_judgement(sample: dict[str, Any], identity: dict[str, Any]) -> Judg
 
 
 def original_results(samples_path: Path) -> Path | None:
-    """The ``results_<date>.json`` lm-eval wrote next to a ``samples_<task>_<date>.jsonl``."""
-    match = _SAMPLES_RE.match(samples_path.name)
-    if not match:
-        return None
-    path = samples_path.with_name(f"results_{match.group('date')}.json")
-    return path if path.is_file() else None
+    """The ``results_<date>.json`` lm-eval wrote next to a ``samples_<task>_<date>.jsonl``.
+
+    None for a rescoring's samples file (its ``results_rescored_*`` is no lm-eval file).
+    """
+    name = parse_samples_name(samples_path)
+    return results_file_of(samples_path) if name is not None and not name.rescored else None
 
 
 def _leaves(name: str, subtasks: dict[str, list[str]]) -> list[str]:
@@ -374,8 +373,7 @@ def score_runs(
     """
     runs: dict[tuple[Path, str], list[Path]] = {}
     for path in find_samples(paths):
-        match = _SAMPLES_RE.match(path.name)
-        runs.setdefault((path.parent, match.group("date") if match else ""), []).append(path)
+        runs.setdefault((path.parent, stamp_of(path)), []).append(path)
     if output is not None and len(runs) > 1:
         raise JudgeConfigError(
             f"score: --output names one file but the samples come from {len(runs)} runs; "
