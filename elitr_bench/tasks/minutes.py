@@ -60,7 +60,7 @@ from elitr_bench.tasks.minutes_metrics import (
     output_stats,
     rouge_scores,
 )
-from elitr_bench.tasks.options import OptionError
+from elitr_bench.tasks.options import PROMPT_ROLES, OptionError, as_bool, choice
 from elitr_bench.tasks.task import ElitrQATask, record_noise
 
 log = logging.getLogger(__name__)
@@ -78,19 +78,7 @@ TOKENS_PER_WORD = 4 / 3
 
 MinutesOverlength = Literal["error", "skip", "truncate_middle", "chunked"]
 _OVERLENGTH: tuple[str, ...] = ("error", "skip", "truncate_middle", "chunked")
-_ROLES: tuple[str, ...] = ("user", "system")
 _SOURCES: tuple[str, ...] = ("dev", "test2", AUTOMIN_SPLIT)
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off", ""}
-
-
-def _flag(name: str, value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in _TRUE | _FALSE:
-        return text in _TRUE
-    raise OptionError(f"--metadata {name}={value!r}: expected true or false")
 
 
 def _positive_int(name: str, value: Any) -> int | None:
@@ -103,13 +91,6 @@ def _positive_int(name: str, value: Any) -> int | None:
     if number < 1:
         raise OptionError(f"--metadata {name}={value!r}: expected a positive integer")
     return number
-
-
-def _pick(name: str, value: Any, allowed: tuple[str, ...]) -> str:
-    text = str(value).strip().lower()
-    if text not in allowed:
-        raise OptionError(f"--metadata {name}={value!r}: expected one of {', '.join(allowed)}")
-    return text
 
 
 @dataclass(frozen=True)
@@ -144,19 +125,20 @@ class MinutesOptions:
         )
         return cls(
             prompt_role=cast(
-                prompts.PromptRole, _pick("prompt_role", meta.get("prompt_role", "user"), _ROLES)
+                prompts.PromptRole,
+                choice("prompt_role", meta.get("prompt_role", "user"), PROMPT_ROLES),
             ),
             overlength=cast(
                 MinutesOverlength,
-                _pick("overlength", meta.get("overlength", "error"), _OVERLENGTH),
+                choice("overlength", meta.get("overlength", "error"), _OVERLENGTH),
             ),
             chunk_tokens=_positive_int("chunk_tokens", meta.get("chunk_tokens")),
             wer=noise.wer,
             noise_seed=noise.noise_seed,
             noise_rules=noise.noise_rules,
-            bertscore=_flag("bertscore", meta.get("bertscore", False)),
+            bertscore=as_bool("bertscore", meta.get("bertscore", False)),
             bertscore_model=str(meta.get("bertscore_model") or DEFAULT_BERTSCORE_MODEL),
-            bartscore=_flag("bartscore", meta.get("bartscore", False)),
+            bartscore=as_bool("bartscore", meta.get("bartscore", False)),
             bartscore_model=str(meta.get("bartscore_model") or DEFAULT_BARTSCORE_MODEL),
         )
 
@@ -281,7 +263,7 @@ class MinutesTask(ConfigurableTask):
         cfg = {k: v for k, v in (config or {}).items() if k != "class"}
         metadata = dict(cfg.get("metadata") or {})
         self.options = MinutesOptions.from_metadata(metadata)
-        self.split = _pick("test_split", cfg.get("test_split"), _SOURCES)
+        self.split = choice("test_split", cfg.get("test_split"), _SOURCES)
         self._transcripts: dict[str, str] = {}
         self._prompt_tokens: dict[str, int] = {}
         self._status: dict[str, str] = {}

@@ -24,7 +24,8 @@ from elitr_bench.prompts import PromptRole
 Overlength = Literal["error", "skip", "truncate_middle"]
 History = Literal["own", "gold"]
 _OVERLENGTH: tuple[str, ...] = ("error", "skip", "truncate_middle")
-_ROLES: tuple[str, ...] = ("user", "system")
+#: The roles a prompt may be sent in (``--metadata prompt_role=...``).
+PROMPT_ROLES: tuple[str, ...] = ("user", "system")
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
@@ -111,7 +112,12 @@ def check_option_keys(metadata: Mapping[str, Any]) -> None:
         )
 
 
-def _as_bool(name: str, value: Any) -> bool:
+def as_bool(name: str, value: Any) -> bool:
+    """A true/false ``--metadata`` value (bools, or 1/0, true/false, yes/no, on/off, "").
+
+    Raises:
+        OptionError: Any other value.
+    """
     if isinstance(value, bool):
         return value
     text = str(value).strip().lower()
@@ -122,7 +128,12 @@ def _as_bool(name: str, value: Any) -> bool:
     raise OptionError(f"--metadata {name}={value!r}: expected true or false")
 
 
-def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
+def choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
+    """A ``--metadata`` value that must be one of ``allowed`` (case-insensitive), lower-cased.
+
+    Raises:
+        OptionError: The value is not allowed.
+    """
     text = str(value).strip().lower()
     if text not in allowed:
         raise OptionError(f"--metadata {name}={value!r}: expected one of {', '.join(allowed)}")
@@ -180,15 +191,15 @@ class TaskOptions:
         check_option_keys(meta)
         return cls(
             prompt_role=cast(
-                PromptRole, _choice("prompt_role", meta.get("prompt_role", "user"), _ROLES)
+                PromptRole, choice("prompt_role", meta.get("prompt_role", "user"), PROMPT_ROLES)
             ),
-            qa_markers=_as_bool("qa_markers", meta.get("qa_markers", False)),
+            qa_markers=as_bool("qa_markers", meta.get("qa_markers", False)),
             overlength=cast(
-                Overlength, _choice("overlength", meta.get("overlength", "error"), _OVERLENGTH)
+                Overlength, choice("overlength", meta.get("overlength", "error"), _OVERLENGTH)
             ),
             wer=_wer(meta.get("wer")),
             noise_seed=_int("noise_seed", meta.get("noise_seed", 2023)),
             noise_rules=str(meta["noise_rules"]) if meta.get("noise_rules") else None,
-            history=cast(History, _choice("history", meta.get("history", "own"), ("own", "gold"))),
-            differing_only=_as_bool("differing_only", meta.get("differing_only", False)),
+            history=cast(History, choice("history", meta.get("history", "own"), ("own", "gold"))),
+            differing_only=as_bool("differing_only", meta.get("differing_only", False)),
         )
