@@ -136,11 +136,3 @@ def exit_with_error_after_run(message: str, source: str = "") -> None:
         _STATE["armed"] = True
         sys.exit = _exit_hook(sys.exit)
         atexit.register(_at_exit)
-
-
-def pending_exit_code() -> int:
-    """``3`` when a deferred error is waiting (for entry points that return a code), else 0."""
-    if _PENDING:
-        _print_pending()
-        return INCOMPLETE_EXIT
-    return 0

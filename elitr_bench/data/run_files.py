@@ -28,7 +28,6 @@ _STAMP = r"\d{4}-\d{2}-\d{2}T[0-9.\-]+"
 _SAMPLES_RE = re.compile(
     rf"^samples_(?P<task>.+?)(?P<rescored>_rescored)?_(?P<stamp>{_STAMP})\.jsonl$"
 )
-_RESULTS_RE = re.compile(rf"^results(?P<rescored>_rescored)?_(?P<stamp>{_STAMP})\.json$")
 
 
 @dataclass(frozen=True)
@@ -133,18 +132,10 @@ def run_results_of(samples: Path) -> Path | None:
     return None
 
 
-def _stamp(path: Path) -> str:
-    name = parse_samples_name(path)
-    return name.stamp if name is not None else ""
-
-
-def _key(path: Path) -> Path:
-    return path.resolve()
-
-
 def stamp_of(path: Path) -> str:
     """A samples file's date stamp ("" for other names); later stamps sort higher."""
-    return _stamp(path)
+    name = parse_samples_name(path)
+    return name.stamp if name is not None else ""
 
 
 def families(links: Iterable[tuple[Path, Path]]) -> dict[Path, list[Path]]:
@@ -159,7 +150,7 @@ def families(links: Iterable[tuple[Path, Path]]) -> dict[Path, list[Path]]:
     """
     parent: dict[Path, Path] = {}
     for new, old in links:
-        parent[_key(new)] = _key(old)
+        parent[new.resolve()] = old.resolve()
 
     def root(path: Path) -> Path:
         seen = {path}
@@ -186,7 +177,7 @@ def newest_versions(links: Iterable[tuple[Path, Path]]) -> dict[Path, Path]:
     """
     out: dict[Path, Path] = {}
     for first, rescorings in families(links).items():
-        newest = max(rescorings, key=lambda p: (_stamp(p), p.name))
+        newest = max(rescorings, key=lambda p: (stamp_of(p), p.name))
         for path in (first, *rescorings):
             if path != newest:
                 out[path] = newest
@@ -219,7 +210,7 @@ def current_samples(files: Sequence[Path]) -> tuple[list[Path], list[str]]:
     kept: list[Path] = []
     notes: list[str] = []
     for path in files:
-        current = stale.get(_key(path))
+        current = stale.get(path.resolve())
         if current is None:
             kept.append(path)
         else:

@@ -154,8 +154,3 @@ def automin_sources() -> tuple[Source, ...]:
     if manifest.get("commit") != AUTOMIN_COMMIT:  # pragma: no cover - a packaging mistake
         raise RuntimeError(f"{AUTOMIN_MANIFEST} was built for another commit")
     return tuple(_automin_source(p, h) for p, h in sorted(manifest["files"].items()))
-
-
-def all_sources() -> tuple[Source, ...]:
-    """The archives plus every AutoMin file: what ``elitr-bench data fetch/verify`` cover."""
-    return (*ALL_SOURCES, *automin_sources())
