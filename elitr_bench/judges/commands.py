@@ -24,6 +24,7 @@ from elitr_bench.cli_errors import debug_enabled
 from elitr_bench.data.errors import ElitrBenchError
 from elitr_bench.data.run_files import parse_samples_name, results_file_of, stamp_of
 from elitr_bench.judges.config import (
+    KEYLESS_JUDGE,
     JudgeConfig,
     check_judge_ready,
     parse_judge_spec,
@@ -434,7 +435,13 @@ def _cmd_score(args: argparse.Namespace) -> int:
             f"({_tasks_of(qa_files)}); use a QA judge, e.g. --judge replay, lexical or "
             "openai:gpt-4-0613"
         )
-    check_judge_ready(config, network=True, command="elitr-bench")
+    # A keyless QA judge (replay, lexical) cannot score minutes: suggest a local server.
+    check_judge_ready(
+        config,
+        network=True,
+        command="elitr-bench",
+        alternative=KEYLESS_JUDGE if minutes_judge else None,
+    )
 
     if minutes_judge:  # a minutes judge (issue 11): minutes runs
         from elitr_bench.judges.minutes.score import cmd_score_minutes

@@ -100,3 +100,17 @@ def test_refuses_only_when_nothing_fits_the_judge(
     minutes_run(tmp_path / "minutes-only")
     assert main(["score", str(tmp_path / "minutes-only"), "--judge", "lexical"]) == 2
     assert "a QA judge cannot score minutes (automin23_en)" in capsys.readouterr().err
+
+
+def test_a_minutes_judge_without_key_names_a_way_out_for_minutes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # replay/lexical/none cannot score minutes: the hint is a keyless local server instead.
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    minutes_run(tmp_path / "minutes")
+    assert main(["score", str(tmp_path / "minutes"), "--judge", MINUTES_JUDGE]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "no API key" in err
+    assert "--judge openai:MODEL,base_url=http://127.0.0.1:PORT/v1" in err
+    assert "replay" not in err
