@@ -18,7 +18,6 @@ Runs are read with :func:`elitr_bench.judges.minutes.inputs.read_run`, the reade
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
@@ -60,11 +59,6 @@ def _label(metric: str) -> str:
     return metric_label(metric)
 
 
-def _mean_std(values: Sequence[float]) -> tuple[float, float]:
-    """Mean and population std, as AutoMin's tables (see ``check.system_spread``)."""
-    return statistics.fmean(values), statistics.pstdev(values)
-
-
 def table7_layout(runs: Sequence[RunValues]) -> Table:
     """Mean ± std over meetings per task and system/model, AutoMin Table 7 style."""
     present = {m for r in runs for m in r.values}
@@ -74,15 +68,18 @@ def table7_layout(runs: Sequence[RunValues]) -> Table:
         *(m for m in STAT_METRICS if m in present),
         *judge,
     ]
+    from elitr_bench.judges.minutes.check import system_spread
+
     rows, records = [], []
     for run in sorted(runs, key=lambda r: (r.tasks, -_first_mean(r, metrics))):
         cells = []
         for metric in metrics:
-            values = [v for v in run.values.get(metric, {}).values() if math.isfinite(v)]
-            if not values:
+            # Mean and population std over meetings, as AutoMin's tables (and minutes-check).
+            spread = system_spread(run.values.get(metric, {})).get(run.name)
+            if spread is None:
                 cells.append("-")
                 continue
-            mean, std = _mean_std(values)
+            mean, std, n = spread
             digits = 3 if metric in REFERENCE_METRICS else 2
             cells.append(f"{fmt(mean, digits)} ± {fmt(std, digits)}")
             records.append(
@@ -92,7 +89,7 @@ def table7_layout(runs: Sequence[RunValues]) -> Table:
                     "metric": metric,
                     "mean": mean,
                     "std": std,
-                    "n": len(values),
+                    "n": n,
                     "judge": _judge_label(run) if metric in judge else "",
                     "run": run.path,
                 }
