@@ -267,8 +267,13 @@ class LLMJudge:
 
     def usage(self) -> dict[str, Any]:
         """Usage counters with the cost estimate."""
-        prices = price_for(self.config.model, self.config.price_in, self.config.price_out)
-        return self.client.usage.as_dict(prices if self.config.backend == "openai" else None)
+        return usage_with_cost(self.config, self.client)
+
+
+def usage_with_cost(config: JudgeConfig, client: JudgeClient) -> dict[str, Any]:
+    """A client's usage counters with the cost estimate (priced for openai judges only)."""
+    prices = price_for(config.model, config.price_in, config.price_out)
+    return client.usage.as_dict(prices if config.backend == "openai" else None)
 
 
 _ReplayKey = tuple[str, str, str, str, str]

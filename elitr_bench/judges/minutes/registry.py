@@ -189,10 +189,9 @@ def summarize(assessments: Sequence[MinutesAssessment], metrics: Sequence[str]) 
 
 def usage_of(config: JudgeConfig, client: JudgeClient) -> dict[str, Any]:
     """The client's usage counters with the cost estimate (priced for openai only)."""
-    from elitr_bench.judges.pricing import price_for
+    from elitr_bench.judges.engine import usage_with_cost
 
-    prices = price_for(config.model, config.price_in, config.price_out)
-    return client.usage.as_dict(prices if config.backend == "openai" else None)
+    return usage_with_cost(config, client)
 
 
 def identity_of(config: JudgeConfig, method: MinutesMethod) -> dict[str, Any]:
