@@ -1,0 +1,500 @@
+"""Long-context speed on a GPU: stock ``hf`` versus ``hf-prefix`` at a real model's shape.
+
+Our users run 7-8B long-context checkpoints on one A100/H100. This script measures what
+they need to know on the real ELITR-Bench prompts: wall time, prefill tokens and their
+throughput, peak GPU memory, and how close the prefill comes to the hardware's bf16 peak,
+for lm-eval's stock ``hf`` model and for our ``hf-prefix``, in one run.
+
+* The model is **randomly initialised** from a published shape (default Llama-3.1-8B:
+  32 layers, hidden 4096, 32 heads, 8 KV heads, MLP 14336, vocabulary 128256, RoPE theta
+  500000) in bf16. No weights are downloaded: the cost of a forward pass does not depend
+  on the weights' values. The output rows of ids the tokenizer lacks are zeroed, so greedy
+  answers are decodable text of ``--max-gen-toks`` tokens, as a real model's would be.
+* The prompts are the real ones: the ELITR-Bench dev transcripts and questions rendered
+  with the task's Fig. 5 prompt and chat template, tokenised with any local tokenizer
+  (``--tokenizer``; default: the test suite's BPE trained on the transcripts, whose counts
+  are close to Llama's). Only the lengths matter.
+* Both back ends are lm-eval models (``lm_eval.models.huggingface.HFLM`` and
+  ``elitr_bench.models.hf_prefix.HFPrefixLM``) wrapping the same weights, called with the
+  same requests as lm-eval calls them: ``st`` is single-turn QA (every question of the
+  split in one ``generate_until`` call), ``mt`` multi-turn QA and ``conv`` multi-turn Conv
+  (one call per turn; the history is ``hf-prefix``'s own answers, fed to both back ends so
+  that both see the same prompts). Calls alternate between the two back ends, so load
+  from elsewhere hits both alike.
+
+What is measured, per mode and back end:
+
+* prefill tokens and prefill time: every forward pass of more than one new token is a
+  prefill; its time is taken with CUDA events around the forward (no extra syncs);
+* wall time of the ``generate_until`` calls (prefill + ``--max-gen-toks`` decode steps);
+* peak GPU memory: ``torch.cuda.max_memory_allocated`` (the caching allocator's
+  statistics), reset before each call, maximum over the mode's calls;
+* prefill compute utilisation: achieved FLOP/s over the GPU's dense bf16 peak (from the
+  device name, or ``--peak-tflops``). FLOPs of a forward with ``n`` new tokens after ``p``
+  cached ones, batch ``b``, written out in :func:`forward_flops`:
+
+      linear    = 2 * P * n * b                 P = non-embedding weights (Q, K, V, O, MLP)
+      attention = 4 * L * H * d * b * (n * p + n * (n + 1) / 2)
+                                                QK^T and AV over the causal span, H heads of d
+      lm head   = 2 * V * D * b                 logits of the last position only
+
+  (norms, RoPE and softmax are left out: under 0.1% at these sizes).
+
+Run (GPU, about 10 minutes for the three modes on an H100)::
+
+    ELITR_BENCH_DATA_DIR=../shared/data python bench/gpu_longcontext.py
+    python bench/gpu_longcontext.py --modes st --meetings 3        # a quicker look
+
+Without a GPU only ``--shape tiny`` runs (the same code on a tiny shape, in float32 on
+the CPU, which keeps the script tested); its numbers say nothing about speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # tests.support (the tokenizer) and bench/prefill.py
+sys.path.insert(0, str(REPO / "bench"))
+
+from prefill import Conversation, Renderer, conversations  # noqa: E402
+
+GIB = 2**30
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A decoder's dimensions: all that the cost of a forward pass depends on.
+
+    Attributes:
+        name: Label printed with the results.
+        layers: Transformer blocks.
+        hidden: Model width.
+        heads: Query heads.
+        kv_heads: Key/value heads (grouped-query attention).
+        mlp: Width of the gated MLP.
+        vocab: Output vocabulary (0: the tokenizer's size).
+        rope_theta: RoPE base.
+        max_positions: Longest sequence the config allows.
+        tie_embeddings: Whether the LM head shares the input embedding.
+    """
+
+    name: str
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    mlp: int
+    vocab: int
+    rope_theta: float
+    max_positions: int
+    tie_embeddings: bool = False
+
+    @property
+    def head_dim(self) -> int:
+        """Width of one attention head."""
+        return self.hidden // self.heads
+
+    def non_embedding_params(self) -> int:
+        """Weights every token passes through: attention projections and the MLP."""
+        q_o = 2 * self.hidden * self.heads * self.head_dim
+        k_v = 2 * self.hidden * self.kv_heads * self.head_dim
+        return self.layers * (q_o + k_v + 3 * self.hidden * self.mlp)
+
+
+SHAPES = {
+    # meta-llama/Llama-3.1-8B config.json (public model card).
+    "llama-3.1-8b": Shape("Llama-3.1-8B", 32, 4096, 32, 8, 14336, 128256, 500000.0, 131072),
+    # The same code path in seconds on a CPU; its numbers say nothing about speed.
+    "tiny": Shape("tiny", 2, 64, 4, 2, 128, 0, 500000.0, 32768, tie_embeddings=True),
+}
+
+#: Dense bf16 tensor-core peak (TFLOP/s, no sparsity) from the vendors' data sheets,
+#: matched on ``torch.cuda.get_device_name()``; first match wins.
+PEAK_BF16_TFLOPS: tuple[tuple[tuple[str, ...], float], ...] = (
+    (("H100", "PCIE"), 756.0),
+    (("H100", "NVL"), 835.0),
+    (("H100",), 989.0),  # SXM5 / "80GB HBM3"
+    (("H200",), 989.0),
+    (("GH200",), 989.0),
+    (("A100",), 312.0),
+    (("L40S",), 362.0),
+    (("L4",), 121.0),
+    (("A10",), 125.0),
+)
+
+
+def peak_tflops(device_name: str) -> float | None:
+    """The dense bf16 peak of a GPU named ``device_name``, or None when unknown."""
+    upper = device_name.upper()
+    for needles, tflops in PEAK_BF16_TFLOPS:
+        if all(n in upper for n in needles):
+            return tflops
+    return None
+
+
+def forward_flops(shape: Shape, new: int, cached: int, batch: int = 1) -> float:
+    """FLOPs of one forward pass of ``new`` tokens after ``cached`` ones (module docstring)."""
+    linear = 2.0 * shape.non_embedding_params() * new * batch
+    causal_span = new * cached + new * (new + 1) / 2
+    attention = 4.0 * shape.layers * shape.heads * shape.head_dim * batch * causal_span
+    head = 2.0 * shape.vocab * shape.hidden * batch
+    return linear + attention + head
+
+
+@dataclass
+class PathStats:
+    """What one back end did in one mode."""
+
+    wall_s: float = 0.0
+    prefill_tokens: int = 0
+    prefill_flops: float = 0.0
+    prefill_s: float = 0.0
+    peak_bytes: int = 0
+    requests: int = 0
+
+    def add(self, other: PathStats) -> None:
+        """Accumulate a call's numbers (peak memory is a maximum, the rest sums)."""
+        self.wall_s += other.wall_s
+        self.prefill_tokens += other.prefill_tokens
+        self.prefill_flops += other.prefill_flops
+        self.prefill_s += other.prefill_s
+        self.peak_bytes = max(self.peak_bytes, other.peak_bytes)
+        self.requests += other.requests
+
+
+@dataclass
+class ForwardMeter:
+    """Times and counts the prefill forwards of a model through forward hooks.
+
+    A forward of more than one new token is a prefill (a decode step feeds one). On a
+    GPU the time comes from CUDA events recorded around the forward, read after the
+    call's final synchronisation, so the measurement adds no sync of its own.
+    """
+
+    shape: Shape
+    cuda: bool
+    pending: list[tuple[int, int, int, Any, Any]] = field(default_factory=list)
+    _open: tuple[int, int, int, Any] | None = None
+
+    def attach(self, model: Any) -> None:
+        """Register the hooks on the model's top-level forward."""
+        model.register_forward_pre_hook(self._before, with_kwargs=True)
+        model.register_forward_hook(self._after, with_kwargs=True)
+
+    def _before(self, module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        if ids is None:  # inputs_embeds: not used by either back end
+            return
+        batch, new = int(ids.shape[0]), int(ids.shape[-1])
+        if new <= 1:
+            return
+        cache = kwargs.get("past_key_values")
+        cached = int(cache.get_seq_length()) if cache is not None else 0
+        self._open = (batch, new, cached, self._stamp())
+
+    def _after(self, module: Any, args: Any, kwargs: Any, output: Any) -> None:
+        if self._open is not None:
+            batch, new, cached, start = self._open
+            self.pending.append((batch, new, cached, start, self._stamp()))
+            self._open = None
+
+    def _stamp(self) -> Any:
+        if self.cuda:
+            import torch
+
+            event = torch.cuda.Event(enable_timing=True)
+            event.record()
+            return event
+        return time.perf_counter()
+
+    def drain(self, stats: PathStats) -> None:
+        """Move the recorded forwards into ``stats`` (call after a synchronisation)."""
+        for batch, new, cached, start, end in self.pending:
+            stats.prefill_tokens += batch * new
+            stats.prefill_flops += forward_flops(self.shape, new, cached, batch)
+            stats.prefill_s += start.elapsed_time(end) / 1000 if self.cuda else end - start
+        self.pending.clear()
+
+
+def build_model(shape: Shape, vocab_in_tokenizer: int, device: str, dtype: Any) -> Any:
+    """A randomly initialised Llama of ``shape`` on ``device`` (no download, no disk).
+
+    The output rows of ids beyond the tokenizer are zeroed: random logits elsewhere are
+    positive at their maximum, so greedy decoding picks ids the tokenizer can decode,
+    and answers have the length a real model's would.
+    """
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    vocab = shape.vocab or vocab_in_tokenizer
+    if vocab < vocab_in_tokenizer:
+        raise SystemExit(
+            f"--tokenizer has {vocab_in_tokenizer} tokens, more than the shape's vocabulary "
+            f"of {vocab}; use a tokenizer of at most {vocab} tokens"
+        )
+    config = LlamaConfig(
+        vocab_size=vocab,
+        hidden_size=shape.hidden,
+        intermediate_size=shape.mlp,
+        num_hidden_layers=shape.layers,
+        num_attention_heads=shape.heads,
+        num_key_value_heads=shape.kv_heads,
+        rope_theta=shape.rope_theta,
+        max_position_embeddings=shape.max_positions,
+        tie_word_embeddings=shape.tie_embeddings,
+        bos_token_id=1,
+        eos_token_id=2,
+        pad_token_id=2,
+    )
+    torch.manual_seed(0)
+    with torch.device(device):
+        model = LlamaForCausalLM._from_config(config, dtype=dtype, attn_implementation="sdpa")
+    with torch.no_grad():
+        model.get_output_embeddings().weight[vocab_in_tokenizer:].zero_()
+    return model.eval()
+
+
+def load_tokenizer(path: str | None, scratch: Path) -> Any:
+    """The tokenizer whose lengths the prompts take: ``path``, else the tests' BPE."""
+    from transformers import AutoTokenizer
+
+    if path:
+        return AutoTokenizer.from_pretrained(path)
+    from tests.support.tiny_model import build_tiny_llama
+
+    build_tiny_llama(scratch)  # a tokenizer trained on the transcripts (and a tiny model)
+    return AutoTokenizer.from_pretrained(scratch)
+
+
+def select(convs: dict[str, Conversation], meetings: int, questions: int) -> dict[str, Any]:
+    """The first ``meetings`` meetings, each with its first ``questions`` questions (0: all)."""
+    chosen = list(convs.items())[: meetings or None]
+    return {m: (t, qs[: questions or None]) for m, (t, qs) in chosen}
+
+
+def run_call(
+    generate: Callable[..., list[str]], prompts: Sequence[str], gen: dict[str, Any], meter: Any
+) -> tuple[list[str], PathStats]:
+    """One ``generate_until`` call, as lm-eval makes it, with its time, prefill and memory."""
+    import torch
+    from lm_eval.api.instance import Instance
+
+    reqs = [Instance("generate_until", {}, (p, dict(gen)), i) for i, p in enumerate(prompts)]
+    cuda = torch.cuda.is_available()
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+    start = time.perf_counter()
+    with torch.no_grad():
+        out = generate(reqs, disable_tqdm=True)
+    if cuda:
+        torch.cuda.synchronize()
+    stats = PathStats(wall_s=time.perf_counter() - start, requests=len(reqs))
+    if cuda:
+        stats.peak_bytes = torch.cuda.max_memory_allocated()
+    meter.drain(stats)
+    return out, stats
+
+
+def run_mode(
+    mode: str, stock: Any, make_ours: Callable[[], Any], convs: dict[str, Any], args: Any
+) -> tuple[PathStats, PathStats, int, int]:
+    """Both back ends over one mode; returns their stats and identical/total answers.
+
+    ``hf-prefix`` starts each mode with an empty store, so no mode is helped by the
+    caches of another.
+    """
+    ours = make_ours()
+    render = Renderer(ours.tokenizer, chat=True)
+    gen = {"until": [], "do_sample": False, "temperature": 0.0, "max_gen_toks": args.max_gen_toks}
+    s_stock, s_ours = PathStats(), PathStats()
+    same = total = 0
+    if mode == "st":
+        calls = [[render.prompt(t, [q], []) for t, qs in convs.values() for q in qs]]
+        for prompts in calls:
+            want, a = run_call(stock.generate_until, prompts, gen, args.meter)
+            got, b = run_call(ours.generate_until, prompts, gen, args.meter)
+            s_stock.add(a)
+            s_ours.add(b)
+            same += sum(x == y for x, y in zip(want, got, strict=True))
+            total += len(prompts)
+        return s_stock, s_ours, same, total
+    answers: dict[str, list[str]] = {m: [] for m in convs}
+    for k in range(max(len(qs) for _, qs in convs.values())):
+        live = [m for m, (_, qs) in convs.items() if len(qs) > k]
+        prompts = [render.prompt(convs[m][0], convs[m][1][: k + 1], answers[m]) for m in live]
+        want, a = run_call(stock.generate_until, prompts, gen, args.meter)
+        got, b = run_call(ours.generate_until, prompts, gen, args.meter)
+        s_stock.add(a)
+        s_ours.add(b)
+        same += sum(x == y for x, y in zip(want, got, strict=True))
+        total += len(prompts)
+        for m, text in zip(live, got, strict=True):
+            answers[m].append(text)
+    return s_stock, s_ours, same, total
+
+
+def ratio(a: float, b: float) -> str:
+    """``a/b`` as ``12.34x``, or ``-`` when undefined."""
+    return f"{a / b:.2f}x" if b else "-"
+
+
+def report(
+    mode: str,
+    stock: PathStats,
+    ours: PathStats,
+    same: int,
+    total: int,
+    peak: float | None,
+    weights_gib: float,
+) -> None:
+    """Print one mode's table: a row per back end and the stock/ours ratios."""
+    print(f"\n[{mode}] {total} requests; answers identical hf vs hf-prefix: {same}/{total}")
+    head = (
+        f"  {'back end':<10} {'prefill tok':>12} {'wall s':>8} {'prefill s':>9} "
+        f"{'prefill tok/s':>13} {'peak GiB':>8} {'TFLOP/s':>8} {'util':>6}"
+    )
+    print(head)
+    for name, s in (("hf", stock), ("hf-prefix", ours)):
+        rate = s.prefill_flops / s.prefill_s / 1e12 if s.prefill_s else 0.0
+        util = f"{100 * rate / peak:5.1f}%" if peak else "   n/a"
+        tok_s = s.prefill_tokens / s.prefill_s if s.prefill_s else 0.0
+        mem = f"{s.peak_bytes / GIB:8.2f}" if s.peak_bytes else "     n/a"
+        print(
+            f"  {name:<10} {s.prefill_tokens:>12,} {s.wall_s:>8.1f} {s.prefill_s:>9.1f} "
+            f"{tok_s:>13,.0f} {mem} {rate:>8.1f} {util}"
+        )
+    print(
+        f"  stock/ours: prefill tokens {ratio(stock.prefill_tokens, ours.prefill_tokens)}, "
+        f"wall time {ratio(stock.wall_s, ours.wall_s)}, prefill time "
+        f"{ratio(stock.prefill_s, ours.prefill_s)}"
+        + (
+            f", peak memory {ratio(stock.peak_bytes, ours.peak_bytes)} "
+            f"(weights {weights_gib:.1f} GiB of each peak)"
+            if ours.peak_bytes
+            else ""
+        )
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shape", default="llama-3.1-8b", choices=sorted(SHAPES))
+    parser.add_argument("--modes", default="st,mt,conv", help="comma list of st, mt, conv")
+    parser.add_argument("--split", default="dev", choices=["dev", "test2"])
+    parser.add_argument("--meetings", type=int, default=0, help="first N meetings (0 = all)")
+    parser.add_argument("--questions", type=int, default=0, help="first N per meeting (0 = all)")
+    parser.add_argument("--max-gen-toks", type=int, default=32)
+    parser.add_argument("--tokenizer", help="local tokenizer path (default: the tests' BPE)")
+    parser.add_argument(
+        "--prefix-cache-mb",
+        type=float,
+        default=None,
+        help="hf-prefix store budget (default: 32768 on a GPU, 4096 on the CPU)",
+    )
+    parser.add_argument("--peak-tflops", type=float, help="the GPU's dense bf16 peak")
+    args = parser.parse_args(argv)
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    unknown = sorted(set(modes) - {"st", "mt", "conv"})
+    if unknown or not modes:
+        parser.error(f"--modes {args.modes!r}: use a comma list of st, mt, conv")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+    import torch
+    import transformers
+    from lm_eval.models.huggingface import HFLM
+
+    from elitr_bench.models.hf_prefix import HFPrefixLM
+
+    transformers.logging.set_verbosity_error()
+    # lm-eval warns that a model object was passed instead of a name: that is the point here.
+    logging.getLogger("lm_eval").setLevel(logging.ERROR)
+    cuda = torch.cuda.is_available()
+    shape = SHAPES[args.shape]
+    if not cuda and args.shape != "tiny":
+        print(
+            f"no CUDA GPU here: --shape {args.shape} needs one; --shape tiny runs the same "
+            "code on the CPU (its numbers say nothing about speed)",
+            file=sys.stderr,
+        )
+        return 2
+    device = "cuda" if cuda else "cpu"
+    dtype = torch.bfloat16 if cuda else torch.float32
+    gpu = torch.cuda.get_device_name() if cuda else ""
+    peak = args.peak_tflops or (peak_tflops(gpu) if cuda else None)
+    budget = args.prefix_cache_mb if args.prefix_cache_mb is not None else (32768 if cuda else 4096)
+
+    with tempfile.TemporaryDirectory() as scratch:
+        tok = load_tokenizer(args.tokenizer, Path(scratch) / "tokenizer")
+        model = build_model(shape, len(tok), device, dtype)
+    weights_gib = sum(p.numel() * p.element_size() for p in model.parameters()) / GIB
+    meter = ForwardMeter(shape if shape.vocab else _with_vocab(shape, len(tok)), cuda)
+    meter.attach(model)
+    args.meter = meter
+    stock = HFLM(pretrained=model, tokenizer=tok, batch_size=1, max_length=shape.max_positions)
+
+    def make_ours() -> Any:
+        return HFPrefixLM(
+            pretrained=model,
+            tokenizer=tok,
+            batch_size=1,
+            max_length=shape.max_positions,
+            prefix_cache_mb=budget,
+        )
+
+    print(
+        f"model: random {shape.name} shape, {dtype_name(dtype)}, "
+        f"{model.num_parameters() / 1e9:.2f} B parameters ({weights_gib:.1f} GiB), "
+        f"SDPA attention, batch_size=1, max_gen_toks={args.max_gen_toks}"
+    )
+    print(
+        f"device: {gpu or 'CPU'}"
+        + (f", dense bf16 peak {peak:g} TFLOP/s" if peak else "")
+        + (", peak unknown: pass --peak-tflops for utilisation" if cuda and not peak else "")
+        + f"; torch {torch.__version__}, transformers {transformers.__version__}"
+    )
+    print(
+        f"prompts: ELITR-Bench {args.split}, tokenizer "
+        f"{args.tokenizer or f'tests BPE ({len(tok)} tokens)'}, hf-prefix prefix_cache_mb="
+        f"{budget:g}"
+    )
+    if not cuda:
+        print(
+            "NOTE: CPU run of a tiny shape in float32: it checks that the benchmark works; "
+            "its numbers say nothing about speed on a GPU."
+        )
+    # One short request through each back end first: kernels, cuBLAS handles, allocator.
+    warm = {"until": [], "do_sample": False, "temperature": 0.0, "max_gen_toks": 2}
+    for lm in (stock, make_ours()):
+        run_call(lm.generate_until, ["warm-up " * 300], warm, meter)
+    for mode in modes:
+        setting = "conv" if mode == "conv" else "qa"
+        convs = select(conversations(args.split, setting), args.meetings, args.questions)
+        result = run_mode(mode, stock, make_ours, convs, args)
+        report(mode, *result, peak=peak, weights_gib=weights_gib if cuda else 0.0)
+    return 0
+
+
+def _with_vocab(shape: Shape, vocab: int) -> Shape:
+    from dataclasses import replace
+
+    return replace(shape, vocab=vocab)
+
+
+def dtype_name(dtype: Any) -> str:
+    """``bfloat16`` for ``torch.bfloat16``."""
+    return str(dtype).removeprefix("torch.")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

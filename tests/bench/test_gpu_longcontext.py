@@ -1,0 +1,112 @@
+"""bench/gpu_longcontext.py keeps working: its CPU mode end to end, its FLOP count by hand."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "gpu_longcontext.py"
+
+
+def _load() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("gpu_longcontext", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["gpu_longcontext"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_forward_flops_by_hand() -> None:
+    bench = _load()
+    shape = bench.Shape(
+        "t",
+        layers=2,
+        hidden=8,
+        heads=2,
+        kv_heads=1,
+        mlp=16,
+        vocab=10,
+        rope_theta=1e4,
+        max_positions=64,
+    )
+    # per layer: Q and O 8x8 each, K and V 8x4 each, MLP 3 x 8x16 -> 2*64 + 2*32 + 384 = 576
+    assert shape.non_embedding_params() == 2 * 576
+    # 3 new tokens after 5 cached: causal span 3*5 + 3*4/2 = 21 query-key pairs per head
+    want = 2 * 1152 * 3 + 4 * 2 * 2 * 4 * 21 + 2 * 10 * 8
+    assert bench.forward_flops(shape, new=3, cached=5) == want
+    assert bench.forward_flops(shape, new=3, cached=5, batch=2) == 2 * want
+
+
+def test_llama_shape_has_eight_billion_parameters() -> None:
+    bench = _load()
+    shape = bench.SHAPES["llama-3.1-8b"]
+    embeddings = 2 * shape.vocab * shape.hidden  # input embedding and untied LM head
+    norms = (2 * shape.layers + 1) * shape.hidden  # two RMSNorms per block and a final one
+    assert shape.non_embedding_params() + embeddings + norms == 8_030_261_248  # model card
+
+
+@pytest.mark.parametrize(
+    ("name", "tflops"),
+    [
+        ("NVIDIA H100 80GB HBM3", 989.0),
+        ("NVIDIA H100 PCIe", 756.0),
+        ("NVIDIA H200", 989.0),
+        ("NVIDIA A100-SXM4-80GB", 312.0),
+        ("NVIDIA GeForce GTX 1080", None),
+    ],
+)
+def test_peak_from_device_name(name: str, tflops: float | None) -> None:
+    assert _load().peak_tflops(name) == tflops
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args], capture_output=True, text=True, env=env, timeout=300
+    )
+
+
+@pytest.mark.slow
+def test_cpu_mode_runs_both_back_ends_on_real_prompts() -> None:
+    proc = _run(
+        "--shape",
+        "tiny",
+        "--meetings",
+        "1",
+        "--questions",
+        "2",
+        "--max-gen-toks",
+        "2",
+        "--modes",
+        "st,mt",
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = proc.stdout
+    assert "say nothing about speed" in out
+    for mode in ("st", "mt"):
+        block = out.split(f"[{mode}]")[1]
+        assert "answers identical hf vs hf-prefix: 2/2" in block
+        rows = {
+            m.group(1): int(m.group(2).replace(",", ""))
+            for m in re.finditer(r"^\s+(hf|hf-prefix)\s+([\d,]+)\s", block, re.M)
+        }
+        # Both questions share the transcript: hf-prefix prefills it once, hf twice.
+        assert rows["hf"] > 1.8 * rows["hf-prefix"] > 0
+        assert "stock/ours: prefill tokens" in block
+
+
+def test_gpu_shape_without_gpu_says_how_to_run() -> None:
+    proc = _run("--shape", "llama-3.1-8b", "--modes", "st")
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "no CUDA GPU here: --shape llama-3.1-8b needs one; --shape tiny runs the same code on "
+        "the CPU (its numbers say nothing about speed)"
+    ]
