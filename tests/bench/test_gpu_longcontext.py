@@ -105,8 +105,9 @@ def test_cpu_mode_runs_both_back_ends_on_real_prompts() -> None:
 
 def test_gpu_shape_without_gpu_says_how_to_run() -> None:
     proc = _run("--shape", "llama-3.1-8b", "--modes", "st")
-    assert proc.returncode == 2
+    assert proc.returncode == 0  # a skip, so that `make bench` passes on CPU machines
+    assert proc.stdout == ""
     assert proc.stderr.strip().splitlines() == [
-        "no CUDA GPU here: --shape llama-3.1-8b needs one; --shape tiny runs the same code on "
-        "the CPU (its numbers say nothing about speed)"
+        "skipped: no CUDA GPU here, and --shape llama-3.1-8b needs one; --shape tiny runs the "
+        "same code on the CPU (its numbers say nothing about speed)"
     ]
