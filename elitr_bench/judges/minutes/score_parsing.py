@@ -60,7 +60,7 @@ _WORDS = {
     "ten": 10,
 }
 _NUM = r"[-+]?\d+(?:\.\d+)?|" + "|".join(_WORDS)
-_NUMBER = re.compile(rf"(?P<num>{_NUM})(?![A-Za-z0-9_])", re.I)
+_NUMBER = re.compile(rf"(?P<num>{_NUM})(?![A-Za-z0-9_½¼¾⅓⅔])", re.I)
 _DENOMINATOR = re.compile(
     r"[ \t]*/[ \t]*(?P<a>\d+(?:\.\d+)?)(?![\d.]*\d)"
     r"|[ \t]+(?:out[ \t]+)?of[ \t]+(?P<b>\d+(?:\.\d+)?|ten|five|hundred)\b",
