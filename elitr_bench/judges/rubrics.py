@@ -135,9 +135,32 @@ class ParsedScore:
     reason: str = ""
 
 
-_BOXED = re.compile(r"\\boxed\s*\{\s*([^{}]*?)\s*\}")
-_RESULT = re.compile(r"\[RESULT\]\s*([^\s\]\[]*)")
-_INT = re.compile(r"[+-]?\d+")
+# \boxed{...} with one level of nested braces (\boxed{\text{8}}).
+_BOXED = re.compile(r"\\boxed\s*\{((?:[^{}]|\{[^{}]*\})*)\}")
+_RESULT = re.compile(r"\[RESULT\][ \t]*:?\s*([^\s\]\[]*)(?:[ \t]+out[ \t]+of[ \t]+(\d+))?", re.I)
+# Fig. 8's format line, "[RESULT] (an integer number between 1 and 5)", echoed by a judge.
+_RESULT_ECHO = re.compile(r"\(an\s+integer\s+number", re.I)
+_WRAPPER = re.compile(r"\\(?:text|textbf|mathbf|mathrm)\s*\{([^{}]*)\}")
+_MARKED = re.compile(r"([+-]?\d+)\s*(?:/\s*(\d+)|out\s+of\s+(\d+))?", re.I)
+
+
+def _marked_score(raw: str, high: int) -> int | str:
+    """The integer of one marked value ("8", "**8**", "(4)", "8/10"), or why it is none.
+
+    A denominator must be the rubric's own maximum: "4/5" under a 10-point rubric is a
+    score on another scale, unscored rather than rescaled.
+    """
+    text = _WRAPPER.sub(r"\1", raw).replace("</s>", "").strip().strip("*").strip()
+    text = text.rstrip(".").strip()
+    if text.startswith("(") and text.endswith(")"):
+        text = text[1:-1].strip()
+    match = _MARKED.fullmatch(text)
+    if match is None:
+        return f"holds {raw.strip()!r}, not an integer"
+    denominator = match.group(2) or match.group(3)
+    if denominator is not None and int(denominator) != high:
+        return f"holds {text}, not on the {high}-point scale"
+    return int(match.group(1))
 
 
 def _strict_int(candidates: list[str], low: int, high: int, marker: str) -> ParsedScore:
@@ -150,10 +173,9 @@ def _strict_int(candidates: list[str], low: int, high: int, marker: str) -> Pars
         return ParsedScore(None, f"no {marker} found")
     values: set[int] = set()
     for raw in candidates:
-        text = raw.strip().rstrip(".").strip()
-        if not _INT.fullmatch(text):
-            return ParsedScore(None, f"{marker} holds {raw!r}, not an integer")
-        value = int(text)
+        value = _marked_score(raw, high)
+        if isinstance(value, str):
+            return ParsedScore(None, f"{marker} {value}")
         if not low <= value <= high:
             return ParsedScore(None, f"{marker} holds {value}, outside {low}-{high}")
         values.add(value)
@@ -163,13 +185,27 @@ def _strict_int(candidates: list[str], low: int, high: int, marker: str) -> Pars
 
 
 def parse_boxed(text: str, low: int = 1, high: int = 10) -> ParsedScore:
-    r"""Parse the integer score from ``\boxed{N}`` (Fig. 6 output format)."""
-    return _strict_int(_BOXED.findall(text), low, high, r"\boxed{}")
+    r"""Parse the integer score from ``\boxed{N}`` (Fig. 6 output format).
+
+    An empty ``\boxed{}`` is the judge repeating the instruction, not a score, and is
+    skipped; ``\boxed{8/10}`` and ``\boxed{\text{8}}`` are read as 8.
+    """
+    candidates = [c for c in _BOXED.findall(text) if c.strip()]
+    return _strict_int(candidates, low, high, r"\boxed{}")
 
 
 def parse_result_tag(text: str, low: int = 1, high: int = 5) -> ParsedScore:
-    """Parse the integer score after ``[RESULT]`` (Fig. 8 output format)."""
-    candidates = [c.removesuffix("</s>") for c in _RESULT.findall(text)]
+    """Parse the integer score after ``[RESULT]`` (Fig. 8 output format).
+
+    ``[RESULT]: 4``, ``[RESULT] (4)``, ``[RESULT] **4**``, ``[RESULT] 4/5`` and ``4 out of 5``
+    are read as 4; the format line of Fig. 8 repeated by the judge is skipped.
+    """
+    candidates = []
+    for match in _RESULT.finditer(text):
+        if _RESULT_ECHO.match(text, match.start(1)):
+            continue
+        token, out_of = match.group(1), match.group(2)
+        candidates.append(f"{token} out of {out_of}" if out_of else token)
     return _strict_int(candidates, low, high, "[RESULT]")
 
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 from elitr_bench.judges.config import parse_judge_spec
 from elitr_bench.judges.minutes import MinutesItem, assess_items, get_method
@@ -23,11 +25,13 @@ from elitr_bench.judges.minutes.prompts import (
     ART,
     ART_PROMPT,
     FILLER_PROMPT,
+    PROMPTS,
     parse_criterion,
     parse_filler_label,
     parse_scores,
 )
 from elitr_bench.judges.minutes.registry import assess_items_run
+from elitr_bench.judges.minutes.score_parsing import read_criteria
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest, Reply
 
 PAPER = next(Path("/work/shared/papers").glob("002_*.txt"), None)
@@ -118,36 +122,103 @@ def test_prompt_filled_by_plain_replacement() -> None:
 
 
 # --- parsing -----------------------------------------------------------------------------
+CORPUS = Path(__file__).parent / "data" / "minutes_judge_replies.yaml"
+
+
+def _corpus() -> list[dict[str, Any]]:
+    entries = yaml.safe_load(CORPUS.read_text("utf-8"))
+    assert isinstance(entries, list)
+    return entries
+
+
+@pytest.mark.parametrize("entry", _corpus(), ids=lambda entry: entry["id"])
+def test_reply_corpus(entry: dict[str, Any]) -> None:
+    """Every reply shape gives exactly the scores a careful reader takes from it."""
+    prompt = PROMPTS[entry["prompt"]]
+    parsed = parse_scores(entry["reply"], prompt)
+    expected = {c: None if v is None else float(v) for c, v in entry["expected"].items()}
+    assert dict(parsed.values) == expected
+    assert set(parsed.reasons) == {c for c, v in expected.items() if v is None}
+    for criterion, text in (entry.get("reasons") or {}).items():
+        assert text in parsed.reasons[criterion]
+
+
+def test_reply_corpus_covers_the_shapes() -> None:
+    entries = _corpus()
+    assert len(entries) >= 40
+    assert len({e["id"] for e in entries}) == len(entries)
+    for entry in entries:
+        assert set(entry["expected"]) == set(PROMPTS[entry["prompt"]].criteria), entry["id"]
+    families = {e["family"] for e in entries}
+    assert {
+        "markdown bold",
+        "markdown table",
+        "JSON",
+        "numbered list",
+        "N/10, N out of 10",
+        "prose",
+        "trailing explanations with numbers",
+        "scale statements",
+        "out of range / other scale",
+        "repeated or conflicting values",
+    } <= families
+    assert {e["prompt"] for e in entries} == set(PROMPTS)
+    reasons = [r for e in entries for r in (e.get("reasons") or {}).values()]
+    assert "ambiguous" in reasons
+    replies = "\n".join(e["reply"] for e in entries)
+    assert "```json" in replies and "|---" in replies and "out of 10" in replies
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        (AFGR_ANSWER, {"adequacy": 8, "fluency": 9, "grammaticality": 10, "relevance": 7}),
-        (
-            "**Adequacy**: 7/10 - covers most topics.\n**Fluency** - 8.5 out of 10\n"
-            "Grammaticality score: 9\nRelevance:\n6",
-            {"adequacy": 7, "fluency": 8.5, "grammaticality": 9, "relevance": 6},
-        ),
-        (  # partial: relevance missing
-            "Adequacy: 5\nFluency: 6\nGrammar: 7",
-            {"adequacy": 5, "fluency": 6, "grammaticality": 7, "relevance": None},
-        ),
-        (  # out of range / other scales are unscored, never clipped
-            "Adequacy: 11\nFluency: 4/5\nGrammatical correctness: -1\nRelevance: 80 out of 100",
-            {"adequacy": None, "fluency": None, "grammaticality": None, "relevance": None},
-        ),
-        ("I cannot rate these minutes.", dict.fromkeys(AFGR.criteria)),
+        # The issue's misreadings of the first parser: the number is not the criterion's.
+        ("Relevance: 9. Overall, the relevance is high, although 2 minor topics were omitted.",
+         {"relevance": 9}),
+        ("Fluency: 8\nThe fluency suffers in bullet 3", {"fluency": 8}),
+        ("1. Adequacy: The minutes are good.\n2. Relevance: 7", {"relevance": 7}),
+        ("- Adequacy (0-10): 7", {"adequacy": 7}),
+        ("Adequacy (0-10): 6\nFluency (0-10): 7\nGrammar (0-10): 8\nRelevance (0-10): 9",
+         {"adequacy": 6, "fluency": 7, "grammaticality": 8, "relevance": 9}),
+        # Counts, enumerators and descriptions never become scores.
+        ("Adequacy\n8 of the 10 topics are covered.", {}),
+        ("Relevance: 10 minutes of the meeting were about lunch", {}),
+        ("Adequacy:\n1. The decisions are listed.", {}),
+        ("Adequacy: 2 and 3 are missing", {}),
+        ("Fluency: 2 in bullet 4", {}),
+        ("Adequacy: 8 out of 10 topics", {}),
+        ("Adequacy: 8/10 of the topics are covered", {}),
+        ("Topicality is one of the strengths; the relevance of bullet 2 is low", {}),
+        ("The adequacy score would be 7 if the decisions were included", {}),
+        ("Adequacy: 8\n\n| Bullet | Issue |\n|---|---|\n| 3 | fluency |", {"adequacy": 8}),
+        ("Adequacy: 7\nRelevance: 8\n\nScore: 7.5", {"adequacy": 7, "relevance": 8}),
+        ("Adequacy is at 80% of the reference. Adequacy: 8", {"adequacy": 8}),
+        ("Adequacy and relevance: 8, 2 topics missing", {"adequacy": 8, "relevance": 8}),
+        ("Adequacy, relevance and topicality: 8, 9 and 7",
+         {"adequacy": 8, "relevance": 9, "topicality": 7}),
+        ("Adequacy: 8 of 10", {"adequacy": 8}),
+        ("Adequacy: 0\nFluency: 10.0", {"adequacy": 0, "fluency": 10}),
     ],
-)
-def test_parse_scores(text: str, expected: dict[str, float | None]) -> None:
-    assert dict(parse_scores(text, AFGR).values) == expected
+)  # fmt: skip
+def test_bound_numbers_only(text: str, expected: dict[str, float]) -> None:
+    every = ["adequacy", "fluency", "grammaticality", "relevance", "topicality"]
+    found = read_criteria(text, every)
+    assert {c: s.value for c, s in found.items() if s.value is not None} == expected
 
 
-def test_parse_reasons_and_last_mention() -> None:
+def test_parse_reasons() -> None:
     text = "Adequacy: the minutes miss 2 topics... Final scores: Adequacy: 6, Relevance: 12"
     assert parse_criterion(text, "adequacy") == (6.0, "")
     assert parse_criterion(text, "relevance") == (None, "relevance=12 outside 0-10")
     assert parse_criterion("Fluency: 4/5", "fluency")[1] == "fluency given as 4/5, not on 0-10"
     assert parse_criterion("nothing", "topicality") == (None, "no topicality score")
+    assert parse_criterion("Adequacy: 7\nAdequacy: 6", "adequacy") == (
+        None,
+        "ambiguous adequacy: given as 7 and 6",
+    )
+    assert parse_criterion("Adequacy: 7\n**Adequacy**: 7/10", "adequacy") == (7.0, "")
+    assert parse_criterion("Adequacy: 8, 9", "adequacy")[1].startswith("ambiguous adequacy")
+    assert "range" in parse_criterion("Adequacy: 7-8", "adequacy")[1]
     # A criterion's definition repeated by the judge is not a score.
     definition = "Adequacy (to what extent the minutes adequately capture... 0 to 10)"
     assert parse_criterion(definition, "adequacy")[0] is None
@@ -267,6 +338,44 @@ def test_reply_without_scores_is_unscored_and_minutes_kept(loopback: LoopbackOpe
         "judge_unscored": 1.0,
         "judge_errors": 0.0,
         "filler_tokens_saved": float(assessment.details["filler"]["tokens_saved"]),
+    }
+
+
+def test_ambiguous_reply_is_reasked_then_logged_unscored_with_its_reason(
+    loopback: LoopbackOpenAI,
+) -> None:
+    """A criterion given two values is asked again, then logged unscored as ambiguous."""
+    answers = iter(
+        [
+            "Adequacy: 7\nRelevance: 8\nTopicality: 8\n\nOn reflection, Adequacy: 6",
+            "Adequacy (0-10): 7, as 2 of the 5 decisions are missing.\nRelevance: 8\n"
+            "Adequacy: 6/10 after all. Topicality: 8",
+        ]
+    )
+    loopback.handler = lambda request: next(answers)
+    text = spec(loopback, ",cache=memory,filler=false,reask=1").replace("gpt-afgr", "gpt-art")
+    config = parse_judge_spec(text)
+    docs = [{"meeting_id": "meeting_en_test2023_999", "transcript": TRANSCRIPT}]
+    [[logged]] = judge_minutes(["- Release on Friday."], docs, config, system="gpt4")
+    assert len(loopback.requests) == 2  # the incomplete answer was asked again once
+    found = assessment_of(logged)
+    assert found is not None
+    minutes, assessment = found
+    assert minutes == "- Release on Friday." and assessment.status == "partial"
+    assert dict(assessment.scores) == {
+        "art_adequacy": None,
+        "art_relevance": 8.0,
+        "art_topicality": 8.0,
+    }
+    assert assessment.reason == "ambiguous adequacy: given as 7 and 6"
+    assert assessment.details["unscored"] == {"art_adequacy": assessment.reason}
+    assert len(assessment.details["raw"][0]) == 2  # both answers kept in the log
+    # The sample log's metrics: the ambiguous criterion is left out of its mean, not guessed.
+    assert minutes_judge_metrics(logged) == {
+        "art_relevance": 8.0,
+        "art_topicality": 8.0,
+        "judge_unscored": 0.0,
+        "judge_errors": 0.0,
     }
 
 

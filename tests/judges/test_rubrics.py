@@ -1,6 +1,36 @@
-import pytest
+from pathlib import Path
+from typing import Any
 
-from elitr_bench.judges.rubrics import GPT4, PROMETHEUS, parse_boxed, parse_result_tag
+import pytest
+import yaml
+
+from elitr_bench.judges.rubrics import GPT4, PROMETHEUS, RUBRICS, parse_boxed, parse_result_tag
+
+CORPUS = Path(__file__).parent / "data" / "qa_judge_replies.yaml"
+
+
+def _corpus() -> list[dict[str, Any]]:
+    entries = yaml.safe_load(CORPUS.read_text("utf-8"))
+    assert isinstance(entries, list)
+    return entries
+
+
+@pytest.mark.parametrize("entry", _corpus(), ids=lambda entry: entry["id"])
+def test_reply_corpus(entry: dict[str, Any]) -> None:
+    """Each QA judge reply shape gives the score a careful reader takes from it, or none."""
+    parsed = RUBRICS[entry["rubric"]].parse(entry["reply"])
+    assert parsed.score == entry["expected"]
+    if entry["expected"] is None:
+        assert entry.get("reason", "") in parsed.reason and parsed.reason
+    else:
+        assert parsed.reason == ""
+
+
+def test_reply_corpus_covers_both_rubrics() -> None:
+    entries = _corpus()
+    assert len({e["id"] for e in entries}) == len(entries) >= 20
+    assert {e["rubric"] for e in entries} == set(RUBRICS)
+    assert sum(e["expected"] is None for e in entries) >= 5
 
 
 @pytest.mark.parametrize(
@@ -10,6 +40,8 @@ from elitr_bench.judges.rubrics import GPT4, PROMETHEUS, parse_boxed, parse_resu
         ("\\boxed{ 10 }", 10),
         ("\\boxed{1}.", 1),
         ("first \\boxed{7} and again \\boxed{7}", 7),
+        ("\\boxed{8/10}", 8),
+        ("in \\boxed{}: \\boxed{\\text{6}}", 6),
     ],
 )
 def test_boxed_valid(text: str, expected: int) -> None:
@@ -24,7 +56,7 @@ def test_boxed_valid(text: str, expected: int) -> None:
         "\\boxed{0}",
         "\\boxed{}",
         "\\boxed{7.5}",
-        "\\boxed{8/10}",
+        "\\boxed{4/5}",
         "\\boxed{7} \\boxed{9}",
         "Score: 8",
         "[RESULT] 4",
@@ -37,14 +69,30 @@ def test_boxed_invalid_is_none_with_reason(text: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "expected"), [("Feedback: ok [RESULT] 4", 4), ("[RESULT]5</s>", 5), ("[RESULT] 1.", 1)]
+    ("text", "expected"),
+    [
+        ("Feedback: ok [RESULT] 4", 4),
+        ("[RESULT]5</s>", 5),
+        ("[RESULT] 1.", 1),
+        ("[RESULT]: (3)", 3),
+        ("[RESULT] 4 out of 5", 4),
+    ],
 )
 def test_result_tag_valid(text: str, expected: int) -> None:
     assert parse_result_tag(text).score == expected
 
 
 @pytest.mark.parametrize(
-    "text", ["[RESULT] 6", "[RESULT] 0", "[RESULT] four", "\\boxed{4}", "[RESULT] 2 [RESULT] 3"]
+    "text",
+    [
+        "[RESULT] 6",
+        "[RESULT] 0",
+        "[RESULT] four",
+        "\\boxed{4}",
+        "[RESULT] 2 [RESULT] 3",
+        "[RESULT] 8/10",
+        "[RESULT] (an integer number between 1 and 5)",
+    ],
 )
 def test_result_tag_invalid(text: str) -> None:
     assert parse_result_tag(text).score is None

@@ -19,6 +19,11 @@ Definitions:
   value (the document score, or that document's mean hunk score).
 * Pearson, Spearman and Kendall (tau-b) from scipy; None with fewer than 3 points or a
   constant side.
+* **Column bound**: for two human columns A and B over the same system pairs, a metric agrees
+  with A and with B on every pair that A and B order alike (or with neither), so its two
+  pairwise accuracies differ by at most (pairs that A and B order differently) / pairs.
+  Printed accuracies that differ by more cannot come from one metric (:func:`column_bounds`,
+  :func:`bound_violations`).
 """
 
 from __future__ import annotations
@@ -166,6 +171,91 @@ def pairwise_accuracy(
         metric_ties += m == 0
         human_ties += h == 0
     return Pairwise(agree, pairs, metric_ties, human_ties, missing)
+
+
+@dataclass(frozen=True)
+class ColumnBound:
+    """How far one metric's pairwise accuracies against two human columns can differ.
+
+    Attributes:
+        first: Label of the first human column (``D Adeq``).
+        second: Label of the second one.
+        disagree: System pairs that the two columns order differently (a tie is its own
+            order).
+        pairs: System pairs with both columns.
+    """
+
+    first: str
+    second: str
+    disagree: int
+    pairs: int
+
+    @property
+    def points(self) -> float:
+        """The bound in percentage points (``100 * disagree / pairs``)."""
+        return 100.0 * self.disagree / self.pairs if self.pairs else 0.0
+
+
+def column_bounds(human: Sequence[HumanScores], systems: Sequence[str]) -> list[ColumnBound]:
+    """The bound of every pair of human columns over ``systems`` (see module doc).
+
+    Args:
+        human: Per-meeting human scores of the release.
+        systems: The systems compared (Table 9: its seven).
+    """
+    means = {
+        label: human_system_means(human, level, criterion)
+        for level, criterion, label in HUMAN_COLUMNS
+    }
+    bounds = []
+    for (first, one), (second, two) in itertools.combinations(means.items(), 2):
+        usable = [s for s in systems if s in one and s in two]
+        disagree = pairs = 0
+        for a, b in itertools.combinations(usable, 2):
+            pairs += 1
+            disagree += _sign(one[a] - one[b]) != _sign(two[a] - two[b])
+        bounds.append(ColumnBound(first, second, disagree, pairs))
+    return bounds
+
+
+@dataclass(frozen=True)
+class BoundViolation:
+    """Two accuracies of one metric that differ by more than their columns allow.
+
+    Attributes:
+        bound: The two columns and their bound.
+        first: The accuracy (%) against ``bound.first``.
+        second: The accuracy (%) against ``bound.second``.
+    """
+
+    bound: ColumnBound
+    first: float
+    second: float
+
+    @property
+    def gap(self) -> float:
+        """``|first - second|`` in points."""
+        return abs(self.first - self.second)
+
+
+def bound_violations(
+    accuracies: Mapping[str, float], bounds: Sequence[ColumnBound]
+) -> list[BoundViolation]:
+    """The column pairs whose accuracies (%, column label -> value) break their bound.
+
+    Printed percentages are rounded to 0.1; they are compared as counts of agreeing pairs
+    (``round(percent * pairs / 100)``), so rounding never makes a violation.
+    """
+    found = []
+    for bound in bounds:
+        one, two = accuracies.get(bound.first), accuracies.get(bound.second)
+        if one is None or two is None or not bound.pairs:
+            continue
+        agree_one = round(one * bound.pairs / 100)
+        agree_two = round(two * bound.pairs / 100)
+        if abs(agree_one - agree_two) > bound.disagree:
+            found.append(BoundViolation(bound, one, two))
+    return found
 
 
 def correlations(xs: Sequence[float], ys: Sequence[float]) -> dict[str, float | None]:

@@ -3,8 +3,9 @@
 Reads metric values from three places (released minutes, our lm-eval runs of
 ``automin23_en``, ``--metric-file``), compares them with the release's human
 Adequacy/Fluency/Grammaticality/Relevance at document and hunk level, and prints the
-paper's Tables 6, 7 and 9 next to the printed values. ``--out DIR`` also writes Markdown,
-one CSV per table, every statistic (``meta.csv``) and a heatmap PNG.
+paper's Tables 6, 7, 8 (GPT judges' means, when GPT-ART/AFGR scores are given) and 9 next
+to the printed values, and why Table 9 as printed cannot be reproduced. ``--out DIR`` also
+writes Markdown, one CSV per table, every statistic (``meta.csv``) and a heatmap PNG.
 """
 
 from __future__ import annotations
@@ -75,8 +76,9 @@ def run_check(args: argparse.Namespace) -> dict[str, Any]:
         runs.append(run)
         given.append((run.values, f"--run {run_path}"))
     for metric_file in args.metric_file or []:
-        read = inputs.read_metric_file(metric_file)
-        for note in inputs.check_metric_file_keys(read, f"--metric-file {metric_file}"):
+        origin = f"--metric-file {metric_file}"
+        read, notes = inputs.usable_metric_values(inputs.read_metric_file(metric_file), origin)
+        for note in [*notes, *inputs.check_metric_file_keys(read, origin)]:
             print(note, file=sys.stderr)
         given.append((read, f"--metric-file {metric_file}"))
     named = {s for source, _ in given for cells in source.values() for s, _ in cells}
@@ -101,11 +103,14 @@ def run_check(args: argparse.Namespace) -> dict[str, Any]:
     overall = load_automin_overall_scores()
     rows = check.meta_evaluate(values, human, systems, meetings)
     scored_systems = [s for s in available if s != "annot"]
+    gpt_means = tables.table8(values, meetings)
     built = [
         tables.table6(overall, human, list(tables.TABLE6_EN)),
         tables.table7(values, scored_systems, meetings, extra_metrics=sorted(values)),
         tables.table7_vs_paper(values, [s for s in scored_systems if s in AUTOMIN_SYSTEMS]),
+        *([gpt_means] if gpt_means is not None else []),
         tables.table9(rows, systems),
+        tables.table9_bound(human),
         tables.correlation_table(rows),
     ]
     for table in built:
@@ -155,7 +160,10 @@ def register(subparsers: Any) -> None:
         description=(
             "Pairwise accuracy (AutoMin Sec. 7.1) and Pearson/Spearman/Kendall at system and "
             "document level against the released document- and hunk-level human scores; "
-            "prints Tables 6, 7 and 9 next to the paper's values."
+            "prints Tables 6, 7, 8 (for GPT-ART/AFGR scores) and 9 next to the paper's values, "
+            "and the bounds that show why Table 9 as printed cannot be reproduced. A metric "
+            "file's metric whose values are all equal or missing is left out (a file with no "
+            "other metric is refused)."
         ),
     )
     parser.add_argument(

@@ -7,6 +7,10 @@ transcript unchanged). Compression is shared by every system's minutes of a meet
 computed once per transcript per run and its per-turn classifications are cached by the
 client like any paid completion.
 
+Scores are read conservatively (:mod:`.score_parsing`): a criterion whose answer is
+missing, ambiguous (different values) or off the 0-10 scale is unscored, its reason is
+logged per metric (``details.unscored``) and the answer is asked again like a missing one.
+
 Sampling: ``samples=k`` asks k times (draws 0..k-1) and averages each criterion over the
 samples that scored it; an answer missing a criterion is asked again up to ``reask``
 times (further draws) and the most complete answer of a sample is kept.
@@ -128,7 +132,7 @@ class GPTMinutesJudge:
             *(self._sample(prompt, i, client) for i in range(self.config.samples))
         )
         scores: dict[str, float | None] = {}
-        reasons: list[str] = []
+        unscored: dict[str, str] = {}
         per_sample: dict[str, list[float | None]] = {}
         for criterion, metric in self.prompt.criteria.items():
             values = [parsed.values[criterion] for parsed, _ in results]
@@ -136,9 +140,12 @@ class GPTMinutesJudge:
             scored = [v for v in values if v is not None]
             scores[metric] = statistics.fmean(scored) if scored else None
             if not scored:
-                reasons.append(next(p.reasons[criterion] for p, _ in results))
+                unscored[metric] = next(p.reasons[criterion] for p, _ in results)
         details["raw"] = [raws for _, raws in results]
         details["samples"] = per_sample
+        if unscored:  # per metric, e.g. "ambiguous adequacy: given as 7 and 8"
+            details["unscored"] = unscored
+        reasons = list(unscored.values())
         return MinutesAssessment(
             meeting_id=item.meeting_id,
             system=item.system,

@@ -12,7 +12,10 @@ Three sources, merged into one ``metric -> (system, meeting) -> value`` table:
   after the run;
 * ``--metric-file``: CSV ``system,meeting_id,metric,value`` (empty meeting = system level)
   or JSONL with ``system``, ``meeting_id`` and numeric fields (MESA's output), as the
-  minutes contract fixes.
+  minutes contract fixes. An empty value (CSV ``""``/``nan``, JSON ``null``) is missing. A
+  metric whose values are all equal or all missing cannot order systems (e.g. the Elo 1000
+  of every system of an arena whose comparisons all failed): it is left out with a note,
+  and a file with no other metric is refused (:func:`usable_metric_values`).
 """
 
 from __future__ import annotations
@@ -317,6 +320,9 @@ def read_metric_file(path: str | Path) -> Values:
                         f"--metric-file {file}:{lineno}: expected 4 comma-separated fields "
                         "system,meeting_id,metric,value (leave meeting_id empty, not out)"
                     )
+                cells = out.setdefault(row["metric"].strip(), {})
+                if row["value"].strip().lower() in _MISSING:
+                    continue
                 try:
                     value = float(row["value"])
                 except (TypeError, ValueError):
@@ -324,8 +330,7 @@ def read_metric_file(path: str | Path) -> Values:
                         f"--metric-file {file}:{lineno}: value {row['value']!r} is not a number"
                     ) from None
                 if math.isfinite(value):
-                    key = (row["system"].strip(), (row["meeting_id"] or "").strip())
-                    out.setdefault(row["metric"].strip(), {})[key] = value
+                    cells[(row["system"].strip(), (row["meeting_id"] or "").strip())] = value
         return out
     for lineno, line in enumerate(file.read_text("utf-8").split("\n"), 1):
         if not line.strip():
@@ -341,14 +346,59 @@ def read_metric_file(path: str | Path) -> Values:
             raise DataError(f"--metric-file {file}:{lineno}: object without 'system'")
         key = (str(obj["system"]), str(obj.get("meeting_id") or ""))
         for name, raw in _flatten(obj).items():
+            if name in ("system", "meeting_id") or name.rpartition(".")[2] in JUDGEMENT_FIELDS:
+                continue
             number = _finite(raw)
-            if (
-                number is not None
-                and name not in ("system", "meeting_id")
-                and name.rpartition(".")[2] not in JUDGEMENT_FIELDS
-            ):
+            if number is not None:
                 out.setdefault(str(name), {})[key] = number
+            elif raw is None:  # unscored: missing, and named if it is missing everywhere
+                out.setdefault(str(name), {})
     return out
+
+
+_MISSING = frozenset({"", "nan", "none", "null", "na", "n/a"})
+
+
+def usable_metric_values(values: Values, origin: str) -> tuple[Values, list[str]]:
+    """The metrics of a ``--metric-file`` that can order systems, and notes on the others.
+
+    A metric whose values are all missing, or all equal (two values or more), gives every
+    system pair a tie: its pairwise accuracy would count ties against the humans' order
+    and its correlations are undefined, so it is left out, with a note naming it.
+
+    Args:
+        values: What :func:`read_metric_file` read.
+        origin: How to name the file in messages (``--metric-file PATH``).
+
+    Returns:
+        The usable metrics' values and one note per left-out metric.
+
+    Raises:
+        DataError: No metric of the file is usable (one line naming the file and metrics).
+    """
+    problems: dict[str, str] = {}
+    for metric, cells in values.items():
+        distinct = {round(v, 9) for v in cells.values()}
+        if not cells:
+            problems[metric] = f"{metric} has no value"
+        elif len(cells) > 1 and len(distinct) == 1:
+            problems[metric] = (
+                f"{metric} is {next(iter(cells.values())):g} in all {len(cells)} rows"
+            )
+    usable = {m: dict(c) for m, c in values.items() if m not in problems}
+    if not problems:
+        return usable, []
+    if not usable:
+        named = list(problems.values())
+        more = f" and {len(named) - 4} more" if len(named) > 4 else ""
+        raise DataError(
+            f"{origin}: no metric can order the systems ({'; '.join(named[:4])}{more}): "
+            "pairwise accuracy over ties means nothing; was every judgement of the run that "
+            "wrote it unscored? Re-run it, or leave this file out"
+        )
+    return usable, [
+        f"{origin}: {reason}, so it cannot order systems; left out" for reason in problems.values()
+    ]
 
 
 def check_metric_file_keys(values: Values, origin: str) -> list[str]:

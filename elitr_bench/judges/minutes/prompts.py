@@ -1,5 +1,8 @@
 r"""AutoMin 2023 GPT judge prompts and their parsers (pure functions, no I/O).
 
+Scores are read from the free-text answers by :mod:`.score_parsing` (conservative: only
+numbers bound to a criterion count).
+
 Line-wrap decision: Figures 17-19 of the AutoMin 2023 overview (App. F) are printed in a
 verbatim box whose lines are wrapped to the page. Fig. 17's wrapped lines end either with
 a space or right after an opening parenthesis; we join them back (without adding a space)
@@ -17,6 +20,8 @@ import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+from elitr_bench.judges.minutes.score_parsing import SCALE_HIGH, SCALE_LOW, read_criteria
 
 TRANSCRIPT = "{transcript}"
 MINUTES = "{system_generated_minutes}"
@@ -136,29 +141,8 @@ AFGR = MinutesPrompt(
 )
 PROMPTS: dict[str, MinutesPrompt] = {ART.name: ART, AFGR.name: AFGR}
 
-SCALE = (0.0, 10.0)
+SCALE = (SCALE_LOW, SCALE_HIGH)
 """Both prompts ask for "a scale 0 to 10" (Figs. 17-18)."""
-
-# How a criterion may be named in an answer. Grammaticality is asked as "grammatical
-# correctness"; answers also say "grammar" or "grammaticality".
-_NAMES: dict[str, str] = {
-    "adequacy": r"adequacy",
-    "relevance": r"relevance",
-    "topicality": r"topicality",
-    "fluency": r"fluency",
-    "grammaticality": r"grammatical(?:ity|\s+correctness)?|grammar",
-}
-_NUMBER = r"(-?\d+(?:\.\d+)?)"
-# Name, then at most 40 characters without digits (": ", " - ", "** score: ", a line break),
-# then the number, optionally "/ N" or "out of N". The short gap keeps a criterion's
-# definition ("adequacy (to what extent ... 0 to 10)") from being read as its score.
-_PATTERNS: dict[str, re.Pattern[str]] = {
-    criterion: re.compile(
-        rf"\b(?:{names})\b[^\d]{{0,40}}?{_NUMBER}\s*(?:/\s*(\d+(?:\.\d+)?)|out\s+of\s+(\d+))?",
-        re.IGNORECASE,
-    )
-    for criterion, names in _NAMES.items()
-}
 
 
 @dataclass(frozen=True)
@@ -166,7 +150,7 @@ class ParsedScores:
     """Scores read from one judge answer.
 
     Attributes:
-        values: Criterion -> score on 0-10, or None when missing or invalid.
+        values: Criterion -> score on 0-10, or None when missing, ambiguous or invalid.
         reasons: Criterion -> why it is None (only for the unscored ones).
     """
 
@@ -185,35 +169,22 @@ class ParsedScores:
 
 
 def parse_criterion(text: str, criterion: str) -> tuple[float | None, str]:
-    """The 0-10 score given to one criterion, or None and the reason.
+    """The 0-10 score the answer binds to one criterion, or None and the reason.
 
-    When the answer scores a criterion more than once (an explanation first, a summary
-    line last) the LAST mention counts, as the summary is what the prompt asks for. A
-    score outside 0-10 or on another scale ("7/5", "80 out of 100") is unscored, never
-    clipped or rescaled.
+    See :mod:`elitr_bench.judges.minutes.score_parsing` for what counts as bound. A
+    criterion given different values (an explanation's score and a different summary
+    score) is unscored as ``ambiguous``; a score outside 0-10 or on another scale ("7/5",
+    "80 out of 100") is unscored, never clipped or rescaled.
     """
-    matches = list(_PATTERNS[criterion].finditer(text))
-    if not matches:
-        return None, f"no {criterion} score"
-    match = matches[-1]
-    value = float(match.group(1))
-    denominator = match.group(2) or match.group(3)
-    if denominator is not None and float(denominator) != SCALE[1]:
-        return None, f"{criterion} given as {match.group(1)}/{denominator}, not on 0-10"
-    if not SCALE[0] <= value <= SCALE[1]:
-        return None, f"{criterion}={match.group(1)} outside 0-10"
-    return value, ""
+    found = read_criteria(text, [criterion])[criterion]
+    return found.value, found.reason
 
 
 def parse_scores(text: str, prompt: MinutesPrompt) -> ParsedScores:
-    """Read every criterion of ``prompt`` from a judge answer (missing ones are None)."""
-    values: dict[str, float | None] = {}
-    reasons: dict[str, str] = {}
-    for criterion in prompt.criteria:
-        value, reason = parse_criterion(text, criterion)
-        values[criterion] = value
-        if value is None:
-            reasons[criterion] = reason
+    """Read every criterion of ``prompt`` from a judge answer (unscored ones are None)."""
+    found = read_criteria(text, list(prompt.criteria))
+    values = {criterion: score.value for criterion, score in found.items()}
+    reasons = {c: score.reason for c, score in found.items() if score.value is None}
     return ParsedScores(values, reasons)
 
 

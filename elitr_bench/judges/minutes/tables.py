@@ -1,4 +1,4 @@
-"""AutoMin 2023 Tables 6, 7 and 9 from our numbers, next to the printed ones.
+"""AutoMin 2023 Tables 6, 7, 8 and 9 from our numbers, next to the printed ones.
 
 A table is a header plus rows of strings (ready for Markdown and CSV) built by pure
 functions; the heatmap is the only I/O besides writing files. Each table says where our
@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import csv
 import math
+import statistics
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +20,8 @@ from elitr_bench.data.records import HumanScores, SystemHumanScore
 from elitr_bench.judges.minutes.check import (
     MetaRow,
     MetricValues,
+    bound_violations,
+    column_bounds,
     human_system_means,
     lower_is_better,
     system_spread,
@@ -29,7 +33,11 @@ from elitr_bench.judges.minutes.paper import (
     TABLE6_EN,
     TABLE7_EN_ROWS,
     TABLE7_METRICS,
+    TABLE8_EN,
+    TABLE8_MEETINGS,
+    TABLE8_METRICS,
     TABLE9,
+    TABLE9_SYSTEMS,
 )
 
 
@@ -238,14 +246,189 @@ def table7_vs_paper(values: MetricValues, systems: Sequence[str]) -> Table:
     return table
 
 
+Cell8 = tuple[float, float | None, int]
+"""Mean, sample std (None for one value) and number of meetings (0 = system-level value)."""
+
+
+def _gpt_cells(
+    values: Mapping[tuple[str, str], float], meetings: Sequence[str] | None
+) -> dict[str, Cell8]:
+    """System -> mean, sample std and n of its per-meeting values (or its system value)."""
+    per: dict[str, list[float]] = defaultdict(list)
+    level: dict[str, float] = {}
+    for (system, meeting), value in values.items():
+        if not math.isfinite(value):
+            continue
+        if not meeting:
+            level[system] = value
+        elif meetings is None or meeting in meetings:
+            per[system].append(value)
+    cells: dict[str, Cell8] = {
+        s: (statistics.fmean(v), statistics.stdev(v) if len(v) > 1 else None, len(v))
+        for s, v in per.items()
+    }
+    for system, value in level.items():
+        cells.setdefault(system, (value, None, 0))
+    return cells
+
+
+def _cell8(cell: Cell8 | None) -> str:
+    if cell is None:
+        return "–"
+    mean, std, _ = cell
+    return f"{mean:.2f}" if std is None else f"{mean:.2f} ± {std:.2f}"
+
+
+def table8(values: MetricValues, meetings: Sequence[str] | None = None) -> Table | None:
+    """Table 8: GPT-AFGR / GPT-ART means per system, ours next to the printed ones.
+
+    Ours are the mean and SAMPLE std over the meetings a system was judged on, as the paper's
+    (see :data:`~.paper.TABLE8_EN`). Systems are in Table 8's order, then any others (our
+    runs, systems the paper did not judge with GPT); each printed system also gets its
+    printed row and ``Δ`` = ours - printed mean. A note per metric says how many pairs of
+    Table 8's systems our means order as the printed ones do.
+
+    Returns:
+        None when ``values`` holds no GPT-ART/AFGR metric.
+    """
+    metrics = [m for base in TABLE8_METRICS for m in sorted(values) if m.partition("@")[0] == base]
+    if not metrics:
+        return None
+    cells = {m: _gpt_cells(values[m], meetings) for m in metrics}
+    systems = {s for per in cells.values() for s in per}
+    order = [s for s in TABLE8_EN if s in systems] + sorted(systems - set(TABLE8_EN))
+    table = Table(
+        "table8",
+        "Table 8 (ELMI EN): GPT judges' means per system (0-10), ours vs printed",
+        ["System", "source", *(metric_label(m) for m in metrics), "meetings"],
+    )
+    column = {m: TABLE8_METRICS.index(m.partition("@")[0]) for m in metrics}
+    for system in order:
+        mine = [cells[m].get(system) for m in metrics]
+        counts = sorted({c[2] for c in mine if c is not None})
+        shown = "/".join(str(n) if n else "system" for n in counts)
+        table.rows.append([label(system), "ours", *(_cell8(c) for c in mine), shown])
+        printed = TABLE8_EN.get(system)
+        if printed is None:
+            continue
+        paper = [printed[column[m]] for m in metrics]
+        printed_cells = [f"{a:.2f} ± {b:.2f}" for a, b in paper]
+        table.rows.append([label(system), "paper", *printed_cells, str(TABLE8_MEETINGS)])
+        deltas = [
+            _delta(None if c is None else c[0], p[0]) for c, p in zip(mine, paper, strict=True)
+        ]
+        table.rows.append([label(system), "Δ", *deltas, ""])
+    table.notes.append(
+        f"paper: mean ± sample std over the {TABLE8_MEETINGS} ELMI EN test meetings (the "
+        "printed stds are sample stds of 12 integer scores); ours: mean ± sample std over "
+        "the meetings column; Δ = ours - printed mean"
+    )
+    for metric in metrics:
+        common = [s for s in TABLE8_EN if s in cells[metric]]
+        pairs = same = 0
+        for i, a in enumerate(common):
+            for b in common[i + 1 :]:
+                ours = cells[metric][a][0] - cells[metric][b][0]
+                printed_gap = TABLE8_EN[a][column[metric]][0] - TABLE8_EN[b][column[metric]][0]
+                pairs += 1
+                same += (ours > 0) - (ours < 0) == (printed_gap > 0) - (printed_gap < 0)
+        if pairs:
+            table.notes.append(
+                f"{metric_label(metric)}: {same} of {pairs} pairs of Table 8's systems ordered "
+                "as printed (a tie is its own order)"
+            )
+    missing = [label(s) for s in TABLE8_EN if s not in systems]
+    if missing:
+        table.notes.append(f"Table 8 systems without our scores: {', '.join(missing)}")
+    extra = [label(s) for s in order if s not in TABLE8_EN]
+    if extra:
+        table.notes.append(
+            f"no printed row for {', '.join(extra)} (the paper judged 7 systems with GPT)"
+        )
+    short = sorted(
+        {
+            label(s)
+            for per in cells.values()
+            for s, c in per.items()
+            if s in TABLE8_EN and 0 < c[2] < TABLE8_MEETINGS
+        }
+    )
+    if short:
+        table.notes.append(
+            f"fewer meetings than the paper's {TABLE8_MEETINGS} for {', '.join(short)}: "
+            "their means are not the same quantity"
+        )
+    return table
+
+
+def table9_bound(human: Sequence[HumanScores]) -> Table:
+    """Why Table 9 as printed cannot be reproduced, from the release's human scores.
+
+    For two human columns A and B, one metric's pairwise accuracies against them differ by
+    at most (pairs that A and B order differently) / pairs (:func:`.check.column_bounds`).
+    Each printed row is checked against every such bound over Table 9's seven systems; the
+    table lists how often it breaks them and its worst case.
+    """
+    bounds = column_bounds(human, TABLE9_SYSTEMS)
+    columns = [col for *_, col in HUMAN_COLUMNS]
+    table = Table(
+        "table9_bound",
+        "Table 9 as printed cannot be reproduced: bounds from the human scores (its 7 systems)",
+        ["Metric (printed row)", "violations", "worst: columns", "printed", "gap", "bound"],
+    )
+    counts: list[int] = []
+    for metric, row in TABLE9.items():
+        broken = bound_violations(dict(zip(columns, row, strict=True)), bounds)
+        counts.append(len(broken))
+        if not broken:
+            table.rows.append([metric_label(metric), "0", "–", "–", "–", "–"])
+            continue
+        worst = max(broken, key=lambda v: v.gap - v.bound.points)
+        table.rows.append(
+            [
+                metric_label(metric),
+                str(len(broken)),
+                f"{worst.bound.first} vs {worst.bound.second}",
+                f"{worst.first:.1f} vs {worst.second:.1f}",
+                f"{worst.gap:.1f}",
+                f"{worst.bound.disagree}/{worst.bound.pairs} = {worst.bound.points:.1f}",
+            ]
+        )
+    pairs = max((b.pairs for b in bounds), default=0)
+    table.notes.append(
+        "a metric agrees with both columns or with neither on every system pair that two "
+        "human columns order alike, so its pairwise accuracies against them differ by at most "
+        f"(pairs the columns order differently) / {pairs}; human scores: the release's system "
+        "means (they equal Table 6 as printed)"
+    )
+    example = next((b for b in bounds if (b.first, b.second) == ("D Adeq", "D Fluency")), None)
+    if example is not None and "rouge1" in TABLE9:
+        one, two = TABLE9["rouge1"][0], TABLE9["rouge1"][1]
+        table.notes.append(
+            f"e.g. D Adeq and D Fluency order {example.disagree} of {example.pairs} system "
+            f"pairs differently, so any metric's two accuracies differ by at most "
+            f"{example.points:.1f} points; the printed ROUGE-1 row differs by "
+            f"{abs(one - two):.1f} ({one:.1f} vs {two:.1f})"
+        )
+    if counts:
+        table.notes.append(
+            f"every printed row breaks such a bound at least {min(counts)} times "
+            f"({sum(counts)} violations in {len(counts)} rows): no metric gives these rows, "
+            "so the Δ against them in Table 9 cannot all be 0"
+        )
+    table.notes.append(
+        "bounds (pairs ordered differently): "
+        + ", ".join(f"{b.first}/{b.second} {b.disagree}" for b in bounds)
+    )
+    return table
+
+
 def table9(rows: Sequence[MetaRow], systems: Sequence[str]) -> Table:
     """Table 9: pairwise accuracy (%) per metric and human column, with the printed values.
 
     The printed values are shown (with ``Δ``) only when the compared systems are the
     paper's seven: on other systems they are not the same quantity.
     """
-    from elitr_bench.judges.minutes.paper import TABLE9_SYSTEMS
-
     same_systems = sorted(systems) == sorted(TABLE9_SYSTEMS)
     columns = [col for *_, col in HUMAN_COLUMNS]
     header = ["Metric", "source", *columns, "ties (metric/human)", "pairs"]
