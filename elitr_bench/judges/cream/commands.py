@@ -189,7 +189,7 @@ def arena_command(args: argparse.Namespace) -> int:
             if failed
             else f"every comparison and its reason is in {paths['keyfacts_md']}"
         )
-        print(f"elitr-bench: {result.no_ratings_reason(hint)}", file=sys.stderr)
+        print(f"elitr-bench: no ratings written: {result.no_ratings_reason(hint)}", file=sys.stderr)
         return 1
     for metric, why in result.unrated.items():
         print(f"no {metric} ratings: {why}")

@@ -113,7 +113,7 @@ class ArenaResult:
         statuses = Counter(c.status for c in self.comparisons)
         counts = ", ".join(f"{n} {status}" for status, n in sorted(statuses.items()))
         return (
-            f"no ratings written: none of the {len(self.comparisons)} comparisons was scored "
+            f"none of the {len(self.comparisons)} comparisons was scored "
             f"({counts or 'none'}); {hint + '; ' if hint else ''}"
             f"{_top_reason(unscored_reasons(self.comparisons))}"
         )
