@@ -112,8 +112,8 @@ def test_automin_sentences_per_line() -> None:
         total[1] += len(summary.lines)
     mean = {s: statistics.fmean(r) for s, r in ratios.items()}
     pooled = {s: t[0] / t[1] for s, t in totals.items()}
-    assert mean["zoom-long"] == pytest.approx(4.09, abs=0.01)
-    assert pooled["kmjec"] == pytest.approx(2.49, abs=0.01)
+    assert (pooled["zoom-long"], mean["zoom-long"]) == pytest.approx((4.07, 4.09), abs=0.01)
+    assert (pooled["kmjec"], mean["kmjec"]) == pytest.approx((2.49, 2.51), abs=0.01)
     assert pooled["gpt4"] == pytest.approx(1.0, abs=0.01)
     # ntr numbers most lines "1. ...": a splitter that cuts after the enumerator counts
     # about 1.49; pysbd with the enumerator kept on its sentence counts about 1.13.

@@ -78,7 +78,8 @@ def parse_key_facts(text: str | None) -> tuple[str, ...]:
 
     The App. A.2 prompt shows its example facts as a ``*`` bullet list, and judges answer
     with a bulleted or numbered list, often under a heading and with closing remarks, or
-    in a fenced block. Only the list items are key facts. A JSON list of strings (or an
+    in a fenced block. Only the list items are key facts (short items ending in a colon,
+    "- Summary 1:", head a group and are not). A JSON list of strings (or an
     object holding exactly one) is the same list in another syntax and is accepted too.
     Anything else (prose, a refusal, ``{"facts": []}``, an empty reply) holds no list:
     turning it into "key facts" would score the comparison on text that is not one, so it
