@@ -17,7 +17,7 @@ from elitr_bench.judges.cream.prompts import (
     paragraph_of,
     summary_lines,
 )
-from tests.support.openai_server import LoopbackOpenAI, RecordedRequest
+from tests.support.openai_server import LoopbackOpenAI, RecordedRequest, Reply
 
 FAST = ["--bootstrap", "30", "--orders", "20", "--quiet"]
 
@@ -35,14 +35,21 @@ def _minutes(style: str, meeting: str) -> str:
     return "\n".join(f"* {f}" for f in facts[:3]) + "\n* misc"
 
 
-def write_run(root: Path, name: str, style: str, task: str = "automin23_en") -> Path:
+def write_run(
+    root: Path,
+    name: str,
+    style: str,
+    task: str = "automin23_en",
+    text: Callable[[str], str] | None = None,
+) -> Path:
     """A minimal lm-eval output folder of a minutes task (samples + results file)."""
     folder = root / name
     folder.mkdir(parents=True)
     stamp = "2026-01-01T00-00-00.000001"
     with (folder / f"samples_{task}_{stamp}.jsonl").open("w") as handle:
         for meeting in MEETINGS:
-            sample = {"doc": {"meeting_id": meeting}, "resps": [[_minutes(style, meeting)]]}
+            minutes = text(meeting) if text is not None else _minutes(style, meeting)
+            sample = {"doc": {"meeting_id": meeting}, "resps": [[minutes]]}
             handle.write(json.dumps(sample) + "\n")
     results = {
         "config": {"model": "hf", "model_args": f"pretrained=org/{name}"},
@@ -189,7 +196,8 @@ def test_unscored_replies_keep_reasons_and_are_paid_once(
     loopback.handler = cream_script(bad)
     runs = [write_run(tmp_path, n, n.split("-")[1]) for n in ("m-full", "m-half", "m-third")]
     out = tmp_path / "arena"
-    assert arena(loopback, out, *map(str, runs)) == 0
+    # Every pair involves a bad side: no match is scored, so no ratings and exit 1.
+    assert arena(loopback, out, *map(str, runs)) == 1
     # 3 pairs x 2 meetings x 2 orders = 12 comparisons; each bad alignment is asked again
     # once (reask=1): half and third each appear in 8 comparisons.
     assert len(loopback.snapshot()) == 12 * 3 + 8 + 8
@@ -207,9 +215,11 @@ def test_unscored_replies_keep_reasons_and_are_paid_once(
     )
     matches = list(csv.DictReader((out / "matches.csv").open()))
     assert all(m["result"] == "" for m in matches)  # every pair involves a bad side
-    assert "(partly) unscored" in capsys.readouterr().out
+    printed = capsys.readouterr()
+    assert "(partly) unscored" in printed.out
+    assert "no ratings written" in printed.err and not (out / "ratings.csv").exists()
     # Re-running asks nothing: the arena and the cache hold every reply, bad ones too.
-    assert arena(loopback, tmp_path / "again", *map(str, runs)) == 0
+    assert arena(loopback, tmp_path / "again", *map(str, runs)) == 1
     assert len(loopback.snapshot()) == 12 * 3 + 16
 
 
@@ -316,7 +326,11 @@ def test_failed_judge_calls_resume_without_paying_twice(
     runs = [str(write_run(tmp_path, n, n.split("-")[1])) for n in ("m-full", "m-half")]
     out = tmp_path / "arena"
     assert arena(loopback, out, *runs, judge_opts=",retries=0") == 1
-    assert "comparisons failed (judge errors); re-run" in capsys.readouterr().err
+    err = capsys.readouterr().err.strip().splitlines()
+    # Every comparison failed: no ratings, one line saying so and how to resume.
+    assert len(err) == 1 and err[0].startswith("elitr-bench: no ratings written: none of")
+    assert "(4 error); 4 comparisons failed (judge errors); re-run the same command" in err[0]
+    assert not (out / "ratings.csv").exists()
     first = len(loopback.snapshot())
     assert first == 12  # every call was made once; the half-model alignments failed
     assert (out / "comparisons.jsonl").read_text() == ""  # failed comparisons are not kept
@@ -346,3 +360,238 @@ def test_run_killed_mid_record_resumes_from_arena_and_cache(
     lines = path.read_text().splitlines()
     assert len(lines) == 5 and sum(1 for ln in lines if ln.endswith("}")) == 4
     assert json.loads(lines[-1])["status"] == "ok"
+
+
+def _null_content() -> Reply:
+    """A 200 whose message has ``content: null`` (seen from servers under load)."""
+    return Reply(
+        body={
+            "id": "chatcmpl-null",
+            "object": "chat.completion",
+            "model": "judge-model",
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": None},
+                 "finish_reason": "stop"}
+            ],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 0, "total_tokens": 1},
+        }
+    )  # fmt: skip
+
+
+GARBAGE_KEY_FACTS: dict[str, Callable[[], Reply | str]] = {
+    "prose": lambda: "Both summaries describe a productive meeting with several decisions.",
+    "json-without-facts": lambda: '{"facts": []}',
+    "empty": lambda: "",
+    "null-content": _null_content,
+}
+
+
+def _is_extraction(request: RecordedRequest) -> bool:
+    return request.prompt.startswith("You will be provided with a paragraph")
+
+
+@pytest.mark.parametrize("shape", sorted(GARBAGE_KEY_FACTS))
+def test_garbage_key_fact_reply_is_reasked_then_unscored(
+    tmp_path: Path, loopback: LoopbackOpenAI, capsys: pytest.CaptureFixture[str], shape: str
+) -> None:
+    script = cream_script()
+
+    def handler(request: RecordedRequest) -> Reply | str:
+        if _is_extraction(request) and MEETINGS[0] in request.prompt:
+            return GARBAGE_KEY_FACTS[shape]()
+        return script(request)
+
+    loopback.handler = handler
+    runs = [str(write_run(tmp_path, n, n.split("-")[1])) for n in ("m-full", "m-half")]
+    out = tmp_path / "arena"
+    # The other meeting is scored: ratings over its matches, exit 0.
+    assert arena(loopback, out, *runs) == 0
+    requests = loopback.snapshot()
+    bad = [r for r in requests if MEETINGS[0] in r.body["messages"][0]["content"]]
+    # Both orders of the bad meeting: extraction asked twice (reask=1, next seed), and no
+    # alignment is asked on key facts that do not exist.
+    assert len(bad) == 2 * 2 and all(_is_extraction(r) for r in bad)
+    assert sorted(r.seed for r in bad) == [2023, 2023, 2024, 2024]
+    assert len(requests) == 4 + 2 * 3
+    comps = [json.loads(x) for x in (out / "comparisons.jsonl").read_text().splitlines()]
+    unscored = [c for c in comps if c["meeting_id"] == MEETINGS[0]]
+    assert len(unscored) == 2
+    for comp in unscored:
+        assert comp["status"] == "unscored" and comp["key_facts"] == []
+        assert comp["reason"].endswith("(asked 2 times)")
+        assert ("JSON without a list" if shape == "json-without-facts" else "no") in comp["reason"]
+        assert all(
+            s["scores"] == {"completeness": None, "conciseness": None} for s in comp["sides"]
+        )
+    assert {c["status"] for c in comps if c["meeting_id"] == MEETINGS[1]} == {"ok"}
+    matches = list(csv.DictReader((out / "matches.csv").open()))
+    assert {m["result"] for m in matches if m["meeting_id"] == MEETINGS[0]} == {""}
+    assert all(m["result"] != "" for m in matches if m["meeting_id"] == MEETINGS[1])
+    ratings = list(csv.DictReader((out / "ratings.csv").open()))
+    assert len(ratings) == 2 * 2 * 2  # elo/bt x 2 metrics x 2 systems
+    assert "2 comparisons (partly) unscored" in capsys.readouterr().out
+
+
+def test_all_failed_arena_exits_nonzero_and_writes_no_ratings(
+    tmp_path: Path, loopback: LoopbackOpenAI, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = cream_script()
+    loopback.handler = lambda r: "I cannot do that." if _is_extraction(r) else script(r)
+    runs = [str(write_run(tmp_path, n, n.split("-")[1])) for n in ("m-full", "m-half")]
+    out = tmp_path / "arena"
+    out.mkdir()
+    (out / "ratings.csv").write_text("system,meeting_id,metric,value\nx,,cream_elo_x,1000\n")
+    assert arena(loopback, out, *runs) == 1
+    # 4 comparisons, each extraction asked twice; nothing else.
+    assert len(loopback.snapshot()) == 4 * 2
+    printed = capsys.readouterr()
+    err = printed.err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith("elitr-bench: no ratings written: none of the 4 comparisons")
+    assert "was scored (4 unscored); every comparison and its reason is in" in err[0]
+    assert "most common reason (4 of 4): extraction reply holds no bullet list" in err[0]
+    # No rating file at all (the stale one is gone), so minutes-check cannot read one.
+    for name in ("ratings.csv", "leaderboard.csv", "leaderboard.png", "pairwise.md"):
+        assert not (out / name).exists(), name
+    assert "ratings.csv" not in printed.out
+    assert "**No ratings**" in (out / "leaderboard.md").read_text()
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["rated_metrics"] == [] and "none of the 4" in summary["no_ratings_reason"]
+    check = ["minutes-check", "--metrics", "none", "--metric-file", str(out / "ratings.csv")]
+    assert main(check) == 2
+    assert "no such file" in capsys.readouterr().err
+    # The same command again: still nothing to rate, nothing asked (all cached in the arena).
+    assert arena(loopback, out, *runs) == 1
+    assert len(loopback.snapshot()) == 8
+
+
+# Two summaries whose lines hold different numbers of sentences: "para" writes its first
+# key fact in a four-sentence line, "bullets" one sentence per line.
+UNIT_MINUTES = {
+    "para": "- Anna chairs the meeting. She opens it at nine. Everyone says hello.\n"
+    "- The budget is approved.",
+    "bullets": "- Anna chairs the meeting.\n\n- The budget is approved.\n- Lunch follows",
+}
+UNIT_FACTS = ("Anna chairs the meeting", "The budget is approved")
+
+
+def unit_script(request: RecordedRequest) -> str:
+    """Key facts are UNIT_FACTS; a fact is aligned to every numbered unit containing it."""
+    if _is_extraction(request):
+        return "Key facts:\n" + "\n".join(f"- {f}." for f in UNIT_FACTS)
+    numbered = request.prompt.split("Summary: ", 1)[1].splitlines()
+    units = dict(re.match(r"\[(\d+)\] (.*)", ln).groups() for ln in numbered)  # type: ignore[union-attr]
+    answer = []
+    for fact in UNIT_FACTS:
+        cited = [int(n) for n, text in units.items() if fact in text]
+        answer.append(
+            {"key fact": fact, "response": "Yes" if cited else "No", "line number": cited}
+        )
+    return "```json\n" + json.dumps(answer) + "\n```"
+
+
+def test_alignment_numbers_sentences_and_the_unit_is_part_of_the_arena(
+    tmp_path: Path, loopback: LoopbackOpenAI, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from elitr_bench.judges.cream.segment import summary_sentences
+
+    loopback.handler = unit_script
+    runs = [
+        str(write_run(tmp_path, name, "", text=lambda m, n=name: UNIT_MINUTES[n]))
+        for name in UNIT_MINUTES
+    ]
+    out = tmp_path / "by-sentence"
+    assert arena(loopback, out, *runs) == 0
+    requests = loopback.snapshot()
+    assert len(requests) == 2 * 2 * 3
+    # On the wire: the paragraph is the summaries' lines; each alignment numbers sentences.
+    para, bullets = (summary_lines(UNIT_MINUTES[n]) for n in ("para", "bullets"))
+    assert extraction_prompt(paragraph_of(para, bullets), 16) in [r.prompt for r in requests]
+    alignments = {r.prompt for r in requests if not _is_extraction(r)}
+    assert alignments == {alignment_prompt(summary_sentences(t)) for t in UNIT_MINUTES.values()}
+    numbered = (
+        "Summary: [1] - Anna chairs the meeting.\n[2] She opens it at nine.\n"
+        "[3] Everyone says hello.\n[4] - The budget is approved."
+    )
+    assert any(prompt.endswith(numbered) for prompt in alignments)
+    comps = [json.loads(x) for x in (out / "comparisons.jsonl").read_text().splitlines()]
+    sides = {s["system"]: s for c in comps for s in c["sides"]}
+    assert sides["hf,para"]["unit"] == "sentence"
+    assert (sides["hf,para"]["n_lines"], sides["hf,para"]["n_sentences"]) == (2, 4)
+    assert (sides["hf,bullets"]["n_lines"], sides["hf,bullets"]["n_sentences"]) == (3, 3)
+    # Cited sentences / sentences: para 2 of 4, bullets 2 of 3.
+    assert sides["hf,para"]["scores"] == {"completeness": 1.0, "conciseness": 0.5}
+    assert sides["hf,bullets"]["scores"]["conciseness"] == pytest.approx(2 / 3)
+    board = list(csv.DictReader((out / "leaderboard.csv").open()))
+    assert next(r["system"] for r in board if r["metric"] == "conciseness") == "hf,bullets"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["unit"] == "sentence"
+    assert summary["summary_size"]["hf,para"]["lines"] == 4  # 2 meetings x 2 lines
+    assert summary["summary_size"]["hf,para"]["sentences"] == 8
+    assert summary["summary_size"]["hf,para"]["sentences_per_line"] == 2.0
+    assert "numbered by sentence; hf," in (out / "keyfacts.md").read_text()
+    assert "| hf,para | 4 | 8 | 2.00 |" in (out / "leaderboard.md").read_text()
+    assert json.loads((out / "arena.json").read_text())["judge"]["unit"] == "sentence"
+
+    # --unit line: another folder. The extraction turns come from the cache, and so do
+    # the alignments of "bullets" (one sentence per line: the same prompt either way).
+    lines_out = tmp_path / "by-line"
+    assert arena(loopback, lines_out, *runs, "--unit", "line") == 0
+    new = loopback.snapshot()[len(requests) :]
+    assert len(new) == 4 and {r.prompt for r in new} == {alignment_prompt(para)}
+    comps = [json.loads(x) for x in (lines_out / "comparisons.jsonl").read_text().splitlines()]
+    sides = {s["system"]: s for c in comps for s in c["sides"]}
+    assert sides["hf,para"]["unit"] == "line"
+    assert sides["hf,para"]["scores"]["conciseness"] == 1.0  # one cited sentence per line
+    board = list(csv.DictReader((lines_out / "leaderboard.csv").open()))
+    assert next(r["system"] for r in board if r["metric"] == "conciseness") == "hf,para"
+    capsys.readouterr()
+
+    # A folder never mixes units.
+    assert arena(loopback, out, *runs, "--unit", "line") == 2
+    err = _one_line_error(capsys)
+    assert "this arena counts sentences" in err and "pass --unit sentence" in err
+    # An arena written before the unit was recorded was judged by lines.
+    meta = json.loads((lines_out / "arena.json").read_text())
+    del meta["judge"]["unit"]
+    (lines_out / "arena.json").write_text(json.dumps(meta))
+    assert arena(loopback, lines_out, *runs) == 2
+    assert "this arena counts lines" in _one_line_error(capsys)
+    before = len(loopback.snapshot())
+    assert arena(loopback, lines_out, *runs, "--unit", "line") == 0
+    assert len(loopback.snapshot()) == before
+
+
+@pytest.mark.parametrize("broken", ["extraction", "alignment"])
+def test_reply_without_text_is_unscored_not_an_exception(broken: str) -> None:
+    """A client handing back no text at all (None) leaves the comparison unscored."""
+    import asyncio
+
+    from elitr_bench.judges.cache import Completion
+    from elitr_bench.judges.config import parse_judge_spec
+    from elitr_bench.judges.cream.compare import CreamJudge, Entrant
+
+    class NoText:
+        def __init__(self) -> None:
+            self.calls = 0
+
+        async def complete(self, request: object, draw: int = 0) -> Completion:
+            self.calls += 1
+            prompt = getattr(request, "prompt", "")
+            if prompt.startswith("You will be provided") and broken == "alignment":
+                return Completion("- Anna chairs the meeting.")
+            return Completion(None)  # type: ignore[arg-type]
+
+    client = NoText()
+    judge = CreamJudge(parse_judge_spec("openai:gpt-4o"), client)  # type: ignore[arg-type]
+    a = Entrant.of("a", "- Anna chairs the meeting. She opens it.")
+    b = Entrant.of("b", "- Anna chairs.")
+    comp = asyncio.run(judge.compare("m", a, b))
+    assert comp.status == "unscored"
+    if broken == "extraction":
+        assert comp.reason == "extraction reply is empty (no key facts) (asked 2 times)"
+        assert client.calls == 2
+    else:
+        assert {s.reason for s in comp.sides} == {"alignment reply holds no JSON list"}
+        assert client.calls == 1 + 2 * 2
+        assert comp.side("a").n_sentences == 2 and comp.side("a").unit == "sentence"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -193,3 +195,53 @@ def test_matches_cancel_order_count_position_bias_and_use_tolerance() -> None:
     matrix = pairwise_matrix(matches, ["x", "y"], "completeness")
     assert matrix["x"]["y"] == pytest.approx((0.75 + 0.65) / 2)
     assert matrix["y"]["x"] == pytest.approx((0.65 + 0.4) / 2)
+
+
+def test_only_scored_matches_and_the_systems_that_played_them_are_rated(tmp_path: Path) -> None:
+    import csv
+
+    from elitr_bench.judges.cream.arena import ArenaState, SystemMinutes
+    from elitr_bench.judges.cream.report import analyse, write_outputs
+
+    def side(system: str, comp: float | None, conc: float | None, reason: str = "") -> SideScore:
+        scores = {"completeness": comp, "conciseness": conc}
+        return SideScore(system, 2, scores, (), reason, n_sentences=3, unit="sentence")
+
+    yes = 'conciseness unscored: alignment entry 1: "Yes" without line numbers'
+    comps = {}
+    for m in ("m1", "m2"):
+        for first, second in (("x", "y"), ("y", "x")):
+            sides = (
+                side(first, 0.9 if first == "x" else 0.5, None, yes),
+                side(second, 0.9 if second == "x" else 0.5, None, yes),
+            )
+            comps[(m, first, second)] = Comparison(m, first, second, ("f",), sides, "partial")
+        # z's extraction failed every time: it never plays a scored match.
+        for first, second in (("x", "z"), ("z", "x")):
+            reason = "extraction reply holds no bullet list of key facts (asked 2 times)"
+            sides = (side(first, None, None, reason), side(second, None, None, reason))
+            comps[(m, first, second)] = Comparison(m, first, second, (), sides, "unscored", reason)
+    minutes = {"m1": "- Anna came. Bob left. Carl stayed.\n- Done", "m2": "Hello."}
+    state = ArenaState(
+        judge={"unit": "sentence"},
+        meetings=["m1", "m2"],
+        systems={s: SystemMinutes(s, minutes) for s in ("x", "y", "z")},
+        comparisons=comps,
+    )
+    result = analyse(state, 0.0, orders=5, bootstrap=5)
+    assert set(result.ratings) == {"completeness"}
+    assert result.ratings["completeness"].systems == ("x", "y")
+    assert result.unrated_systems["completeness"] == ("z",)
+    assert result.unrated["conciseness"] == (
+        f"no scored conciseness match; most common reason (8 of 12): {yes}"
+    )
+    assert result.sizes["x"] == {"m1": (2, 4), "m2": (1, 1)}
+    paths = write_outputs(result, tmp_path)
+    rows = list(csv.DictReader(paths["ratings_csv"].open()))
+    assert {(r["system"], r["metric"]) for r in rows} == {
+        (s, f"cream_{k}_completeness") for s in ("x", "y") for k in ("elo", "bt")
+    }
+    board = paths["leaderboard_md"].read_text()
+    assert "## conciseness\n\nNo ratings: no scored conciseness match" in board
+    assert "Unrated (no scored completeness match): z." in board
+    assert "| x | 3 | 5 | 1.67 |" in board

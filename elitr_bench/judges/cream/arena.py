@@ -29,9 +29,9 @@ from elitr_bench.judges.cream.prompts import (
     alignment_prompt,
     extraction_prompt,
     paragraph_of,
-    summary_lines,
 )
 from elitr_bench.judges.cream.scoring import Comparison
+from elitr_bench.judges.cream.segment import DEFAULT_UNIT
 from elitr_bench.judges.errors import JudgeError
 
 log = logging.getLogger(__name__)
@@ -82,6 +82,8 @@ def load_state(out: Path) -> ArenaState:
     try:
         meta = json.loads(meta_path.read_text("utf-8"))
         state.judge = dict(meta["judge"])
+        # Arenas written before the unit was recorded were all judged by lines.
+        state.judge.setdefault("unit", "line")
         state.meetings = [str(m) for m in meta["meetings"]]
         texts: dict[str, dict[str, str]] = {}
         sources = {str(k): v for k, v in meta.get("systems", {}).items()}
@@ -129,9 +131,15 @@ def merge(
     """
     if state.comparisons and state.judge and dict(state.judge) != dict(judge):
         changed = sorted(k for k in {*state.judge, *judge} if state.judge.get(k) != judge.get(k))
+        if changed == ["unit"]:
+            here = state.judge.get("unit")
+            raise ArenaError(
+                f"{out}: this arena counts {here}s (its conciseness divides by {here}s), "
+                f"not {judge.get('unit')}s; pass --unit {here}, or use a new --out folder"
+            )
         raise ArenaError(
             f"{out}: this arena was judged with another judge ({', '.join(changed)} differ); "
-            "use the same --judge and --key-facts, or a new --out folder"
+            "use the same --judge, --key-facts and --unit, or a new --out folder"
         )
     if state.meetings:
         if meetings is not None and sorted(meetings) != sorted(state.meetings):
@@ -210,6 +218,11 @@ def save_meta(state: ArenaState, out: Path) -> None:
     tmp.replace(out / MINUTES_FILE)
 
 
+def entrant_of(state: ArenaState, system: str, meeting: str) -> Entrant:
+    """A system's summary of a meeting as it enters a comparison."""
+    return Entrant.of(system, state.systems[system].minutes[meeting])
+
+
 def pending(state: ArenaState) -> list[tuple[str, str, str]]:
     """Comparisons (meeting, first, second) the arena does not hold yet, both orders."""
     names = sorted(state.systems)
@@ -250,14 +263,16 @@ def plan(state: ArenaState, todo: Sequence[tuple[str, str, str]], config: JudgeC
     from elitr_bench.judges.pricing import estimate_cost, price_for
 
     max_kf = int(state.judge.get("max_key_facts", 16))
+    unit = str(state.judge.get("unit", DEFAULT_UNIT))
     chars = 0
     for meeting, first, second in todo:
-        a = summary_lines(state.systems[first].minutes[meeting])
-        b = summary_lines(state.systems[second].minutes[meeting])
-        extraction = len(extraction_prompt(paragraph_of(a, b), max_kf))
+        a = entrant_of(state, first, meeting).summary
+        b = entrant_of(state, second, meeting).summary
+        extraction = len(extraction_prompt(paragraph_of(a.lines, b.lines), max_kf))
         # Each alignment resends the extraction turn and its reply (at most max_tokens).
         history = extraction + 4 * config.max_tokens
-        chars += extraction + 2 * history + len(alignment_prompt(a)) + len(alignment_prompt(b))
+        aligns = len(alignment_prompt(a.units(unit))) + len(alignment_prompt(b.units(unit)))
+        chars += extraction + 2 * history + aligns
     calls = CALLS_PER_COMPARISON * len(todo)
     prompt_tokens = chars // 4
     completion = calls * config.max_tokens
@@ -301,24 +316,19 @@ async def run_comparisons(
     handle = path.open("a", encoding="utf-8")
 
     async def one(meeting: str, first: str, second: str) -> Comparison:
-        a = Entrant(first, summary_lines(state.systems[first].minutes[meeting]))
-        b = Entrant(second, summary_lines(state.systems[second].minutes[meeting]))
+        a = entrant_of(state, first, meeting)
+        b = entrant_of(state, second, meeting)
         try:
             comp = await judge.compare(meeting, a, b)
         except JudgeError as exc:
             reason = str(exc).splitlines()[0][:300]
             log.warning("CREAM %s %s vs %s failed: %s", meeting, first, second, reason)
-            from elitr_bench.judges.cream.scoring import unscored_side
-
             comp = Comparison(
                 meeting,
                 first,
                 second,
                 (),
-                (
-                    unscored_side(first, len(a.lines), reason),
-                    unscored_side(second, len(b.lines), reason),
-                ),
+                (judge.unscored(a, reason), judge.unscored(b, reason)),
                 "error",
                 reason,
                 judge=judge.identity(),
@@ -373,10 +383,10 @@ async def needs_requests(
         cache=real.cache,
         retries=0,
     )
-    replay = CreamJudge(judge.config, probe, judge.max_key_facts)
+    replay = CreamJudge(judge.config, probe, judge.max_key_facts, judge.unit)
     for meeting, first, second in todo:
-        a = Entrant(first, summary_lines(state.systems[first].minutes[meeting]))
-        b = Entrant(second, summary_lines(state.systems[second].minutes[meeting]))
+        a = entrant_of(state, first, meeting)
+        b = entrant_of(state, second, meeting)
         try:
             await replay.compare(meeting, a, b)
         except JudgeError:

@@ -42,6 +42,7 @@ from elitr_bench.judges.cream.ratings import (
     DEFAULT_SCALE,
     EloParams,
 )
+from elitr_bench.judges.cream.segment import DEFAULT_UNIT, UNITS
 from elitr_bench.judges.minutes.cli_args import comma_list
 
 DEFAULT_CREAM_JUDGE = "openai:gpt-4o-2024-05-13"
@@ -112,7 +113,7 @@ def arena_command(args: argparse.Namespace) -> int:
     if args.meetings is not None:
         available = sorted({m for e in entrants for m in e.minutes}) or list(AUTOMIN_MEETINGS)
         meetings = select_meetings(args.meetings, state.meetings or available)
-    identity = cream_identity(config, args.key_facts)
+    identity = cream_identity(config, args.key_facts, args.unit)
     state = merge(state, entrants, meetings, identity, out)
     todo = pending(state)
     p = plan(state, todo, config)
@@ -139,7 +140,7 @@ def arena_command(args: argparse.Namespace) -> int:
     if todo:
         check_judge_ready(config, command="elitr-bench", alternative=KEYLESS_JUDGE)
         client = make_client(config)
-        judge = CreamJudge(config, client, args.key_facts)
+        judge = CreamJudge(config, client, args.key_facts, args.unit)
         try:
             # One minimal request proves key, URL and model before the comparisons pay
             # (a dead endpoint would otherwise retry every call, then write empty
@@ -179,6 +180,19 @@ def arena_command(args: argparse.Namespace) -> int:
     if unscored:
         print(f"{len(unscored)} comparisons (partly) unscored; reasons in {paths['keyfacts_md']}")
     print(f"wrote {', '.join(p.name for p in paths.values())} to {out}")
+    if not result.ratings:
+        # Nothing was scored: ratings would be the initial value for every system, which
+        # reads like a tie. No ratings are written; one line says why.
+        hint = (
+            f"{failed} comparisons failed (judge errors); re-run the same command to resume "
+            "(finished calls come from the cache)"
+            if failed
+            else f"every comparison and its reason is in {paths['keyfacts_md']}"
+        )
+        print(f"elitr-bench: no ratings written: {result.no_ratings_reason(hint)}", file=sys.stderr)
+        return 1
+    for metric, why in result.unrated.items():
+        print(f"no {metric} ratings: {why}")
     if failed:
         print(
             f"elitr-bench: {failed} comparisons failed (judge errors); re-run the same command "
@@ -229,6 +243,14 @@ def register(subparsers: Any) -> None:
         type=int,
         default=DEFAULT_MAX_KEY_FACTS,
         help="'at most N' key facts (paper: 16, used for its Elo ranking, and 30)",
+    )
+    p.add_argument(
+        "--unit",
+        choices=UNITS,
+        default=DEFAULT_UNIT,
+        help="what the alignment step numbers and conciseness divides by: 'sentence' "
+        "(default; the paper's cited sentences / sentences, split with pysbd) or 'line' "
+        "(cited lines / lines); an arena folder keeps the unit it was judged with",
     )
     p.add_argument(
         "--tolerance",

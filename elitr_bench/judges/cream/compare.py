@@ -5,6 +5,12 @@ then one alignment per summary as a follow-up turn of that conversation (the key
 are the judge's own previous answer). The two alignments run concurrently. A reply that
 cannot be used is asked again with the next draw (``reask=`` of the judge spec, as for
 every judge of the project); each draw is a separate cache entry, so nothing is paid twice.
+A reply that is still unusable after the re-asks (or has no text at all) leaves the
+comparison unscored with the reason; it is never turned into key facts or a score.
+
+The extraction paragraph is the two summaries' lines, whatever the unit; only the
+alignment prompt numbers sentences (``unit=sentence``, the paper's) or lines. The
+extraction turn is therefore the same request, and the same cache entry, for both units.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from elitr_bench.judges.cream.scoring import (
     score_side,
     unscored_side,
 )
+from elitr_bench.judges.cream.segment import DEFAULT_UNIT, Summary, check_unit
 
 CALLS_PER_COMPARISON = 3
 """Extraction + one alignment per summary (re-asks of unusable replies come on top)."""
@@ -39,15 +46,29 @@ CALLS_PER_COMPARISON = 3
 
 @dataclass(frozen=True)
 class Entrant:
-    """One summary entering a comparison: its system and its lines."""
+    """One summary entering a comparison: its system and its text, divided both ways."""
 
     system: str
-    lines: tuple[str, ...]
+    summary: Summary
+
+    @classmethod
+    def of(cls, system: str, text: str) -> Entrant:
+        """An entrant from a system's minutes text."""
+        return cls(system, Summary.of(text))
+
+    @property
+    def lines(self) -> tuple[str, ...]:
+        """The summary's non-empty lines."""
+        return self.summary.lines
 
 
-def cream_identity(config: JudgeConfig, max_key_facts: int) -> dict[str, Any]:
-    """What a CREAM score depends on: judge model and endpoint, prompts and limit, sampling.
+def cream_identity(
+    config: JudgeConfig, max_key_facts: int, unit: str = DEFAULT_UNIT
+) -> dict[str, Any]:
+    """What a CREAM score depends on: judge model and endpoint, prompts, limit, unit, sampling.
 
+    The unit is part of it because it changes what the alignment prompt numbers and what
+    conciseness divides by: an arena folder judged by lines refuses sentences (and back).
     The endpoint is recorded only when it is not the default OpenAI API, so arena folders
     judged there keep their identity, and one folder refuses judges of another server.
     """
@@ -56,6 +77,7 @@ def cream_identity(config: JudgeConfig, max_key_facts: int) -> dict[str, Any]:
         "backend": config.backend,
         "model": config.model,
         "max_key_facts": max_key_facts,
+        "unit": check_unit(unit),
         "prompt_hash": prompt_hash(max_key_facts),
         "temperature": config.temperature,
         "top_p": config.top_p,
@@ -75,18 +97,36 @@ class CreamJudge:
         config: The parsed judge spec (model, sampling, seed, re-asks).
         client: The shared client (cache written before use, retries, rate limits).
         max_key_facts: "at most N" key facts in the extraction prompt.
+        unit: What the alignment prompt numbers and conciseness divides by
+            (``sentence``, the paper's, or ``line``).
     """
 
     def __init__(
-        self, config: JudgeConfig, client: JudgeClient, max_key_facts: int = DEFAULT_MAX_KEY_FACTS
+        self,
+        config: JudgeConfig,
+        client: JudgeClient,
+        max_key_facts: int = DEFAULT_MAX_KEY_FACTS,
+        unit: str = DEFAULT_UNIT,
     ) -> None:
         self.config = config
         self.client = client
         self.max_key_facts = max_key_facts
+        self.unit = check_unit(unit)
 
     def identity(self) -> dict[str, Any]:
         """What every CREAM score of this judge depends on (stored with each comparison)."""
-        return cream_identity(self.config, self.max_key_facts)
+        return cream_identity(self.config, self.max_key_facts, self.unit)
+
+    def unscored(self, entrant: Entrant, reason: str, raw: str = "") -> SideScore:
+        """A side of ``entrant`` left unscored with ``reason``."""
+        return unscored_side(
+            entrant.system,
+            len(entrant.summary.lines),
+            reason,
+            raw,
+            n_sentences=len(entrant.summary.sentences),
+            unit=self.unit,
+        )
 
     def _request(
         self, prompt: str, draw: int, messages: tuple[tuple[str, str], ...] = ()
@@ -105,12 +145,13 @@ class CreamJudge:
         """Key facts, the reply they came from, and the reason if there are none."""
         raw, reason = "", ""
         for draw in range(self.config.reask + 1):
-            raw = (await self.client.complete(self._request(prompt, draw), draw)).text
+            raw = (await self.client.complete(self._request(prompt, draw), draw)).text or ""
             try:
                 return parse_key_facts(raw), raw, ""
             except CreamParseError as exc:
                 reason = str(exc)
-        return (), raw, reason
+        asked = self.config.reask + 1
+        return (), raw, f"{reason} (asked {asked} time{'s' if asked > 1 else ''})"
 
     async def _align(
         self,
@@ -118,12 +159,19 @@ class CreamJudge:
         key_facts: Sequence[str],
         history: tuple[tuple[str, str], ...],
     ) -> SideScore:
-        prompt = alignment_prompt(entrant.lines)
-        side = unscored_side(entrant.system, len(entrant.lines), "not asked")
+        summary = entrant.summary
+        prompt = alignment_prompt(summary.units(self.unit))
+        side = self.unscored(entrant, "not asked")
         for draw in range(self.config.reask + 1):
             reply = await self.client.complete(self._request(prompt, draw, history), draw)
             side = score_side(
-                entrant.system, len(entrant.lines), key_facts, reply.text, attempts=draw + 1
+                entrant.system,
+                len(summary.lines),
+                key_facts,
+                reply.text,
+                attempts=draw + 1,
+                n_sentences=len(summary.sentences),
+                unit=self.unit,
             )
             if side.alignments:  # parsed; a missing conciseness is the judge's answer
                 return side
@@ -139,10 +187,7 @@ class CreamJudge:
                 first.system,
                 second.system,
                 (),
-                (
-                    unscored_side(first.system, len(first.lines), reason),
-                    unscored_side(second.system, len(second.lines), reason),
-                ),
+                (self.unscored(first, reason), self.unscored(second, reason)),
                 "unscored",
                 reason,
                 judge=self.identity(),
@@ -150,10 +195,7 @@ class CreamJudge:
         prompt = extraction_prompt(paragraph_of(first.lines, second.lines), self.max_key_facts)
         key_facts, raw, reason = await self._extract(prompt)
         if not key_facts:
-            sides = (
-                unscored_side(first.system, len(first.lines), reason),
-                unscored_side(second.system, len(second.lines), reason),
-            )
+            sides = (self.unscored(first, reason), self.unscored(second, reason))
             return Comparison(
                 meeting_id,
                 first.system,

@@ -3,8 +3,12 @@
 Syntax problems (prose around the JSON, Markdown fences, trailing commas, single quotes,
 the brace-less list the paper prints) are repaired, because they do not change what the
 judge said. Meaning problems make the comparison unscored with a reason, never a number:
-no key facts, an alignment answer that is neither "Yes" nor "No", a line number outside the
-summary, an alignment that does not answer every key fact once, a missing key.
+an extraction reply without a list of key facts (prose, a refusal, ``{"facts": []}``, an
+empty or missing text), an alignment answer that is neither "Yes" nor "No", a line number
+outside the summary, an alignment that does not answer every key fact once, a missing key.
+
+"Line number" is the prompt's word; what it numbers is the summary's sentences by default
+(``segment.py``), or its lines with ``unit=line``.
 """
 
 from __future__ import annotations
@@ -16,8 +20,12 @@ from typing import Any
 
 from elitr_bench.judges.jsonparse import parse_json_reply
 
-_ITEM = re.compile(r"^\s*(?:[-*\u2022\u2013]|\(?\d{1,3}[.):]|\[\d{1,3}\])\s+(?P<text>\S.*)$")
-_HEADER = re.compile(r"^\s*(?:#+\s*)?(?:\*\*)?\s*key\s*facts?\b.*:\s*(?:\*\*)?\s*$", re.I)
+# A list item: a bullet (-, *, +, bullet signs, dashes) or an enumerator (1. 1) (1) 1: [1]),
+# the enumerator possibly in bold (**1.**), then the item's text.
+_ITEM = re.compile(
+    r"^\s*(?:\*\*)?(?:[-*+\u2022\u2013\u2014]|\(?\d{1,3}[.):]|\[\d{1,3}\])(?:\*\*)?"
+    r"\s+(?P<text>\S.*)$"
+)
 
 
 class CreamParseError(ValueError):
@@ -31,7 +39,8 @@ class Alignment:
     Attributes:
         key_fact: The key fact (from the extraction step).
         supported: The judge's "Yes" (True) or "No" (False).
-        lines: 1-based summary lines the judge cited for a "Yes" (empty for a "No").
+        lines: 1-based numbers of the summary sentences (or lines, ``unit=line``) the judge
+            cited for a "Yes" (empty for a "No").
         judge_key_fact: The key-fact text the judge repeated in its answer ("" if none).
     """
 
@@ -53,32 +62,53 @@ def _strings_of(value: Any) -> list[str] | None:
     return None
 
 
-def parse_key_facts(text: str) -> tuple[str, ...]:
+def _is_heading(item: str) -> bool:
+    """A list item that only introduces others ("- **Summary 1:**"), not a fact.
+
+    Only short items (at most four words) ending in a colon: a longer one ("- The team
+    discussed the following points:") may be the judge's reading of a summary line, and
+    the judge aligns it like any other key fact.
+    """
+    text = item.strip().strip("*_").strip()
+    return text.endswith(":") and len(text.split()) <= 4
+
+
+def parse_key_facts(text: str | None) -> tuple[str, ...]:
     """The key facts of an extraction reply, in order, without duplicates.
 
-    The App. A.2 extraction prompt asks for no particular format; judges answer with a
-    bulleted or numbered list, sometimes with a heading, sometimes as JSON. When the reply
-    has list items, only those are key facts (headings and closing remarks are not);
-    otherwise every non-empty line is one.
+    The App. A.2 prompt shows its example facts as a ``*`` bullet list, and judges answer
+    with a bulleted or numbered list, often under a heading and with closing remarks, or
+    in a fenced block. Only the list items are key facts (short items ending in a colon,
+    "- Summary 1:", head a group and are not). A JSON list of strings (or an
+    object holding exactly one) is the same list in another syntax and is accepted too.
+    Anything else (prose, a refusal, ``{"facts": []}``, an empty reply) holds no list:
+    turning it into "key facts" would score the comparison on text that is not one, so it
+    is an error, and the caller asks again or leaves the comparison unscored.
 
     Raises:
-        CreamParseError: The reply holds no key fact.
+        CreamParseError: The reply holds no list of key facts (the message says whether it
+            was empty, JSON without one, or text without one; the reply itself is kept
+            with the comparison).
     """
-    facts: list[str] | None = None
-    stripped = text.strip()
-    if stripped[:1] in "[{" or "```" in stripped:
-        facts = _strings_of(parse_json_reply(stripped))
-    if facts is None:
-        lines = [ln for ln in stripped.splitlines() if ln.strip() and ln.strip() != "```"]
-        items = [m.group("text").strip() for ln in lines if (m := _ITEM.match(ln))]
-        facts = items if items else [ln.strip() for ln in lines if not _HEADER.match(ln)]
+    stripped = (text or "").strip()
+    if not stripped:
+        raise CreamParseError("extraction reply is empty (no key facts)")
+    lines = [ln for ln in stripped.splitlines() if ln.strip() and not ln.strip().startswith("```")]
+    facts = [m.group("text").strip() for ln in lines if (m := _ITEM.match(ln))]
+    facts = [f for f in facts if not _is_heading(f)]
+    if not facts:
+        value = parse_json_reply(stripped)
+        if value is not None and not isinstance(value, str):
+            facts = _strings_of(value) or []
+            if not facts:
+                raise CreamParseError("extraction reply is JSON without a list of key facts")
     unique: list[str] = []
     for fact in facts:
         fact = fact.strip().strip("*").strip()
         if fact and fact not in unique:
             unique.append(fact)
     if not unique:
-        raise CreamParseError("extraction reply holds no key facts")
+        raise CreamParseError("extraction reply holds no bullet list of key facts")
     return tuple(unique)
 
 
@@ -115,7 +145,7 @@ def _braceless(text: str) -> str | None:
     return "[" + ",".join("{" + c.strip().rstrip(",") + "}" for c in chunks) + "]"
 
 
-def _line_numbers(value: Any, n_lines: int, where: str) -> tuple[int, ...]:
+def _line_numbers(value: Any, n_units: int, where: str) -> tuple[int, ...]:
     if value is None:
         return ()
     if isinstance(value, bool):
@@ -147,9 +177,9 @@ def _line_numbers(value: Any, n_lines: int, where: str) -> tuple[int, ...]:
             item = int(item)
         if isinstance(item, bool) or not isinstance(item, int):
             raise CreamParseError(f"{where}: line number {item!r} is not an integer")
-        if not 1 <= item <= n_lines:
+        if not 1 <= item <= n_units:
             raise CreamParseError(
-                f"{where}: line {item} is outside the summary (lines 1-{n_lines})"
+                f"{where}: line {item} is outside the summary (lines 1-{n_units})"
             )
         if item not in out:
             out.append(item)
@@ -167,7 +197,7 @@ def _answer(value: Any, where: str) -> bool:
 
 
 def parse_alignment(
-    text: str, key_facts: Sequence[str], n_lines: int
+    text: str | None, key_facts: Sequence[str], n_units: int
 ) -> tuple[tuple[Alignment, ...], str]:
     """Check an alignment reply against the key facts and the summary's line count.
 
@@ -177,9 +207,9 @@ def parse_alignment(
     unscored (which lines it covers is unknown); that is returned as a note.
 
     Args:
-        text: The judge's reply.
+        text: The judge's reply (None or empty: no JSON list).
         key_facts: Key facts from the extraction step.
-        n_lines: Number of lines of the aligned summary.
+        n_units: Numbered units (sentences, or lines with ``unit=line``) of the summary.
 
     Returns:
         The alignments, and a note ("" or why conciseness cannot be computed).
@@ -188,6 +218,7 @@ def parse_alignment(
         CreamParseError: No JSON list, a missing key, an unknown answer, a line outside the
             summary, or a number of entries different from the number of key facts.
     """
+    text = text or ""
     value = parse_json_reply(text)
     if isinstance(value, list) and len(value) == 1 and isinstance(value[0], dict):
         fixed = _braceless(text)
@@ -215,7 +246,7 @@ def parse_alignment(
         if "response" not in fields:
             raise CreamParseError(f'{where} has no "response" key')
         supported = _answer(fields["response"], where)
-        lines = _line_numbers(fields.get("line number"), n_lines, where)
+        lines = _line_numbers(fields.get("line number"), n_units, where)
         if not supported:
             lines = ()  # lines cited for a "No" support nothing
         elif not lines:

@@ -2,8 +2,9 @@
 
 CREAM judges two summaries of the same meeting without a reference in one conversation of
 two steps: (1) key facts are extracted from a "paragraph" that is the two summaries
-concatenated; (2) the key facts are aligned to one summary, whose lines are numbered, with
-"Yes"/"No" and the supporting line numbers as JSON. The alignment prompt says "You now have
+concatenated; (2) the key facts are aligned to one summary, whose sentences are numbered
+(its lines with ``unit=line``, see ``segment.py``), with "Yes"/"No" and the supporting
+"line numbers" as JSON. The alignment prompt says "You now have
 a summary and a set of key facts": the key facts are the extraction reply earlier in the
 same chat, so step (2) is sent as a follow-up turn after the extraction turn and its reply.
 
@@ -97,13 +98,15 @@ def summary_lines(text: str) -> tuple[str, ...]:
     return tuple(line.strip() for line in text.splitlines() if line.strip())
 
 
-def number_lines(lines: Sequence[str]) -> str:
-    """Number a summary's lines ``[1] ...``, ``[2] ...`` for the alignment step.
+def number_lines(units: Sequence[str]) -> str:
+    """Number a summary's sentences (or lines) ``[1] ...``, ``[2] ...``, one per line.
 
-    Brackets keep the numbers distinct from minutes that already number their items
-    ("1. Budget"), so "line number" in the judge's answer can only mean ours.
+    Each numbered unit is put on its own line, so the prompt's "line number(s) of the
+    summary sentence(s)" is literally true. Brackets keep the numbers distinct from minutes
+    that already number their items ("1. Budget"), so "line number" in the judge's answer
+    can only mean ours.
     """
-    return "\n".join(f"[{i}] {line}" for i, line in enumerate(lines, start=1))
+    return "\n".join(f"[{i}] {unit}" for i, unit in enumerate(units, start=1))
 
 
 def paragraph_of(first: Sequence[str], second: Sequence[str]) -> str:
@@ -118,9 +121,9 @@ def extraction_prompt(paragraph: str, max_key_facts: int = DEFAULT_MAX_KEY_FACTS
     return _EXTRACTION_TEMPLATE.format(max_key_facts=max_key_facts, paragraph=paragraph)
 
 
-def alignment_prompt(lines: Sequence[str]) -> str:
-    """App. A.2 key-fact alignment prompt for one summary, its lines numbered from 1."""
-    return _ALIGNMENT_TEMPLATE.format(summary=number_lines(lines))
+def alignment_prompt(units: Sequence[str]) -> str:
+    """App. A.2 key-fact alignment prompt for one summary, its sentences (or lines) numbered."""
+    return _ALIGNMENT_TEMPLATE.format(summary=number_lines(units))
 
 
 def prompt_hash(max_key_facts: int = DEFAULT_MAX_KEY_FACTS) -> str:

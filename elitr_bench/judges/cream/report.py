@@ -11,15 +11,24 @@ Files in the arena folder (rewritten from all comparisons after every run):
 * ``matches.csv``: every match with both orders' outcomes (position bias);
 * ``ratings.csv``: ``system,meeting_id,metric,value`` for ``elitr-bench minutes-check
   --metric-file`` (``cream_elo_<metric>``, ``cream_bt_<metric>``, system level);
-* ``summary.json``: counts, position bias, Elo-vs-BT agreement, parameters, judge usage.
+* ``summary.json``: counts, position bias, Elo-vs-BT agreement, parameters, judge usage,
+  the unit and every summary's lines and sentences.
+
+Only scored matches are rated, and only systems that played one. A metric without any
+scored match gets no ratings, and an arena without any gets no ratings at all: no
+``ratings.csv``, ``leaderboard.csv``/``.png`` or ``pairwise`` files (stale ones from an
+earlier run are removed), and ``leaderboard.md`` says why. Ratings that never moved from
+the initial value would read as a tie between systems, and ``minutes-check
+--metric-file`` would compare human scores with it.
 """
 
 from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,11 +51,46 @@ from elitr_bench.judges.cream.ratings import (
     rate,
 )
 from elitr_bench.judges.cream.scoring import METRICS, Comparison
+from elitr_bench.judges.cream.segment import Summary
+
+
+def unscored_reasons(comparisons: Iterable[Comparison], metric: str | None = None) -> Counter[str]:
+    """Why comparisons were not (fully) scored: one count per failed extraction or side.
+
+    A comparison without key facts (or whose judge failed) counts its own reason once;
+    otherwise each side that left ``metric`` (any metric when None) unscored counts its
+    reason.
+    """
+    reasons: Counter[str] = Counter()
+    for comp in comparisons:
+        if comp.status == "ok":
+            continue
+        if comp.status == "error" or not comp.key_facts:
+            reasons[comp.reason or comp.status] += 1
+            continue
+        for side in comp.sides:
+            missing = [v for k, v in side.scores.items() if metric in (None, k) and v is None]
+            if missing and side.reason:
+                reasons[side.reason] += 1
+    return reasons
+
+
+def _top_reason(reasons: Counter[str]) -> str:
+    if not reasons:
+        return "no comparison to score"
+    reason, count = reasons.most_common(1)[0]
+    return f"most common reason ({count} of {sum(reasons.values())}): {reason}"
 
 
 @dataclass(frozen=True)
 class ArenaResult:
-    """Everything computed from an arena's comparisons."""
+    """Everything computed from an arena's comparisons.
+
+    ``ratings`` and ``agreements`` hold only the metrics with at least one scored match,
+    each over the systems that played one; ``unrated`` says why a metric has none, and
+    ``unrated_systems`` which systems a rated metric left out. ``sizes`` is every
+    summary's (lines, sentences) by system and meeting.
+    """
 
     systems: tuple[str, ...]
     meetings: tuple[str, ...]
@@ -59,6 +103,34 @@ class ArenaResult:
     params: EloParams
     orders: int
     bootstrap: int
+    unit: str = "sentence"
+    unrated: Mapping[str, str] = field(default_factory=dict)
+    unrated_systems: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    sizes: Mapping[str, Mapping[str, tuple[int, int]]] = field(default_factory=dict)
+
+    def no_ratings_reason(self, hint: str = "") -> str:
+        """One line on why the arena has no ratings at all (``hint``: what to do about it)."""
+        statuses = Counter(c.status for c in self.comparisons)
+        counts = ", ".join(f"{n} {status}" for status, n in sorted(statuses.items()))
+        return (
+            f"none of the {len(self.comparisons)} comparisons was scored "
+            f"({counts or 'none'}); {hint + '; ' if hint else ''}"
+            f"{_top_reason(unscored_reasons(self.comparisons))}"
+        )
+
+    def size_totals(self) -> dict[str, dict[str, Any]]:
+        """Per system: lines and sentences over the arena's meetings, sentences per line."""
+        out: dict[str, dict[str, Any]] = {}
+        for system in self.systems:
+            per = self.sizes.get(system, {})
+            lines = sum(n for n, _ in per.values())
+            sentences = sum(n for _, n in per.values())
+            out[system] = {
+                "lines": lines,
+                "sentences": sentences,
+                "sentences_per_line": sentences / lines if lines else None,
+            }
+        return out
 
 
 def analyse(
@@ -79,10 +151,30 @@ def analyse(
         if c.meeting_id in wanted and c.first in state.systems and c.second in state.systems
     )
     matches = tuple(build_matches(comps, tolerance))
-    ratings = {
-        metric: rate(matches, systems, metric, params, orders, bootstrap, seed=seed)
-        for metric in METRICS
-    }
+    ratings: dict[str, Ratings] = {}
+    unrated: dict[str, str] = {}
+    left_out: dict[str, tuple[str, ...]] = {}
+    for metric in METRICS:
+        scored = [m for m in matches if m.metric == metric and m.result is not None]
+        if not scored:
+            unrated[metric] = (
+                f"no scored {metric} match; {_top_reason(unscored_reasons(comps, metric))}"
+            )
+            continue
+        played = {s for m in scored for s in (m.a, m.b)}
+        rated = tuple(s for s in systems if s in played)
+        left_out[metric] = tuple(s for s in systems if s not in played)
+        ratings[metric] = rate(matches, rated, metric, params, orders, bootstrap, seed=seed)
+    sizes: dict[str, dict[str, tuple[int, int]]] = {}
+    for system in systems:
+        for meeting in state.meetings:
+            text = state.systems[system].minutes.get(meeting)
+            if text is not None:
+                summary = Summary.of(text)
+                sizes.setdefault(system, {})[meeting] = (
+                    len(summary.lines),
+                    len(summary.sentences),
+                )
     return ArenaResult(
         systems=systems,
         meetings=tuple(state.meetings),
@@ -95,6 +187,10 @@ def analyse(
         params=params,
         orders=orders,
         bootstrap=bootstrap,
+        unit=str(state.judge.get("unit", "line")),
+        unrated=unrated,
+        unrated_systems=left_out,
+        sizes=sizes,
     )
 
 
@@ -132,11 +228,14 @@ def _record(result: ArenaResult, metric: str, system: str) -> dict[str, Any]:
 
 
 def leaderboard_rows(result: ArenaResult) -> list[dict[str, Any]]:
-    """One row per metric and system, ranked by Elo within each metric."""
+    """One row per rated metric and rated system, ranked by Elo within each metric."""
     rows: list[dict[str, Any]] = []
     for metric in METRICS:
+        if metric not in result.ratings:
+            continue
         records = sorted(
-            (_record(result, metric, s) for s in result.systems), key=lambda r: -r["elo"]
+            (_record(result, metric, s) for s in result.ratings[metric].systems),
+            key=lambda r: -r["elo"],
         )
         for rank, rec in enumerate(records, start=1):
             rows.append({"rank": rank, **rec})
@@ -151,21 +250,67 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
 
+def _unit_sentence(result: ArenaResult) -> str:
+    if result.unit == "sentence":
+        return (
+            "Conciseness = cited summary sentences / sentences (App. A.1; sentences split "
+            "with pysbd, line by line)."
+        )
+    return "Conciseness = cited summary lines / lines (--unit line; the paper counts sentences)."
+
+
+def _size_table(result: ArenaResult) -> list[str]:
+    lines = [
+        "## Summary size",
+        "",
+        f"Over the arena's meetings; the alignment step numbered {result.unit}s.",
+        "",
+        "| system | lines | sentences | sentences per line |",
+        "|---|---:|---:|---:|",
+    ]
+    for system, total in result.size_totals().items():
+        lines.append(
+            f"| {system} | {total['lines']} | {total['sentences']} | "
+            f"{_fmt(total['sentences_per_line'], 2)} |"
+        )
+    return [*lines, ""]
+
+
 def leaderboard_markdown(result: ArenaResult, rows: Sequence[Mapping[str, Any]]) -> str:
     """The leaderboard as Markdown, one table per metric, with the arena's parameters."""
-    level = round(100 * next(iter(result.ratings.values())).level)
-    lines = [
+    head = [
         "# CREAM arena leaderboard",
         "",
+    ]
+    if not result.ratings:
+        return "\n".join(
+            [
+                *head,
+                f"{len(result.systems)} systems, {len(result.meetings)} meetings, "
+                f"{len(result.comparisons)} comparisons (both orders).",
+                "",
+                f"**No ratings**: {result.no_ratings_reason()}. Every comparison and its "
+                "reason is in keyfacts.md and comparisons.jsonl.",
+                "",
+                *_size_table(result),
+            ]
+        )
+    level = round(100 * next(iter(result.ratings.values())).level)
+    lines = [
+        *head,
         f"{len(result.systems)} systems, {len(result.meetings)} meetings, "
         f"{len(result.comparisons)} comparisons (both orders). Elo: initial "
         f"{result.params.initial:g}, K={result.params.k:g}, scale {result.params.scale:g}, "
         f"mean over {result.orders} random match orders (meeting by meeting). "
         f"Bradley-Terry on the same scale. [low, high] = {level}% bootstrap interval "
-        f"over meetings ({result.bootstrap} replicates). Draw tolerance {result.tolerance:g}.",
+        f"over meetings ({result.bootstrap} replicates). Draw tolerance {result.tolerance:g}. "
+        f"{_unit_sentence(result)}",
         "",
     ]
     for metric in METRICS:
+        if metric not in result.ratings:
+            lines += [f"## {metric}", "", f"No ratings: {result.unrated[metric]}.", ""]
+            continue
         ag = result.agreements[metric]
         r = result.ratings[metric]
         lines += [
@@ -187,6 +332,9 @@ def leaderboard_markdown(result: ArenaResult, rows: Sequence[Mapping[str, Any]])
                 f"[{row['bt_low']:.0f}, {row['bt_high']:.0f}] | "
                 f"{row['wins']}-{row['draws']}-{row['losses']} | {_pct(row['mean_score'])} |"
             )
+        left_out = result.unrated_systems.get(metric, ())
+        if left_out:
+            lines += ["", f"Unrated (no scored {metric} match): {', '.join(left_out)}."]
         lines.append("")
     lines += ["## Position bias", ""]
     lines += [
@@ -199,7 +347,8 @@ def leaderboard_markdown(result: ArenaResult, rows: Sequence[Mapping[str, Any]])
             f"| {metric} | {b.pairs} | {b.changed} ({_pct(b.changed_share)}) | "
             f"{_fmt(None if b.first_gain is None else 100 * b.first_gain, 1)} points |"
         )
-    return "\n".join(lines) + "\n"
+    lines += ["", *_size_table(result)]
+    return "\n".join(lines)
 
 
 def matrix_markdown(result: ArenaResult) -> str:
@@ -224,8 +373,13 @@ def matrix_markdown(result: ArenaResult) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _size_of(side: Any) -> str:
+    sentences = "" if side.n_sentences is None else f", {side.n_sentences} sentences"
+    return f"{side.system}: {side.n_lines} lines{sentences}"
+
+
 def keyfacts_markdown(result: ArenaResult) -> str:
-    """For every meeting, pair and order: each key fact, captured (lines) or missed."""
+    """For every meeting, pair and order: each key fact, captured (where) or missed."""
     lines = ["# Key facts per pair", ""]
     comps = sorted(result.comparisons, key=lambda c: c.key)
     for comp in comps:
@@ -234,6 +388,8 @@ def keyfacts_markdown(result: ArenaResult) -> str:
             f"## {comp.meeting_id}: {comp.first} (first) vs {comp.second} (second)",
             "",
             f"status {comp.status}" + (f": {comp.reason}" if comp.reason else ""),
+            "",
+            f"numbered by {one.unit}; {_size_of(one)}; {_size_of(two)}",
             "",
         ]
         if not comp.key_facts:
@@ -249,7 +405,7 @@ def keyfacts_markdown(result: ArenaResult) -> str:
             if not a.lines:
                 return "captured"
             cited = ", ".join(map(str, a.lines))
-            return f"captured (line{'s' if len(a.lines) > 1 else ''} {cited})"
+            return f"captured ({side.unit}{'s' if len(a.lines) > 1 else ''} {cited})"
 
         for i, fact in enumerate(comp.key_facts):
             text = fact.replace("|", "\\|")
@@ -278,10 +434,11 @@ def plot_leaderboard(result: ArenaResult, rows: Sequence[Mapping[str, Any]], pat
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    metrics = [m for m in METRICS if m in result.ratings]
     fig, axes = plt.subplots(
-        1, len(METRICS), figsize=(6 * len(METRICS), 0.5 * len(result.systems) + 2), squeeze=False
+        1, len(metrics), figsize=(6 * len(metrics), 0.5 * len(result.systems) + 2), squeeze=False
     )
-    for ax, metric in zip(axes[0], METRICS, strict=True):
+    for ax, metric in zip(axes[0], metrics, strict=True):
         mine = sorted((r for r in rows if r["metric"] == metric), key=lambda r: r["elo"])
         ys = list(range(len(mine)))
         for offset, key, label, color in (
@@ -322,7 +479,12 @@ def plot_leaderboard(result: ArenaResult, rows: Sequence[Mapping[str, Any]], pat
 def write_outputs(
     result: ArenaResult, out: Path, usage: Mapping[str, Any] | None = None
 ) -> dict[str, Path]:
-    """Write every output file of the arena; returns name -> path."""
+    """Write the output files of the arena; returns name -> path of those written.
+
+    Without any scored match only ``leaderboard.md`` (saying why), ``keyfacts.md``,
+    ``matches.csv`` and ``summary.json`` are written, and rating files of an earlier run
+    are removed, so that no file of the folder holds ratings that were never earned.
+    """
     out.mkdir(parents=True, exist_ok=True)
     rows = leaderboard_rows(result)
     paths = {
@@ -336,17 +498,22 @@ def write_outputs(
         "ratings_csv": out / "ratings.csv",
         "summary_json": out / "summary.json",
     }
+    if not result.ratings:
+        stale = ("leaderboard_csv", "leaderboard_png", "pairwise_md", "pairwise_csv")
+        for name in (*stale, "ratings_csv"):
+            paths.pop(name).unlink(missing_ok=True)
     paths["leaderboard_md"].write_text(leaderboard_markdown(result, rows), "utf-8")
-    _write_csv(paths["leaderboard_csv"], rows, ["rank", *rows[0].keys()] if rows else ["rank"])
-    plot_leaderboard(result, rows, paths["leaderboard_png"])
-    paths["pairwise_md"].write_text(matrix_markdown(result), "utf-8")
-    pair_rows = []
-    for metric in METRICS:
-        mat = pairwise_matrix(result.matches, result.systems, metric)
-        for row, cols in mat.items():
-            for col, value in cols.items():
-                pair_rows.append({"metric": metric, "system": row, "vs": col, "score": value})
-    _write_csv(paths["pairwise_csv"], pair_rows, ["metric", "system", "vs", "score"])
+    if result.ratings:
+        _write_csv(paths["leaderboard_csv"], rows, ["rank", *rows[0].keys()])
+        plot_leaderboard(result, rows, paths["leaderboard_png"])
+        paths["pairwise_md"].write_text(matrix_markdown(result), "utf-8")
+        pair_rows = []
+        for metric in METRICS:
+            mat = pairwise_matrix(result.matches, result.systems, metric)
+            for row, cols in mat.items():
+                for col, value in cols.items():
+                    pair_rows.append({"metric": metric, "system": row, "vs": col, "score": value})
+        _write_csv(paths["pairwise_csv"], pair_rows, ["metric", "system", "vs", "score"])
     paths["keyfacts_md"].write_text(keyfacts_markdown(result), "utf-8")
     _write_csv(
         paths["matches_csv"],
@@ -363,7 +530,8 @@ def write_outputs(
         for kind in ("elo", "bt")
         for r in rows
     ]
-    _write_csv(paths["ratings_csv"], rating_rows, ["system", "meeting_id", "metric", "value"])
+    if result.ratings:
+        _write_csv(paths["ratings_csv"], rating_rows, ["system", "meeting_id", "metric", "value"])
     statuses: dict[str, int] = {}
     for comp in result.comparisons:
         statuses[comp.status] = statuses.get(comp.status, 0) + 1
@@ -381,6 +549,22 @@ def write_outputs(
             k: asdict(v) | {"changed_share": v.changed_share} for k, v in result.bias.items()
         },
         "elo_vs_bt": {k: asdict(v) for k, v in result.agreements.items()},
+        "rated_metrics": sorted(result.ratings),
+        "unrated": dict(result.unrated),
+        "unrated_systems": {k: list(v) for k, v in result.unrated_systems.items() if v},
+        "no_ratings_reason": None if result.ratings else result.no_ratings_reason(),
+        "unscored_reasons": dict(unscored_reasons(result.comparisons).most_common()),
+        "unit": result.unit,
+        "summary_size": {
+            system: {
+                **total,
+                "meetings": {
+                    m: {"lines": n_lines, "sentences": n_sentences}
+                    for m, (n_lines, n_sentences) in sorted(result.sizes.get(system, {}).items())
+                },
+            }
+            for system, total in result.size_totals().items()
+        },
         "usage": dict(usage or {}),
     }
     paths["summary_json"].write_text(json.dumps(summary, indent=2) + "\n", "utf-8")

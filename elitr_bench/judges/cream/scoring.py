@@ -3,7 +3,9 @@
 Both are the FineSurE definitions the paper follows (Song et al., 2024):
 
 * completeness = key facts the summary supports / key facts;
-* conciseness = distinct summary lines cited by supported key facts / summary lines.
+* conciseness = distinct summary sentences cited by supported key facts / summary
+  sentences (App. A.1's S is "the set of sentences in the summary"); with ``unit=line``,
+  lines instead of sentences (the arena's option, see ``segment.py``).
 
 A comparison (one concatenation order of one pair) keeps the key facts, each summary's
 alignment and both scores, so that the arena can show which facts a summary captured or
@@ -13,7 +15,7 @@ missed and re-analyse without asking the judge again.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from elitr_bench.judges.cream.parse import Alignment, CreamParseError, parse_alignment
@@ -28,18 +30,18 @@ def completeness(alignments: Sequence[Alignment]) -> float:
     return sum(a.supported for a in alignments) / len(alignments)
 
 
-def conciseness(alignments: Sequence[Alignment], n_lines: int) -> float | None:
-    """Share of summary lines that support some key fact (App. A.1, Conciseness).
+def conciseness(alignments: Sequence[Alignment], n_units: int) -> float | None:
+    """Share of summary units (sentences or lines) that support a key fact (App. A.1).
 
-    None when a supported key fact came without line numbers: which lines it covers is
+    None when a supported key fact came without line numbers: which units it covers is
     unknown, and guessing would change the score.
     """
-    if n_lines < 1:
-        raise ValueError("conciseness needs a summary with at least one line")
+    if n_units < 1:
+        raise ValueError("conciseness needs a summary with at least one sentence or line")
     if any(a.supported and not a.lines for a in alignments):
         return None
     cited = {line for a in alignments if a.supported for line in a.lines}
-    return len(cited) / n_lines
+    return len(cited) / n_units
 
 
 @dataclass(frozen=True)
@@ -48,12 +50,16 @@ class SideScore:
 
     Attributes:
         system: The summary's system.
-        n_lines: Its number of lines (conciseness denominator).
+        n_lines: Its number of non-empty lines.
         scores: ``completeness`` / ``conciseness`` -> value, None = unscored.
         alignments: One entry per key fact (empty when the alignment was unusable).
         reason: Why a metric is unscored ("" when both are scored).
         raw: The judge's alignment reply (last attempt).
         attempts: Alignment requests made (1 + re-asks used).
+        n_sentences: Its number of sentences (None in records made before sentences
+            were counted, which were all judged by lines).
+        unit: What the alignment numbered and conciseness divided by: ``sentence`` or
+            ``line`` (the default only for those older records).
     """
 
     system: str
@@ -63,12 +69,25 @@ class SideScore:
     reason: str = ""
     raw: str = ""
     attempts: int = 0
+    n_sentences: int | None = None
+    unit: str = "line"
+
+    @property
+    def n_units(self) -> int:
+        """The conciseness denominator: sentences or lines, as the summary was numbered."""
+        if self.unit == "sentence":
+            if self.n_sentences is None:
+                raise ValueError(f"{self.system}: unit=sentence without a sentence count")
+            return self.n_sentences
+        return self.n_lines
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict."""
         return {
             "system": self.system,
+            "unit": self.unit,
             "n_lines": self.n_lines,
+            "n_sentences": self.n_sentences,
             "scores": dict(self.scores),
             "alignments": [
                 {
@@ -101,32 +120,65 @@ class SideScore:
                 for a in data.get("alignments", [])
             ),
             reason=str(data.get("reason", "")),
-            raw=str(data.get("raw", "")),
+            raw=str(data.get("raw") or ""),
             attempts=int(data.get("attempts", 0)),
+            n_sentences=None if data.get("n_sentences") is None else int(data["n_sentences"]),
+            unit=str(data.get("unit", "line")),
         )
 
 
 def unscored_side(
-    system: str, n_lines: int, reason: str, raw: str = "", attempts: int = 0
+    system: str,
+    n_lines: int,
+    reason: str,
+    raw: str | None = "",
+    attempts: int = 0,
+    *,
+    n_sentences: int | None = None,
+    unit: str = "line",
 ) -> SideScore:
     """A side whose alignment could not be used: every metric None, reason kept."""
-    return SideScore(system, n_lines, dict.fromkeys(METRICS), (), reason, raw, attempts)
+    return SideScore(
+        system,
+        n_lines,
+        dict.fromkeys(METRICS),
+        (),
+        reason,
+        raw or "",
+        attempts,
+        n_sentences,
+        unit,
+    )
 
 
 def score_side(
-    system: str, n_lines: int, key_facts: Sequence[str], reply: str, attempts: int = 1
+    system: str,
+    n_lines: int,
+    key_facts: Sequence[str],
+    reply: str | None,
+    attempts: int = 1,
+    *,
+    n_sentences: int | None = None,
+    unit: str = "line",
 ) -> SideScore:
-    """Parse an alignment reply and compute both metrics (unscored with a reason on error)."""
+    """Parse an alignment reply and compute both metrics (unscored with a reason on error).
+
+    ``unit`` says what the alignment prompt numbered: line numbers are checked against,
+    and conciseness divides by, ``n_sentences`` for ``sentence`` and ``n_lines`` for
+    ``line``. A missing or empty reply is unscored like any reply without a JSON list.
+    """
+    side = unscored_side(system, n_lines, "", reply, attempts, n_sentences=n_sentences, unit=unit)
+    n_units = side.n_units
     try:
-        alignments, note = parse_alignment(reply, key_facts, n_lines)
+        alignments, note = parse_alignment(reply, key_facts, n_units)
     except CreamParseError as exc:
-        return unscored_side(system, n_lines, str(exc), reply, attempts)
+        return replace(side, reason=str(exc))
     scores: dict[str, float | None] = {
         "completeness": completeness(alignments),
-        "conciseness": conciseness(alignments, n_lines),
+        "conciseness": conciseness(alignments, n_units),
     }
     reason = f"conciseness unscored: {note}" if scores["conciseness"] is None else ""
-    return SideScore(system, n_lines, scores, alignments, reason, reply, attempts)
+    return replace(side, scores=scores, alignments=alignments, reason=reason)
 
 
 @dataclass(frozen=True)
