@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
     from elitr_bench.judges.client import JudgeClient
+    from elitr_bench.judges.config import JudgeConfig
 
 AssessmentStatus = Literal["ok", "partial", "unscored", "error", "skipped"]
 STATUSES: tuple[str, ...] = ("ok", "partial", "unscored", "error", "skipped")
@@ -132,6 +133,25 @@ def error_assessment(
         status="error",
         reason=reason,
     )
+
+
+@dataclass(frozen=True)
+class SideCalls:
+    """Calls a method sends to another model than the judge's (planned and priced apart).
+
+    Attributes:
+        label: What they are for (``filler_classifier``); the usage block's key.
+        config: The other model's judge config (same backend options as the judge).
+        calls: Completions at most.
+        prompt_chars: Characters of their prompts at most.
+        completion_tokens: Output tokens at most.
+    """
+
+    label: str
+    config: JudgeConfig
+    calls: int
+    prompt_chars: int
+    completion_tokens: int
 
 
 class MinutesMethod(Protocol):
