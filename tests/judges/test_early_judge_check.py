@@ -23,6 +23,7 @@ from elitr_bench.judges.config import check_judge_ready, parse_judge_spec
 from elitr_bench.judges.errors import JudgeNotReadyError
 from elitr_bench.tasks.preflight import check_run_judges, our_task_kinds
 from tests.conftest import ROOT
+from tests.support.openai_server import LoopbackOpenAI, RecordedRequest, Reply
 
 MARKER_ARGS = ["--model", "marker-lm", "--tasks", "elitr_qa_dev", "--limit", "1"]
 
@@ -182,3 +183,28 @@ def test_score_never_suggests_a_judge_that_cannot_score_the_run(
     assert main(["score", str(replayed.parent), "--judge", "openai:gpt-4o"]) == 2
     line = capsys.readouterr().err.strip().splitlines()[-1]
     assert "--judge replay (the released judge scores)" in line
+
+
+def test_preflight_checks_the_filler_model_too(loopback: LoopbackOpenAI) -> None:
+    """A ``filler_model`` the endpoint does not serve fails before anything, named."""
+
+    def handler(request: RecordedRequest) -> Reply | str:
+        if isinstance(request.body, dict) and request.body.get("model") == "no-such-mini":
+            return Reply(status=404, content="model not found")
+        return "OK"
+
+    loopback.handler = handler
+    spec = (
+        f"openai:judge-m,rubric=gpt-afgr,base_url={loopback.base_url},"
+        "filler_model=no-such-mini,retries=0"
+    )
+    with pytest.raises(JudgeNotReadyError) as err:
+        check_judge_ready(parse_judge_spec(spec), network=True)
+    assert "(its filler_model no-such-mini)" in str(err.value)
+    assert "model 'no-such-mini' not found" in str(err.value)
+    sent = [r.body["model"] for r in loopback.requests if r.path.endswith("/completions")]
+    assert sent == ["judge-m", "no-such-mini"]  # the judge first, then its classifier
+    # preflight=false: no request at all (the key is still checked, offline).
+    loopback.reset()
+    check_judge_ready(parse_judge_spec(spec + ",preflight=false"), network=True)
+    assert loopback.requests == []
