@@ -157,6 +157,11 @@ class SideCalls:
 class MinutesMethod(Protocol):
     """One way of judging minutes; registered by name in :mod:`.registry`.
 
+    Optional hooks, read with ``getattr`` by :mod:`.registry`: ``planned_prompt_chars``
+    and ``planned_completion_tokens`` (a finer cost preview), ``planned_side_calls`` (calls
+    to another model, as :class:`SideCalls`, priced at that model) and an async
+    ``finish_run`` returning the usage of clients the method opened itself (closed there).
+
     Attributes:
         name: Method name as selected by the judge spec (``rubric=`` or ``method=``).
         metrics: Metric names it reports (each becomes an lm-eval metric, mean over scored).

@@ -148,7 +148,9 @@ def make_client(config: JudgeConfig, cache: JudgeCache | None = None) -> JudgeCl
     if not config.is_llm:
         raise JudgeConfigError(
             f"judge spec {config.spec or config.backend!r}: minutes judges need an LLM backend "
-            "(openai:<model> or hf:<model>); replay and lexical score only QA answers"
+            "(openai:<model> or hf:<model>); replay and lexical score only QA answers, and "
+            "without a key a local OpenAI-compatible server needs none "
+            "(openai:MODEL,base_url=http://127.0.0.1:PORT/v1)"
         )
     return JudgeClient(
         make_backend(config),
@@ -242,6 +244,8 @@ def identity_of(config: JudgeConfig, method: MinutesMethod) -> dict[str, Any]:
     prompt_hash = getattr(method, "prompt_hash", None)
     if isinstance(prompt_hash, str):
         ident["prompt_hash"] = prompt_hash
+    if config.filler and method.name in MINUTES_RUBRICS:  # who classified the turns
+        ident["filler_model"] = config.filler_model or config.model
     from elitr_bench.judges.config import judge_endpoint
 
     endpoint = judge_endpoint(config)

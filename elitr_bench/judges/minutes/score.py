@@ -125,7 +125,11 @@ def score_minutes_samples(
                 **{m: not lower_is_better(m) for m in method.metrics},
                 JUDGE_UNSCORED: False,
                 JUDGE_ERRORS: False,
-                **{m: False for m in (FILLER_UNCLASSIFIED, FILLER_FLAGGED)},
+                **{
+                    m: False
+                    for m in (FILLER_UNCLASSIFIED, FILLER_FLAGGED)
+                    if f"{m},none" in results[t]
+                },
             }
             for t in results
         },
