@@ -23,7 +23,8 @@ would not find our tasks. Two stages keep the cost off every other Python proces
      key or an unloadable judge fails in seconds instead of after the model has loaded.
      The CLI (``_cli/run.py`` calls ``from lm_eval import simple_evaluate``, which lm-eval
      resolves from ``lm_eval.evaluator`` at that moment) and Python callers both get it;
-     a run without our tasks only pays a dictionary lookup per task name.
+     a run without our tasks pays a lookup per task name (and, for a Python caller who
+     passed no task manager, one read of our own task folder), never our judges' imports.
 
 The hook steps aside when lm-eval loads the ``lm_eval.tasks``/``lm_eval.models`` entry
 point groups itself (upstream PRs #4013 and #4015, not released yet: they add
