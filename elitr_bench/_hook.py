@@ -17,7 +17,14 @@ would not find our tasks. Two stages keep the cost off every other Python proces
      (later include paths override earlier ones, so a user's ``--include_path`` wins;
      see :func:`with_our_tasks` for ``include_defaults=False``);
    * our model classes are registered as lazy placeholders once ``lm_eval.models`` has
-     filled the model registry.
+     filled the model registry;
+   * ``lm_eval.evaluator.simple_evaluate`` first checks the judges of our tasks, before
+     lm-eval builds the model under test (:mod:`elitr_bench.tasks.preflight`): a missing
+     key or an unloadable judge fails in seconds instead of after the model has loaded.
+     The CLI (``_cli/run.py`` calls ``from lm_eval import simple_evaluate``, which lm-eval
+     resolves from ``lm_eval.evaluator`` at that moment) and Python callers both get it;
+     a run without our tasks pays a lookup per task name (and, for a Python caller who
+     passed no task manager, one read of our own task folder), never our judges' imports.
 
 The hook steps aside when lm-eval loads the ``lm_eval.tasks``/``lm_eval.models`` entry
 point groups itself (upstream PRs #4013 and #4015, not released yet: they add
@@ -28,9 +35,11 @@ does nothing when ``ELITR_BENCH_NO_HOOK=1``. ``elitr-bench run`` forces it on.
 
 from __future__ import annotations
 
+import functools
 import importlib.abc
 import importlib.machinery
 import inspect
+import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -139,9 +148,58 @@ def _patch_models(module: ModuleType) -> None:
     register_models(registry.model_registry)
 
 
+def check_judges_early(arguments: dict[str, Any]) -> None:
+    """Check our tasks' judges with ``simple_evaluate``'s arguments (see the module doc).
+
+    Our errors (a missing key, a bad judge spec) propagate as one line; anything else is
+    logged and left to the check our tasks repeat while building requests, so a problem
+    in this early check can never stop a run that would otherwise work.
+    """
+    from elitr_bench.data.errors import ElitrBenchError
+
+    try:
+        from elitr_bench.tasks.preflight import check_run_judges
+
+        check_run_judges(
+            tasks=arguments.get("tasks"),
+            model=arguments.get("model"),
+            model_args=arguments.get("model_args"),
+            metadata=arguments.get("metadata"),
+            predict_only=bool(arguments.get("predict_only")),
+            task_manager=arguments.get("task_manager"),
+        )
+    except ElitrBenchError:
+        raise
+    except Exception as exc:  # never break lm-eval because of the plugin
+        logging.getLogger(__name__).warning(
+            "lm-eval-elitr: early judge check skipped (%r); our tasks check it later", exc
+        )
+
+
+def _patch_evaluator(module: ModuleType) -> None:
+    original = getattr(module, "simple_evaluate", None)
+    if original is None or getattr(original, "_elitr_patched", False):
+        return
+    signature = inspect.signature(original)
+
+    @functools.wraps(original)
+    def simple_evaluate(*args: Any, **kwargs: Any) -> Any:
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError:  # let lm-eval report its own argument error
+            return original(*args, **kwargs)
+        bound.apply_defaults()
+        check_judges_early(dict(bound.arguments))
+        return original(*args, **kwargs)
+
+    simple_evaluate._elitr_patched = True  # type: ignore[attr-defined]
+    module.simple_evaluate = simple_evaluate  # type: ignore[attr-defined]
+
+
 _PATCHES: dict[str, Callable[[ModuleType], None]] = {
     "lm_eval.tasks.manager": _patch_task_manager,
     "lm_eval.models": _patch_models,
+    "lm_eval.evaluator": _patch_evaluator,
 }
 
 

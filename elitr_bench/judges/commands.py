@@ -27,6 +27,7 @@ from elitr_bench.judges.config import (
     KEYLESS_JUDGE,
     JudgeConfig,
     check_judge_ready,
+    keyless_alternatives,
     parse_judge_spec,
     resolve_judge_spec,
     with_options,
@@ -409,6 +410,22 @@ def _split_by_kind(files: list[Path]) -> tuple[list[Path], list[Path]]:
     return [f for f in files if f not in minutes], minutes
 
 
+def _model_of(samples: Path) -> str:
+    """The ``--model`` of the lm-eval run that wrote a samples file ("" if unknown)."""
+    from elitr_bench.data.minutes import run_results
+
+    config = run_results(samples).get("config")
+    return str(config.get("model") or "") if isinstance(config, dict) else ""
+
+
+def _generated_runs(files: list[Path]) -> list[Path]:
+    """Samples files whose answers a model generated (replay has no scores for them).
+
+    A file whose run cannot be told (no lm-eval results file next to it) is not counted.
+    """
+    return [f for f in files if _model_of(f) not in ("elitr-replay", "")]
+
+
 def _tasks_of(files: list[Path]) -> str:
     return ", ".join(sorted({task_name_of(f) for f in files}))
 
@@ -435,12 +452,25 @@ def _cmd_score(args: argparse.Namespace) -> int:
             f"({_tasks_of(qa_files)}); use a QA judge, e.g. --judge replay, lexical or "
             "openai:gpt-4-0613"
         )
-    # A keyless QA judge (replay, lexical) cannot score minutes: suggest a local server.
+    # Suggest only judges that can score these runs: replay has scores for the released
+    # systems' answers alone, and neither replay nor lexical scores minutes.
+    generated = [] if minutes_judge else _generated_runs(qa_files)
+    if config.backend == "replay" and generated:
+        raise JudgeConfigError(
+            f"--judge replay scores only the released systems' answers (lm_eval --model "
+            f"elitr-replay); {generated[0]} holds answers of --model "
+            f"{_model_of(generated[0])}. Use an LLM judge, or "
+            f"{keyless_alternatives('qa', 'elitr-bench')}"
+        )
     check_judge_ready(
         config,
         network=True,
         command="elitr-bench",
-        alternative=KEYLESS_JUDGE if minutes_judge else None,
+        alternative=(
+            KEYLESS_JUDGE
+            if minutes_judge
+            else keyless_alternatives("qa", "elitr-bench", replay=bool(qa_files) and not generated)
+        ),
     )
 
     if minutes_judge:  # a minutes judge (issue 11): minutes runs
@@ -490,7 +520,8 @@ def _cmd_judge_check(args: argparse.Namespace) -> int:
     from elitr_bench.judges.judge_check import format_report, run_judge_check
 
     config = judge_config_from_args(args.judge, args.rubric)
-    check_judge_ready(config, network=True, command="elitr-bench")
+    alternative = keyless_alternatives("qa", "elitr-bench", replay=True)  # released answers
+    check_judge_ready(config, network=True, command="elitr-bench", alternative=alternative)
     report = run_judge_check(config)
     print(format_report(report))
     if args.output:

@@ -34,8 +34,12 @@ _NEEDS_TARGET = {"openai": "a model name, e.g. openai:gpt-4-0613", "hf": "a path
 class JudgeConfig:
     """Everything that defines a judge and how it is run.
 
-    Sampling defaults follow the paper (App. B: nucleus sampling, temperature 0.6,
-    top-p 0.9); the seed (2023, the paper's first seed, App. C.1) is sent to the API.
+    The dataclass defaults are the QA judge's: ELITR-Bench samples its GPT-4 evaluator
+    (App. C.1: the evaluator is a source of variance under the run's seed) with the
+    setting App. B gives for GPT-4, temperature 0.6 and top-p 0.9; the seed (2023, the
+    paper's first seed) is sent to the API. The other judge families decode greedily by
+    default because their papers give no sampling (:data:`FAMILY_DEFAULTS`, applied by
+    :func:`parse_judge_spec`).
 
     Attributes:
         backend: ``openai``, ``hf``, ``replay`` or ``lexical``.
@@ -70,8 +74,13 @@ class JudgeConfig:
             AutoMin prompt methods are chosen with ``rubric=gpt-art`` / ``rubric=gpt-afgr``.
         filler: Minutes judges only: compress the transcript by dropping filler turns
             (AutoMin Sec. 6.3, Fig. 19) before judging.
-        debate: MESA: ``none`` (one model per step), ``same`` (MADP-S: moderator and three
-            challengers of this model) or ``mixed`` (MADP-M: challengers from ``pool``).
+        filler_model: Model that classifies the turns (``""`` = the judge's own model).
+            AutoMin classified with text-davinci-003 and judged with GPT-4-32k; the
+            classifier shares the judge's backend, endpoint options and cache.
+        debate: MESA: ``none`` (one model per step, the paper's Single-n), ``same``
+            (MADP-S: moderator and three challengers of this model; the default of
+            ``method=mesa``, the paper's MESA) or ``mixed`` (MADP-M: challengers from
+            ``pool``).
         pool: MESA, ``debate=mixed``: challenger judge specs separated by ``|`` (options
             inside a member with ``;``), or a file with one spec per line.
         error_types: MESA: error-type YAML file ("" = the paper's, packaged).
@@ -112,6 +121,7 @@ class JudgeConfig:
     preflight: bool = True
     method: str = ""
     filler: bool = True
+    filler_model: str = ""
     debate: str = "none"
     pool: str = ""
     error_types: str = ""
@@ -154,6 +164,8 @@ class JudgeConfig:
             ident["prompt_hash"] = self.rubric_obj.prompt_hash
         if self.method:
             ident["method"] = self.method
+        if self.filler and self.is_llm and self.rubric in _MINUTES_PROMPT_RUBRICS:
+            ident["filler_model"] = self.filler_model or self.model
         if self.is_llm:
             ident["sampling"] = {
                 "temperature": self.temperature,
@@ -175,6 +187,43 @@ class JudgeConfig:
     def to_dict(self) -> dict[str, Any]:
         """Plain dict of all fields (for logs and result files; holds no secrets)."""
         return asdict(self)
+
+
+#: The AutoMin prompt methods (``rubric=gpt-art|gpt-afgr``), the only filler compressors.
+_MINUTES_PROMPT_RUBRICS = ("gpt-art", "gpt-afgr")
+
+#: Greedy decoding, for judges whose paper gives no sampling.
+GREEDY: Mapping[str, Any] = {"temperature": 0.0, "top_p": 1.0}
+
+#: Defaults of each judge family where they differ from :class:`JudgeConfig`'s (which
+#: are the QA judge's, ELITR-Bench App. B). Options written in a spec always win.
+#:
+#: * ``qa``: ELITR-Bench's rubrics; sampled at 0.6/0.9 (App. B, C.1).
+#: * ``minutes``: AutoMin 2023's GPT-ART/GPT-AFGR judges and the filler classifier
+#:   (Sec. 6.3): no sampling given, so greedy.
+#: * ``mesa``: MESA (Sec. 2.5): the paper's MESA is the three-step assessment with
+#:   single-model debate (MADP-S), hence ``debate=same``; no sampling given, so greedy.
+#: * ``cream``: CREAM (Sec. 3.1, App. A): no sampling given, so greedy.
+FAMILY_DEFAULTS: Mapping[str, Mapping[str, Any]] = {
+    "qa": {},
+    "minutes": GREEDY,
+    "mesa": {**GREEDY, "method": "mesa", "debate": "same"},
+    "cream": GREEDY,
+}
+JUDGE_FAMILIES: tuple[str, ...] = tuple(FAMILY_DEFAULTS)
+
+
+def judge_family(options: Mapping[str, Any]) -> str:
+    """The family a spec's options select: ``method=mesa``, a minutes rubric, else QA.
+
+    CREAM specs look like QA specs; the ``arena`` command names the family itself.
+    """
+    method = str(options.get("method") or "").strip().lower()
+    if method == "mesa":
+        return "mesa"
+    if method or str(options.get("rubric") or "").strip().lower() in _MINUTES_PROMPT_RUBRICS:
+        return "minutes"
+    return "qa"
 
 
 _BOOL_TRUE = {"1", "true", "yes", "on"}
@@ -210,7 +259,7 @@ def _convert(name: str, raw: str, spec: str) -> Any:
     return raw
 
 
-def parse_judge_spec(spec: str) -> JudgeConfig:
+def parse_judge_spec(spec: str, *, family: str | None = None) -> JudgeConfig:
     """Parse ``<backend>[:<model>][,option=value...]`` into a :class:`JudgeConfig`.
 
     Examples: ``openai:gpt-4-0613``, ``hf:/models/prometheus-13b,rubric=prometheus-rubric``,
@@ -218,8 +267,16 @@ def parse_judge_spec(spec: str) -> JudgeConfig:
     ``price=IN:OUT`` sets both per-1M-token prices. ``none`` is not a judge: use
     :func:`resolve_run_judge` for specs that may disable judging.
 
+    Args:
+        spec: The judge spec.
+        family: The judge family whose :data:`FAMILY_DEFAULTS` apply (a command that
+            implies one: ``mesa``, ``cream``); None decides it from ``method=`` and
+            ``rubric=`` (:func:`judge_family`). The defaults land in the config, so the
+            judge identity shows what ran; options written in the spec win.
+
     Raises:
-        JudgeConfigError: Unknown backend or option, bad value, or an API key in the spec.
+        JudgeConfigError: Unknown backend, family or option, bad value, or an API key in
+            the spec.
     """
     text = spec.strip()
     if not text:
@@ -283,6 +340,14 @@ def parse_judge_spec(spec: str) -> JudgeConfig:
                 + f"known options: {', '.join(known)}"
             )
         values[key] = _convert(key, raw, spec)
+    chosen = family or judge_family(values)
+    if chosen not in FAMILY_DEFAULTS:
+        raise JudgeConfigError(
+            f"judge spec {spec!r}: unknown judge family {chosen!r}; "
+            f"use one of {', '.join(JUDGE_FAMILIES)}"
+        )
+    if backend in _NEEDS_TARGET:  # sampling and methods mean nothing to replay/lexical
+        values = {**FAMILY_DEFAULTS[chosen], **values}
     config = JudgeConfig(backend=backend, model=model, spec=text, **values)
     _validate(config, spec)
     return config
@@ -323,6 +388,14 @@ def _validate(config: JudgeConfig, spec: str) -> None:
         raise bad("azure/base_url apply to the openai backend only")
     if config.system and config.backend != "replay":
         raise bad("system= applies to the replay backend only")
+    if config.filler_model:
+        if config.rubric not in _MINUTES_PROMPT_RUBRICS or config.method:
+            raise bad(
+                "filler_model= applies to the AutoMin GPT judges only "
+                "(rubric=gpt-art or rubric=gpt-afgr); drop it"
+            )
+        if not config.filler:
+            raise bad("filler_model= names the filler classifier, but filler=false; drop one")
 
 
 def with_options(config: JudgeConfig, **changes: Any) -> JudgeConfig:
@@ -468,12 +541,50 @@ def judge_flag_hint(spec: str, command: str = "lm_eval") -> str:
     return f"--judge {spec}"
 
 
-#: The way out of a missing key for commands whose judges must be LLMs (``arena``,
-#: ``mesa``): a server on this machine is accepted without a key.
-KEYLESS_JUDGE = (
-    "a local OpenAI-compatible server needs none: "
-    "--judge openai:MODEL,base_url=http://127.0.0.1:PORT/v1"
-)
+#: A judge any machine can run without a key: an OpenAI-compatible server on this host.
+LOCAL_SERVER_JUDGE = "openai:MODEL,base_url=http://127.0.0.1:PORT/v1"
+
+
+def keyless_alternatives(
+    kind: str = "qa", command: str = "lm_eval", *, replay: bool = False
+) -> str:
+    """The ways to go on without an API key that can work for the run at hand.
+
+    Only judges that can score what the run holds are named: ``replay`` has scores for the
+    released systems' QA answers only, ``lexical`` scores QA answers only, and ``none``
+    is a way out only where generation can go on and be judged later.
+
+    Args:
+        kind: ``qa`` (ELITR-Bench answers) or ``minutes`` (minutes tasks, ``arena``,
+            ``mesa``, minutes runs of ``score``).
+        command: ``lm_eval`` (the judge is set in ``--metadata``) or ``elitr-bench``
+            (``--judge``).
+        replay: The answers are the released systems' (``--model elitr-replay`` runs, or
+            ``judge-check``'s 390 released answers).
+
+    Returns:
+        The alternatives, separated by ``; ``.
+    """
+    ways: list[str] = []
+    if kind == "qa":
+        if replay:
+            ways.append(f"{judge_flag_hint('replay', command)} (the released judge scores)")
+        ways.append(f"{judge_flag_hint('lexical', command)} (token F1, not the paper's score)")
+    if command == "lm_eval":
+        ways.append(
+            f"generate now and judge later: {judge_flag_hint('none', command)}, then "
+            "elitr-bench score RUN_DIR --judge SPEC"
+        )
+    ways.append(
+        f"a local OpenAI-compatible server needs no key: "
+        f"{judge_flag_hint(LOCAL_SERVER_JUDGE, command)}"
+    )
+    return "; ".join(ways)
+
+
+#: The way out of a missing key for ``elitr-bench`` commands whose judges must be LLMs
+#: (``arena``, ``mesa``, minutes runs of ``score``).
+KEYLESS_JUDGE = keyless_alternatives("minutes", "elitr-bench")
 
 
 def check_judge_ready(
@@ -486,20 +597,22 @@ def check_judge_ready(
 ) -> None:
     """Fail fast, before generation, when the judge cannot run here.
 
-    Meant to be called before generation so that a missing API key does not surface
-    only after hours of model inference. Without ``network`` nothing leaves the machine;
-    with it (and ``preflight`` left on in the spec) an API judge also gets one minimal
-    authenticated request, once per process and endpoint (see
-    :meth:`~elitr_bench.judges.backends.openai_backend.OpenAIBackend.preflight`).
+    Meant to be called before the model under test is loaded (``lm_eval``'s start-up
+    hook calls it from ``simple_evaluate``) so that a missing API key does not surface
+    only after hours of model inference. Without ``network`` nothing is loaded and nothing
+    leaves the machine; with it (and ``preflight`` left on in the spec) an API judge also
+    gets one minimal authenticated request, once per process and endpoint (see
+    :meth:`~elitr_bench.judges.backends.openai_backend.OpenAIBackend.preflight`), and an
+    ``hf`` judge's config and tokenizer are resolved (local folder or hub cache, never the
+    weights). A separate filler classifier (``filler_model=``) is checked the same way.
 
     Args:
         config: The judge (None: judging is off, nothing to check).
         env: Environment to read (default ``os.environ``).
-        network: Also send the preflight request of API judges.
+        network: Also send the preflight request of API judges and resolve hf judges.
         command: ``lm_eval`` or ``elitr-bench``: which flags the fix names.
-        alternative: The judge to suggest instead, as the caller's users would type it
-            (default: the QA tasks' keyless judges). The replay and lexical judges only
-            score QA answers, so minutes tasks, arenas and MESA name their own way out.
+        alternative: The ways out to suggest, as the caller's users would type them
+            (default: :func:`keyless_alternatives` for QA answers of a generating model).
 
     Raises:
         JudgeNotReadyError: One line naming what is missing and how to fix it.
@@ -508,9 +621,7 @@ def check_judge_ready(
         return
     environ = os.environ if env is None else env
     if alternative is None:
-        alternative = (
-            f"judge without API calls: {judge_flag_hint('replay', command)}, lexical or none"
-        )
+        alternative = keyless_alternatives("qa", command)
     if config.backend == "openai":
         if importlib.util.find_spec("openai") is None:
             raise JudgeNotReadyError(
@@ -527,32 +638,34 @@ def check_judge_ready(
                     f"judge {config.spec or 'openai'} (azure): set {' and '.join(missing)} "
                     "in the environment"
                 )
-            if network:
-                _preflight(config, environ, alternative)
-            return
-        base = effective_base_url(config, environ)
-        if base:
-            parsed = urlparse(base)
-            if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        else:
+            base = effective_base_url(config, environ)
+            if base:
+                parsed = urlparse(base)
+                if parsed.scheme not in ("http", "https") or not parsed.netloc:
+                    raise JudgeNotReadyError(
+                        f"judge {config.spec or 'openai'}: base URL {base!r} is not an http(s) "
+                        "URL; fix OPENAI_BASE_URL or base_url="
+                    )
+            if not environ.get(config.api_key_env) and not (base and _is_loopback(base)):
                 raise JudgeNotReadyError(
-                    f"judge {config.spec or 'openai'}: base URL {base!r} is not an http(s) URL; "
-                    "fix OPENAI_BASE_URL or base_url="
+                    f"judge {config.spec or 'openai'}: no API key; export {config.api_key_env} "
+                    f"(or {alternative})"
                 )
-        if not environ.get(config.api_key_env) and not (base and _is_loopback(base)):
-            raise JudgeNotReadyError(
-                f"judge {config.spec or 'openai'}: no API key; export {config.api_key_env} "
-                f"(or {alternative})"
-            )
         if network:
-            _preflight(config, environ, alternative)
+            for model in _models_of(config):
+                _preflight(replace(config, model=model), environ, alternative, config)
     elif config.backend == "hf":
         if importlib.util.find_spec("transformers") is None:
             raise JudgeNotReadyError("judge hf: the 'transformers' package is not installed")
-        if (
-            config.model.startswith(("/", ".", "~"))
-            and not Path(config.model).expanduser().exists()
-        ):
-            raise JudgeNotReadyError(f"judge hf: model path {config.model!r} does not exist")
+        for model in _models_of(config):
+            if model.startswith(("/", ".", "~")) and not Path(model).expanduser().exists():
+                raise JudgeNotReadyError(
+                    f"judge hf:{model}: model path {model!r} does not exist; nothing was "
+                    "generated yet. Fix the path or name a hub id"
+                )
+            if network and config.preflight:
+                _resolve_hf(model, environ)
     elif config.backend == "replay":
         from elitr_bench.data import load_released_responses
 
@@ -564,15 +677,89 @@ def check_judge_ready(
             ) from None
 
 
+def _models_of(config: JudgeConfig) -> list[str]:
+    """The judge's model, then its separate filler classifier if it has one."""
+    models = [config.model]
+    if config.filler and config.filler_model and config.filler_model != config.model:
+        models.append(config.filler_model)
+    return models
+
+
+#: Weight files ``from_pretrained`` loads (one of them, or a shard index, must exist).
+_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".msgpack", ".h5")
+
+#: hf judge models whose config and tokenizer resolved in this process.
+_HF_OK: set[str] = set()
+
+
+def _resolve_hf(model: str, environ: Mapping[str, str]) -> None:
+    """Resolve an hf judge's config and tokenizer without loading weights (seconds).
+
+    A local folder must hold a config, a tokenizer and a weights file. A hub id must be
+    in the hub cache, or (unless ``HF_HUB_OFFLINE``) have a ``config.json`` on the hub;
+    one request answers that, where ``from_pretrained`` would retry for half a minute.
+    """
+    if model in _HF_OK:
+        return
+    from transformers import AutoConfig, AutoTokenizer
+
+    fix = (
+        "nothing was generated yet. Download it first (hf download MODEL), pass a local "
+        "folder, or skip this check with preflight=false in the judge spec"
+    )
+    local = Path(model).expanduser()
+    try:
+        AutoConfig.from_pretrained(model, local_files_only=True)
+        AutoTokenizer.from_pretrained(model, local_files_only=True)
+    except (OSError, ValueError) as exc:
+        if local.is_dir() or environ.get("HF_HUB_OFFLINE", "") not in ("", "0"):
+            where = "in this folder" if local.is_dir() else "in the hub cache (HF_HUB_OFFLINE)"
+            first = " ".join(str(exc).split())[:200]
+            raise JudgeNotReadyError(
+                f"judge hf:{model}: no loadable config/tokenizer {where} ({first}); {fix}"
+            ) from None
+        _on_hub(model, fix)
+    else:
+        if local.is_dir() and not any(
+            p.name.endswith(_WEIGHT_SUFFIXES) for p in local.iterdir() if p.is_file()
+        ):
+            raise JudgeNotReadyError(
+                f"judge hf:{model}: the folder has a config and tokenizer but no weights "
+                f"(*.safetensors, *.bin); {fix}"
+            )
+    _HF_OK.add(model)
+
+
+def _on_hub(model: str, fix: str) -> None:
+    """Ask the hub once whether ``model`` has a config (it is not in the local cache)."""
+    from huggingface_hub import file_exists
+
+    try:
+        found = file_exists(model, "config.json")
+    except Exception as exc:  # connection errors, bad ids: all mean "cannot load it"
+        first = " ".join(str(exc).split())[:160]
+        raise JudgeNotReadyError(
+            f"judge hf:{model}: not in the hub cache and the hub did not answer ({first}); {fix}"
+        ) from None
+    if not found:
+        raise JudgeNotReadyError(f"judge hf:{model}: the hub has no config.json for it; {fix}")
+
+
 #: Endpoints whose preflight passed in this process: (base URL, model, key variable).
 _PREFLIGHT_OK: set[tuple[str, str, str]] = set()
 
 
-def _preflight(config: JudgeConfig, environ: Mapping[str, str], alternative: str) -> None:
+def _preflight(
+    config: JudgeConfig,
+    environ: Mapping[str, str],
+    alternative: str,
+    judge: JudgeConfig | None = None,
+) -> None:
     """One minimal authenticated request to an API judge, once per process and endpoint.
 
     Costs nothing for the replay, lexical and hf judges (never called for them) and at
-    most a 1-token completion for an API judge; ``preflight=false`` skips it.
+    most a 1-token completion for an API judge; ``preflight=false`` skips it. ``judge``
+    is the spec's config when ``config`` is its filler classifier (named in the error).
     """
     if not config.preflight:
         return
@@ -592,8 +779,11 @@ def _preflight(config: JudgeConfig, environ: Mapping[str, str], alternative: str
 
     problem = run_coroutine(probe)
     if problem is not None:
+        name = config.spec or "openai"
+        if judge is not None and judge.model != config.model:
+            name += f" (its filler_model {config.model})"
         raise JudgeNotReadyError(
-            f"judge {config.spec or 'openai'}: {problem}; nothing was generated or judged yet. "
+            f"judge {name}: {problem}; nothing was generated or judged yet. "
             f"Fix the key, base_url or model ({alternative}), "
             "or skip this check with preflight=false in the judge spec"
         )

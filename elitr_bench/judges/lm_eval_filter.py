@@ -79,6 +79,14 @@ def finish_hint(spec: str) -> str:
             "the answers were not saved because --log_samples --output_path DIR was not set; "
             "re-run with them (or with --predict_only) to keep answers when the judge fails"
         )
+    if spec.split(",")[0].strip().lower() == "replay":
+        # The released scores have none for these answers, now or later: asking replay
+        # again would fail the same way.
+        return (
+            "the released judge scores have none for them, so judge them with an LLM judge "
+            f"or lexical: elitr-bench score {shlex.quote(out)} --judge openai:MODEL "
+            "(or --judge lexical)"
+        )
     return f"finish with: elitr-bench score {shlex.quote(out)} --judge {shlex.quote(spec)}"
 
 

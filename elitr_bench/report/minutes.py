@@ -206,8 +206,21 @@ def savings_table(runs: Sequence[RunValues]) -> Table | None:
             "tokens are whitespace-separated words of the transcript (before) and of the "
             "compressed transcript the judge read (after); 'eh', non-speech tags and the text "
             "of filler turns are removed, their speaker labels kept",
+            *_flag_notes(runs),
         ),
     )
+
+
+def _flag_notes(runs: Sequence[RunValues]) -> list[str]:
+    """One note per meeting whose classifier left turns unread (its scores are kept)."""
+    from elitr_bench.judges.minutes.filler import filler_flag
+
+    return [
+        f"flagged: {_system_label(run.name)}, {meeting}: {note}; its judge scores are kept"
+        for run in runs
+        for meeting, stats in sorted(run.filler.items())
+        if (note := filler_flag(stats))
+    ]
 
 
 def scatter_figures(runs: Sequence[RunValues], out: Path) -> tuple[list[Path], Table | None]:

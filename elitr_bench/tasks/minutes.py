@@ -363,16 +363,14 @@ class MinutesTask(ConfigurableTask):
         """Check the judge, build requests as lm-eval does, then apply ``overlength``."""
         if not self.predict_only and self.judge_config is not None:
             from elitr_bench.judges import check_judge_ready
+            from elitr_bench.tasks.preflight import alternatives
 
-            # Preflight (one tiny request, once per process) before any generation, as the QA
-            # tasks do; the QA-only keyless judges (replay, lexical) are no way out here.
+            # As the QA tasks do (the start-up hook checked it before the model was built);
+            # the QA-only keyless judges (replay, lexical) are no way out here.
             check_judge_ready(
                 self.judge_config,
                 network=True,
-                alternative=(
-                    'generate now and judge later: --metadata \'{"judge": "none"}\', then '
-                    "elitr-bench score RUN_DIR --judge ..."
-                ),
+                alternative=alternatives("minutes", context.active_model()),
             )
         if int(self.config.repeats or 1) != 1:
             raise OptionError(f"{self.config.task}: minutes tasks need repeats=1")

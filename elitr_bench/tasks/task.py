@@ -296,13 +296,18 @@ class ElitrQATask(ConfigurableTask):
     def build_all_requests(self, **kwargs: Any) -> None:
         """Check the judge is usable, build requests as lm-eval does, fit them to the context.
 
-        The judge check runs here, after ``--predict_only`` is known and before any
-        generation, so a missing API key fails now rather than after hours of decoding.
+        The start-up hook checked the judge before lm-eval built the model
+        (:mod:`elitr_bench.tasks.preflight`); the check is repeated here, after
+        ``--predict_only`` is known and before any generation, for ``evaluate()`` callers
+        and runs without the hook (the preflight request is sent once per process).
         """
         if not self.predict_only and self.judge_config is not None:
             from elitr_bench.judges import check_judge_ready
+            from elitr_bench.tasks.preflight import alternatives, check_replay_fits
 
-            check_judge_ready(self.judge_config, network=True)  # preflight, once per process
+            lm = context.active_model()
+            check_replay_fits(self.judge_config, lm)
+            check_judge_ready(self.judge_config, network=True, alternative=alternatives("qa", lm))
         super().build_all_requests(**kwargs)
         counter = context.token_counter(context.active_model())
         if counter is None:

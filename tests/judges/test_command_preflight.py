@@ -123,5 +123,5 @@ def test_mesa_closed_port_one_line_nothing_written(
     assert not out.exists()
     # --dry-run prints the plan and sends nothing, so it needs no reachable judge.
     assert main([*argv, "--out", str(out), "--dry-run"]) == 0
-    assert "MESA plan:" in capsys.readouterr().err
+    assert "MESA plan (MADP-S debate" in capsys.readouterr().err
     assert not out.exists()

@@ -136,7 +136,7 @@ def test_prompts_on_the_wire_call_count_cache_and_adding_a_run(
         roles = [m["role"] for m in r.body["messages"]]
         assert roles == ["user", "assistant", "user"]
         assert r.body["messages"][1]["content"].startswith("Key facts:\n1. Decision 1")
-        assert r.seed == 2023 and r.body["temperature"] == 0.6
+        assert r.seed == 2023 and r.body["temperature"] == 0.0  # CREAM: greedy by default
 
     # Scores as the scripted judge implies: full has all 4 facts on 4 lines; half 2 of 4
     # facts on 4 lines (two padding lines).

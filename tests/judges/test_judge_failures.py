@@ -186,7 +186,7 @@ def test_preflight_stops_a_wrong_key_in_seconds(
     message = str(err.value)
     assert time.monotonic() - start < 5
     assert "OPENAI_API_KEY was rejected" in message and "HTTP 401" in message
-    assert "preflight=false" in message and """--metadata '{"judge": "replay"}'""" in message
+    assert "preflight=false" in message and """--metadata '{"judge": "lexical"}'""" in message
     assert "\n" not in message and wrong not in message and wrong[:12] not in message
     assert [r.body["max_tokens"] for r in loopback.requests] == [1]  # one 1-token request
     # Off when asked, and never without `network` (the filter's call after generation).
@@ -215,10 +215,11 @@ def test_missing_key_hint_names_flags_that_exist(monkeypatch: pytest.MonkeyPatch
     config = parse_judge_spec("openai:gpt-4-0613")
     with pytest.raises(JudgeNotReadyError) as err:
         check_judge_ready(config)
-    assert """--metadata '{"judge": "replay"}'""" in str(err.value)
-    assert "--judge" not in str(err.value).replace('"judge"', "")
-    with pytest.raises(JudgeNotReadyError, match="--judge replay"):
+    assert """--metadata '{"judge": "lexical"}'""" in str(err.value)
+    assert "--judge" not in str(err.value).replace('"judge"', "").replace("--judge SPEC", "")
+    with pytest.raises(JudgeNotReadyError, match="--judge lexical") as bench:
         check_judge_ready(config, command="elitr-bench")
+    assert "--metadata" not in str(bench.value)
 
 
 def test_excepthook_prints_our_errors_as_one_line(
@@ -305,13 +306,19 @@ def test_finish_hint_names_the_run_directory(monkeypatch: pytest.MonkeyPatch) ->
     from elitr_bench.judges.lm_eval_filter import finish_hint
 
     monkeypatch.setattr(sys, "argv", ["lm_eval", "--log_samples", "--output_path=out dir"])
-    assert finish_hint("replay,system=gpt-4") == (
-        "finish with: elitr-bench score 'out dir' --judge replay,system=gpt-4"
+    assert finish_hint("openai:gpt-4o,rpm=60") == (
+        "finish with: elitr-bench score 'out dir' --judge openai:gpt-4o,rpm=60"
     )
+    # Replay has no score for what it failed on, now or later: never suggest it again.
+    replay = finish_hint("replay,system=gpt-4")
+    assert "--judge replay" not in replay
+    assert replay.endswith("elitr-bench score 'out dir' --judge openai:MODEL (or --judge lexical)")
     monkeypatch.setattr(sys, "argv", ["lm_eval", "-o", "out"])  # answers not logged
     assert "re-run with them" in finish_hint("replay")
     monkeypatch.setattr(sys, "argv", ["lm_eval", "--config", "run.yaml"])
-    assert finish_hint("replay") == "finish with: elitr-bench score OUTPUT_PATH --judge replay"
+    assert finish_hint("openai:gpt-4o") == (
+        "finish with: elitr-bench score OUTPUT_PATH --judge openai:gpt-4o"
+    )
 
 
 def test_a_judge_that_cannot_start_keeps_every_answer(monkeypatch: pytest.MonkeyPatch) -> None:

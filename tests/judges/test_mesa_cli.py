@@ -17,9 +17,10 @@ from tests.support.openai_server import LoopbackOpenAI
 CODES = ("OM", "REP", "INC", "COR", "HAL", "LAN", "STR", "IRR")
 
 
-def _judge(server: LoopbackOpenAI, extra: str = "") -> str:
+def _judge(server: LoopbackOpenAI, extra: str = "", debate: str = ",debate=none") -> str:
+    """The loopback judge; Single-n (``debate=none``) unless told, as the script answers."""
     server.model = "loop-m"  # listed by GET /v1/models: the preflight sends no completion
-    return f"openai:loop-m,base_url={server.base_url},progress=false{extra}"
+    return f"openai:loop-m,base_url={server.base_url},progress=false{debate}{extra}"
 
 
 def test_mesa_command_end_to_end(
@@ -30,7 +31,10 @@ def test_mesa_command_end_to_end(
     args = ["mesa", "--systems", "gpt4,ntr", "--meetings", "1", "--judge", _judge(loopback)]
     assert main([*args, "--out", str(out)]) == 0
     captured = capsys.readouterr()
-    assert "MESA plan: 2 summaries -> 48 calls (up to 96 with re-asks)" in captured.err
+    assert (
+        "MESA plan (Single-n, no debate, 8 types x 3 steps x 1 call = 24 per summary): "
+        "2 summaries -> 48 calls (up to 96 with re-asks)"
+    ) in captured.err
     assert len(loopback.requests) == 48
     rows = [json.loads(line) for line in (out / "mesa.jsonl").read_text().splitlines()]
     assert [(r["system"], r["meeting_id"]) for r in rows] == [

@@ -35,7 +35,7 @@ def run(
     server: LoopbackOpenAI, items: Sequence[MinutesItem], options: str = ""
 ) -> list[MinutesAssessment]:
     config = parse_judge_spec(
-        f"openai:m1,method=mesa,base_url={server.base_url},progress=false{options}"
+        f"openai:m1,method=mesa,debate=none,base_url={server.base_url},progress=false{options}"
     )
     method = get_method(config)
 

@@ -12,7 +12,13 @@ import yaml
 
 from elitr_bench.judges.config import parse_judge_spec
 from elitr_bench.judges.minutes import MinutesItem, assess_items, get_method
-from elitr_bench.judges.minutes.filler import clean_text, cleaned_turns, compress, split_turns
+from elitr_bench.judges.minutes.filler import (
+    clean_text,
+    cleaned_turns,
+    compress,
+    filler_flag,
+    split_turns,
+)
 from elitr_bench.judges.minutes.lm_eval_filter import (
     assessment_of,
     judge_minutes,
@@ -30,7 +36,7 @@ from elitr_bench.judges.minutes.prompts import (
     parse_filler_label,
     parse_scores,
 )
-from elitr_bench.judges.minutes.registry import assess_items_run
+from elitr_bench.judges.minutes.registry import assess_items_run, plan
 from elitr_bench.judges.minutes.score_parsing import read_criteria
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest, Reply
 
@@ -320,6 +326,8 @@ def test_partial_and_out_of_range_replies(loopback: LoopbackOpenAI) -> None:
         "judge_unscored": 0.0,
         "judge_errors": 0.0,
         "filler_tokens_saved": float(result.details["filler"]["tokens_saved"]),
+        "filler_unclassified_turns": 0.0,
+        "filler_flagged": 0.0,
     }
 
 
@@ -338,6 +346,8 @@ def test_reply_without_scores_is_unscored_and_minutes_kept(loopback: LoopbackOpe
         "judge_unscored": 1.0,
         "judge_errors": 0.0,
         "filler_tokens_saved": float(assessment.details["filler"]["tokens_saved"]),
+        "filler_unclassified_turns": 0.0,
+        "filler_flagged": 0.0,
     }
 
 
@@ -421,7 +431,14 @@ def test_failing_judge_keeps_minutes_and_ends_the_run_with_one_line(
 def test_metric_list_follows_the_method() -> None:
     afgr = parse_judge_spec("openai:gpt-4-0613,rubric=gpt-afgr")
     names = [m["metric"] for m in metric_list(afgr)]
-    assert names == [*AFGR.metrics, "judge_unscored", "judge_errors", "filler_tokens_saved"]
+    assert names == [
+        *AFGR.metrics,
+        "judge_unscored",
+        "judge_errors",
+        "filler_tokens_saved",
+        "filler_unclassified_turns",
+        "filler_flagged",
+    ]
     art = parse_judge_spec("openai:gpt-4-0613,rubric=gpt-art,filler=false")
     assert [m["metric"] for m in metric_list(art)] == [
         *ART.metrics,
@@ -429,7 +446,8 @@ def test_metric_list_follows_the_method() -> None:
         "judge_errors",
     ]
     assert get_method(art).planned_calls(item()) == 2  # one call + one re-ask, no classifier
-    assert get_method(afgr).planned_calls(item()) == 2 + 4
+    # 4 classified turns, each possibly re-asked once (reask=1): an upper bound
+    assert get_method(afgr).planned_calls(item()) == 2 + 4 * 2
 
 
 def test_samples_are_averaged_per_criterion(loopback: LoopbackOpenAI) -> None:
@@ -446,3 +464,93 @@ def test_samples_are_averaged_per_criterion(loopback: LoopbackOpenAI) -> None:
     assert dict(result.scores) == {"art_adequacy": 7.5, "art_relevance": 8.0, "art_topicality": 7.0}
     assert result.details["samples"]["art_relevance"] == [8.0, None]
     assert result.status == "ok"
+
+
+# --- unreadable classifications and a separate classifier model ---------------------------
+def test_unreadable_classification_is_reasked_then_counted_and_flagged(
+    loopback: LoopbackOpenAI,
+) -> None:
+    """Garbage for one turn: asked reask+1 times (distinct seeds), kept whole, flagged."""
+    release = FILLER_PROMPT.replace(
+        "{turn}",
+        "(PERSON1) we decided to release the model on Friday.\nIt needs the new tokenizer.",
+    )
+
+    def handler(request: RecordedRequest) -> str:
+        if request.prompt == release:
+            return "Hmm, hard to say."  # neither label, every time
+        return scripted(AFGR_ANSWER)(request)  # type: ignore[operator,no-any-return]
+
+    loopback.handler = handler
+    config = parse_judge_spec(spec(loopback, ",cache=memory,reask=2"))
+    [result] = asyncio.run(assess_items([item()], config))
+    asked = [r for r in loopback.requests if r.prompt == release]
+    assert sorted(r.seed for r in asked) == [2023, 2024, 2025]  # 1 + reask=2, distinct draws
+    filler = result.details["filler"]
+    assert filler["unclassified_turns"] == 1 and filler["unclassified_at"] == [4]
+    assert filler["reasked_turns"] == 1 and filler["flagged"] is True
+    # The unread turn is kept whole in what the judge read; the scores are kept (flagged).
+    [judge] = judge_requests(loopback)
+    assert "(PERSON1) we decided to release the model on Friday." in judge.prompt
+    assert result.status == "ok" and result.scores["afgr_adequacy"] == 8.0
+    metrics = minutes_judge_metrics(json.dumps({"response": "m", "judge": result.to_dict()}))
+    assert metrics["filler_unclassified_turns"] == 1.0 and metrics["filler_flagged"] == 1.0
+    assert filler_flag(filler) == (
+        "1 of 6 turns unclassified by the filler classifier (kept whole)"
+    )
+
+
+def test_classification_read_on_a_reask_is_not_flagged(loopback: LoopbackOpenAI) -> None:
+    def handler(request: RecordedRequest) -> str:
+        if is_classification(request):
+            return "The turn is" if request.seed == 2023 else "Filler"
+        return AFGR_ANSWER
+
+    loopback.handler = handler
+    config = parse_judge_spec(spec(loopback, ",cache=memory"))
+    [result] = asyncio.run(assess_items([item()], config))
+    filler = result.details["filler"]
+    assert len([r for r in loopback.requests if is_classification(r)]) == 4 * 2
+    assert filler["reasked_turns"] == 4 and filler["unclassified_turns"] == 0
+    assert filler["flagged"] is False and filler["filler_turns"] == 6
+
+
+def test_filler_model_classifies_with_its_own_model_and_is_priced_apart(
+    loopback: LoopbackOpenAI, tmp_path: Path
+) -> None:
+    loopback.handler = scripted(AFGR_ANSWER)  # type: ignore[assignment]
+    cache = tmp_path / "c.sqlite"
+    config = parse_judge_spec(spec(loopback, f",cache={cache},filler_model=gpt-3.5-turbo-0125"))
+    assert config.identity()["filler_model"] == "gpt-3.5-turbo-0125"
+    method = get_method(config)
+    preview = plan([item()], method, config)
+    assert preview["calls"] == 2 + 4 * 2
+    assert preview["side"] == {"filler_classifier": {"model": "gpt-3.5-turbo-0125", "calls": 8}}
+    same = parse_judge_spec(spec(loopback, f",cache={cache}"))
+    assert (
+        plan([item()], get_method(same), same)["estimated_cost_usd"] > preview["estimated_cost_usd"]
+    )  # the classifications are priced at the cheaper model
+
+    run = asyncio.run(assess_items_run([item()], config, method=method))
+    models = {(is_classification(r), r.body["model"]) for r in loopback.requests}
+    assert models == {(True, "gpt-3.5-turbo-0125"), (False, "gpt-4-0613")}
+    assert run.assessments[0].details["filler"]["classifier"] == "gpt-3.5-turbo-0125"
+    assert run.usage["requests"] == 5 and run.usage["filler_classifier"]["requests"] == 4
+    # One cache: a second run pays nothing, classifier included.
+    loopback.reset()
+    again = asyncio.run(assess_items_run([item()], config))
+    assert loopback.requests == [] and again.usage["requests"] == 0
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (",filler_model=gpt-4o-mini,filler=false", "filler=false"),
+        (",filler_model=gpt-4o-mini,method=mesa", "AutoMin GPT judges only"),
+    ],
+)
+def test_filler_model_is_refused_where_nothing_classifies(extra: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        parse_judge_spec("openai:gpt-4o,rubric=gpt-afgr" + extra)
+    with pytest.raises(ValueError, match="AutoMin GPT judges only"):
+        parse_judge_spec("openai:gpt-4o,filler_model=gpt-4o-mini")

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from elitr_bench.cli import main
-from elitr_bench.judges.config import check_judge_ready, parse_judge_spec
+from elitr_bench.judges.config import check_judge_ready, keyless_alternatives, parse_judge_spec
 from elitr_bench.judges.errors import JudgeNotReadyError
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest, Reply
 
@@ -29,7 +29,14 @@ def test_missing_key_hint_is_the_callers_alternative() -> None:
     config = parse_judge_spec("openai:gpt-4o")
     with pytest.raises(JudgeNotReadyError) as qa:
         check_judge_ready(config, env={})
-    assert """--metadata '{"judge": "replay"}'""" in str(qa.value)
+    # A generating model's answers: replay has no scores for them, so it is not offered.
+    assert "replay" not in str(qa.value)
+    assert """--metadata '{"judge": "lexical"}'""" in str(qa.value)
+    assert """--metadata '{"judge": "none"}', then elitr-bench score RUN_DIR""" in str(qa.value)
+    replayed = keyless_alternatives("qa", "lm_eval", replay=True)
+    with pytest.raises(JudgeNotReadyError) as replay_run:
+        check_judge_ready(config, env={}, alternative=replayed)
+    assert """--metadata '{"judge": "replay"}'""" in str(replay_run.value)
     with pytest.raises(JudgeNotReadyError) as other:
         check_judge_ready(config, env={}, alternative="use X")
     assert str(other.value).endswith("export OPENAI_API_KEY (or use X)")

@@ -43,7 +43,7 @@ from elitr_bench.judges.cream.ratings import (
     EloParams,
 )
 from elitr_bench.judges.cream.segment import DEFAULT_UNIT, UNITS
-from elitr_bench.judges.minutes.cli_args import comma_list
+from elitr_bench.judges.minutes.cli_args import add_budget_flags, check_budget, comma_list
 
 DEFAULT_CREAM_JUDGE = "openai:gpt-4o-2024-05-13"
 """The paper's CREAM evaluator (Sec. 3.1 "gpt-4o-2024-05-13"; Sec. 4.1.2 "GPT-4o as
@@ -75,7 +75,8 @@ def _automin_entrants(systems: list[str] | None) -> list[SystemMinutes]:
 
 
 def _judge_config(spec: str | None) -> JudgeConfig:
-    config = parse_judge_spec(spec or DEFAULT_CREAM_JUDGE)
+    # CREAM prints no sampling: its family decodes greedily unless the spec says otherwise.
+    config = parse_judge_spec(spec or DEFAULT_CREAM_JUDGE, family="cream")
     if not config.is_llm:
         raise ArenaError(
             f"--judge {config.spec}: CREAM needs an LLM judge (openai:<model> or hf:<model>)"
@@ -130,11 +131,10 @@ def arena_command(args: argparse.Namespace) -> int:
         f"one alignment per summary; up to {p.max_calls} with re-asks); judge {config.model}; "
         f"estimated cost {cost} (cached calls are free)"
     )
-    if args.max_cost is not None and p.cost_usd is not None and p.cost_usd > args.max_cost:
-        raise ArenaError(
-            f"estimated cost ${p.cost_usd:.2f} exceeds --max-cost {args.max_cost:g}; raise "
-            "--max-cost, or fewer --systems/--meetings, or a cheaper --judge"
-        )
+    if args.dry_run:
+        print("dry run: nothing was sent or written")
+        return 0
+    check_budget(p.cost_usd, p.calls, args.max_cost)
     usage: dict[str, Any] = {}
     failed = 0
     if todo:
@@ -235,9 +235,7 @@ def register(subparsers: Any) -> None:
         "the paper's CREAM evaluator)",
     )
     p.add_argument("--out", required=True, help="arena folder (created; re-used to add runs)")
-    p.add_argument(
-        "--max-cost", type=float, default=None, help="stop before judging above this USD estimate"
-    )
+    add_budget_flags(p, "systems, pairs, calls, cost")
     p.add_argument(
         "--key-facts",
         type=int,
@@ -256,7 +254,8 @@ def register(subparsers: Any) -> None:
         "--tolerance",
         type=float,
         default=DEFAULT_TOLERANCE,
-        help=f"score difference counted as a draw (default {DEFAULT_TOLERANCE})",
+        help=f"score difference counted as a draw (default {DEFAULT_TOLERANCE:g}: exact ties "
+        "only, as the paper's S = 0.5 for a draw; a tolerance is our option)",
     )
     p.add_argument(
         "--elo-initial",

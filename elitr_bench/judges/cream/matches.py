@@ -24,8 +24,10 @@ from typing import Any
 
 from elitr_bench.judges.cream.scoring import METRICS, Comparison
 
-DEFAULT_TOLERANCE = 0.02
-"""Score difference (on the 0-1 scale) that still counts as a draw."""
+DEFAULT_TOLERANCE = 0.0
+"""Score difference (on the 0-1 scale) that still counts as a draw: 0, exact ties only, as
+the paper scores a match (Sec. 4.1.1: S = 0.5 only for a draw). A tolerance is our option
+(``arena --tolerance``)."""
 
 
 def outcome(score_a: float, score_b: float, tolerance: float = DEFAULT_TOLERANCE) -> float:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from elitr_bench.judges.config import JudgeConfig, parse_judge_spec, with_options
 from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.minutes.base import MinutesAssessment, MinutesItem
-from elitr_bench.judges.minutes.cli_args import comma_list
+from elitr_bench.judges.minutes.cli_args import add_budget_flags, comma_list
 
 if TYPE_CHECKING:
     from elitr_bench.judges.client import JudgeClient
@@ -39,10 +39,13 @@ def mesa_config(
 ) -> JudgeConfig:
     """The judge config of a ``--judge`` spec with ``method=mesa`` and CLI file overrides.
 
+    The spec gets MESA's family defaults (:data:`~elitr_bench.judges.config.FAMILY_DEFAULTS`):
+    ``method=mesa`` is implied, so MESA options such as ``debate=`` need no ``method=``.
+
     Raises:
         JudgeConfigError: Bad spec, a different method, or a bad file.
     """
-    config = parse_judge_spec(spec)
+    config = parse_judge_spec(spec, family="mesa")  # method=mesa, MADP-S, greedy
     if config.method and config.method != "mesa":
         raise JudgeConfigError(
             f"--judge {spec!r} selects method={config.method}; drop it (MESA is implied)"
@@ -137,13 +140,15 @@ def _plan_and_check(
             client=client,
         )
         print(plan.line(config.model), file=sys.stderr, flush=True)
-        check_budget(plan, args.max_cost)
+        if not args.dry_run:
+            check_budget(plan, args.max_cost)
         _preflight(config, method.options.pool, plan, args.dry_run)
     except BaseException:
         run_coroutine(client.aclose)
         raise
     if args.dry_run:
         run_coroutine(client.aclose)
+        print("dry run: nothing was sent or written", file=sys.stderr)
         return None
     return plan
 
@@ -316,8 +321,10 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--judge",
         default=None,
-        help="judge spec, e.g. openai:gpt-4o or openai:gpt-4o,debate=same,layout=prefix "
-        "(method=mesa implied; default $ELITR_JUDGE or openai:gpt-4-0613)",
+        help="judge spec, e.g. openai:gpt-4o (the paper's MESA: MADP-S debate, greedy), "
+        "openai:gpt-4o,debate=none (Single-n, 1/5 of the calls) or "
+        "openai:gpt-4o,debate=same,layout=prefix (method=mesa implied; default "
+        "$ELITR_JUDGE or openai:gpt-4-0613)",
     )
     parser.add_argument(
         "--systems",
@@ -325,17 +332,12 @@ def _common(parser: argparse.ArgumentParser) -> None:
         help="comma-separated AutoMin systems (default: all 9, annot = human reference)",
     )
     parser.add_argument("--out", required=True, help="output directory")
-    parser.add_argument(
-        "--max-cost", type=float, default=None, help="stop before any call above this USD estimate"
-    )
+    add_budget_flags(parser, "calls, tokens, cost")
     parser.add_argument(
         "--error-types", default=None, help="error-type YAML file (default: the paper's)"
     )
     parser.add_argument(
         "--guidance", default=None, help="self-training guidance file (from mesa-train)"
-    )
-    parser.add_argument(
-        "--dry-run", action="store_true", help="print the plan (calls, tokens, cost) and stop"
     )
 
 

@@ -1,7 +1,10 @@
 """Calls, tokens and cost of a MESA run, printed before any request (``--max-cost``).
 
-A full assessment is 24 calls per summary (8 types x 3 steps), 120 with debate, each
-carrying the whole transcript, so the preview matters. Prompt tokens are estimated from
+A full assessment is 24 calls per summary (8 types x 3 steps) without debate (the
+paper's Single-n, ``debate=none``) and 120 with it (draft, 3 challengers and synthesis per
+step: the paper's MESA, MADP-S, the default), each carrying the whole transcript, so the
+preview matters. It names the variant, and with MADP-M prices each challenger's share at
+its own model. Prompt tokens are estimated from
 the prompt lengths (characters / 3.7, the ratio measured with GPT-4o's tokenizer on the
 AutoMin transcripts; see :mod:`.fit`); completion tokens are bounded by
 ``max_tokens`` per call. Error types whose first call is cached are not counted, so a
@@ -14,19 +17,16 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from elitr_bench.data.errors import ElitrBenchError
 from elitr_bench.judges.client import JudgeClient
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.mesa.method import MesaMethod
+from elitr_bench.judges.mesa.options import CHALLENGERS
 from elitr_bench.judges.minutes.base import MinutesItem
+from elitr_bench.judges.minutes.cli_args import check_budget as budget_check
 from elitr_bench.judges.pricing import estimate_cost, price_for
 
 #: Typical characters per token (o200k on the 12 AutoMin 2023 transcripts: 3.72).
 TYPICAL_CHARS_PER_TOKEN = 3.7
-
-
-class BudgetError(ElitrBenchError):
-    """The estimated cost exceeds ``--max-cost``."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,8 @@ class Plan:
 
     Attributes:
         summaries: Summaries to assess.
+        variant: The MESA variant that will run and its calls per summary, e.g.
+            ``MADP-S debate, 8 types x 3 steps x 5 calls = 120 per summary``.
         calls: Completions when every reply validates at once.
         calls_max: Completions if every reply needs all re-asks.
         prompt_tokens: Estimated prompt tokens of ``calls`` (+ ``extra_calls``).
@@ -45,6 +47,7 @@ class Plan:
     """
 
     summaries: int
+    variant: str
     calls: int
     calls_max: int
     prompt_tokens: int
@@ -64,7 +67,8 @@ class Plan:
         if self.cached_types:
             extra += f" ({self.cached_types} type assessments already cached, not counted)"
         return (
-            f"MESA plan: {self.summaries} summaries -> {self.calls:,} calls{extra} "
+            f"MESA plan ({self.variant}): {self.summaries} summaries -> {self.calls:,} "
+            f"calls{extra} "
             f"(up to {self.calls_max:,} with re-asks), ~{self.prompt_tokens:,} prompt tokens, "
             f"<= {self.completion_tokens_max:,} completion tokens; {model}: {cost}"
         )
@@ -89,7 +93,8 @@ def make_plan(
     :meth:`MesaMethod.cached_types`), so a finished run plans 0 calls and a resumed one
     only what is left.
     """
-    per_type, per_type_max = 3 * method.calls_per_step(), 3 * method.calls_per_step(upper=True)
+    per_step = method.calls_per_step()
+    per_type, per_type_max = 3 * per_step, 3 * method.calls_per_step(upper=True)
     calls = calls_max = chars = cached = 0
     for item in items:
         if method.fitted(item).action == "skipped":
@@ -107,26 +112,69 @@ def make_plan(
     chars += extra_prompt_chars
     prompt_tokens = int(chars / TYPICAL_CHARS_PER_TOKEN)
     completion = calls * config.max_tokens
+    cost = _cost(method, config, calls, prompt_tokens, per_step)
+    variant = (
+        f"{_VARIANTS[method.options.debate]}, {len(method.types)} types x 3 steps x "
+        f"{per_step} call{'s' if per_step > 1 else ''} = {per_type * len(method.types)} "
+        "per summary"
+    )
+    return Plan(
+        len(items),
+        variant,
+        calls,
+        calls_max,
+        prompt_tokens,
+        completion,
+        cost,
+        extra_calls,
+        cached,
+    )
+
+
+#: How the plan names each ``debate=`` value (the paper's names, Sec. 2.4-2.5 and 3).
+_VARIANTS = {
+    "none": "Single-n, no debate",
+    "same": "MADP-S debate, the paper's MESA",
+    "mixed": "MADP-M debate",
+}
+
+
+def _cost(
+    method: MesaMethod, config: JudgeConfig, calls: int, prompt_tokens: int, per_step: int
+) -> float | None:
+    """Estimated USD: the moderator's calls at the judge's price, MADP-M challengers at theirs.
+
+    Tokens are split by call count (a challenger's prompt is about as long as the
+    moderator's). None when any model that will be called has no price.
+    """
     prices = price_for(config.model, config.price_in, config.price_out)
-    cost = estimate_cost(prompt_tokens, completion, prices) if prices else None
-    return Plan(len(items), calls, calls_max, prompt_tokens, completion, cost, extra_calls, cached)
+    if prices is None:
+        return None
+    pool = method.options.pool if method.options.debate == "mixed" else ()
+    if not pool or not calls:
+        return estimate_cost(prompt_tokens, calls * config.max_tokens, prices)
+    challenger_share = CHALLENGERS / per_step
+    own = 1.0 - challenger_share
+    total = estimate_cost(
+        round(prompt_tokens * own), round(calls * own * config.max_tokens), prices
+    )
+    for seat in range(CHALLENGERS):  # challenger i is pool[i % len(pool)] (method.py)
+        member = pool[seat % len(pool)]
+        member_prices = price_for(member.model, member.price_in, member.price_out)
+        if member_prices is None:
+            return None
+        share = challenger_share / CHALLENGERS
+        total += estimate_cost(
+            round(prompt_tokens * share), round(calls * share * member.max_tokens), member_prices
+        )
+    return total
 
 
 def check_budget(plan: Plan, max_cost: float | None) -> None:
-    """Refuse to start when the estimate exceeds ``max_cost`` (USD).
+    """Refuse to start when the estimate exceeds ``max_cost`` (USD); as ``arena`` does.
 
     Raises:
-        BudgetError: Over budget, or the cost is unknown while a budget is set.
+        elitr_bench.judges.minutes.cli_args.BudgetError: Over budget, or the cost is
+            unknown while a budget is set.
     """
-    if max_cost is None:
-        return
-    if plan.cost_usd is None:
-        raise BudgetError(
-            f"--max-cost {max_cost:g} given but the judge model has no known price; add "
-            "price=IN:OUT (USD per 1M tokens) to the judge spec"
-        )
-    if plan.cost_usd > max_cost:
-        raise BudgetError(
-            f"estimated cost ${plan.cost_usd:,.2f} exceeds --max-cost {max_cost:g}; select "
-            "fewer --systems/--meetings, a cheaper judge, or raise --max-cost"
-        )
+    budget_check(plan.cost_usd, plan.calls, max_cost)

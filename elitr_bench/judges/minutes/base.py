@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
     from elitr_bench.judges.client import JudgeClient
+    from elitr_bench.judges.config import JudgeConfig
 
 AssessmentStatus = Literal["ok", "partial", "unscored", "error", "skipped"]
 STATUSES: tuple[str, ...] = ("ok", "partial", "unscored", "error", "skipped")
@@ -134,8 +135,32 @@ def error_assessment(
     )
 
 
+@dataclass(frozen=True)
+class SideCalls:
+    """Calls a method sends to another model than the judge's (planned and priced apart).
+
+    Attributes:
+        label: What they are for (``filler_classifier``); the usage block's key.
+        config: The other model's judge config (same backend options as the judge).
+        calls: Completions at most.
+        prompt_chars: Characters of their prompts at most.
+        completion_tokens: Output tokens at most.
+    """
+
+    label: str
+    config: JudgeConfig
+    calls: int
+    prompt_chars: int
+    completion_tokens: int
+
+
 class MinutesMethod(Protocol):
     """One way of judging minutes; registered by name in :mod:`.registry`.
+
+    Optional hooks, read with ``getattr`` by :mod:`.registry`: ``planned_prompt_chars``
+    and ``planned_completion_tokens`` (a finer cost preview), ``planned_side_calls`` (calls
+    to another model, as :class:`SideCalls`, priced at that model) and an async
+    ``finish_run`` returning the usage of clients the method opened itself (closed there).
 
     Attributes:
         name: Method name as selected by the judge spec (``rubric=`` or ``method=``).

@@ -61,6 +61,7 @@ def run_check(args: argparse.Namespace) -> dict[str, Any]:
         select_meetings,
     )
     from elitr_bench.judges.minutes import check, inputs, tables
+    from elitr_bench.judges.minutes.filler import filler_flag
     from elitr_bench.judges.minutes.paper import TABLE9_SYSTEMS
 
     meetings = select_meetings(args.meetings, AUTOMIN_MEETINGS) if args.meetings else None
@@ -122,6 +123,10 @@ def run_check(args: argparse.Namespace) -> dict[str, Any]:
                 f"judge filler compression ({run.name}): {sum(saved)} tokens saved over "
                 f"{len(saved)} meetings (mean {sum(saved) / len(saved):.0f} per meeting)"
             )
+            for meeting, stats in sorted(run.filler.items()):
+                note = filler_flag(stats)
+                if note:  # the scores are in the tables above, judged on this transcript
+                    print(f"flagged ({run.name}, {meeting}): {note}; judge scores kept")
     summary: dict[str, Any] = {
         "systems": systems,
         "metrics": sorted(values),

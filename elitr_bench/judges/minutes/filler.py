@@ -9,19 +9,25 @@ judge client, so every turn's classification is cached and a re-run pays nothing
 
 Choices where the paper is silent: a turn is a speaker-labelled line (``(PERSON7) ...``)
 plus the unlabelled lines that follow it; the classifier sees the cleaned turn with its
-label; a turn that is empty after cleaning is treated as filler without asking; an
-answer that is neither "Filler" nor "Content" keeps the turn (content): compression must
-never drop information because a reply was unreadable. Classification is greedy
-(temperature 0) so that the compressed transcript is reproducible. Token counts are
-whitespace-separated tokens (no tokenizer download is possible offline); the judge's
-billed prompt tokens are in the usage block.
+label; a turn that is empty after cleaning is treated as filler without asking. An answer
+that is neither "Filler" nor "Content" is asked again (the judge's ``reask``, each a
+distinct cached draw); a turn still unreadable after that keeps its text (compression must
+never drop information because a reply was unreadable) and is counted as
+*unclassified*. Such a transcript differs from what a clean classification would give,
+so the compression reports the count and is *flagged*; the judge's scores are kept, and
+the flag travels with them (sample logs, results, ``score`` and ``minutes-check``).
+Classification is greedy (temperature 0) so that the compressed transcript is
+reproducible, whatever sampling the judge itself uses. The classifier is the judge's own
+model unless ``filler_model=`` names another (AutoMin classified with text-davinci-003
+and judged with GPT-4-32k). Token counts are whitespace-separated tokens (no tokenizer
+download is possible offline); the judge's billed prompt tokens are in the usage block.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -107,10 +113,14 @@ class Compression:
         turns: Number of turns.
         filler_turns: Turns reduced to their speaker label (incl. empty after cleaning).
         empty_turns: Turns with no words left after cleaning (not sent to the classifier).
-        unclassified_turns: Turns whose classification answer was unreadable (kept).
+        unclassified_turns: Turns whose classification stayed unreadable after every
+            re-ask (kept whole).
         tokens_before: Tokens of the original transcript.
         tokens_cleaned: Tokens after removing "eh" and tags.
         tokens_after: Tokens of the compressed transcript.
+        reasked_turns: Turns whose first answer was unreadable (asked again).
+        unclassified_at: 1-based positions of the unclassified turns.
+        classifier: Model that classified the turns ("" when not recorded).
     """
 
     text: str
@@ -121,11 +131,19 @@ class Compression:
     tokens_before: int
     tokens_cleaned: int
     tokens_after: int
+    reasked_turns: int = 0
+    unclassified_at: tuple[int, ...] = ()
+    classifier: str = ""
 
     @property
     def tokens_saved(self) -> int:
         """Tokens removed by cleaning and compression together."""
         return self.tokens_before - self.tokens_after
+
+    @property
+    def flagged(self) -> bool:
+        """Whether some turn could not be classified (the judged text is not a clean run's)."""
+        return self.unclassified_turns > 0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe summary (logged in assessment details)."""
@@ -134,6 +152,10 @@ class Compression:
             "filler_turns": self.filler_turns,
             "empty_turns": self.empty_turns,
             "unclassified_turns": self.unclassified_turns,
+            "unclassified_at": list(self.unclassified_at),
+            "reasked_turns": self.reasked_turns,
+            "flagged": self.flagged,
+            "classifier": self.classifier,
             "tokens_before": self.tokens_before,
             "tokens_cleaned": self.tokens_cleaned,
             "tokens_after": self.tokens_after,
@@ -144,22 +166,47 @@ class Compression:
         }
 
 
+def filler_flag(stats: Mapping[str, Any]) -> str:
+    """The note for a compression with unclassified turns ("" when every turn was read).
+
+    Args:
+        stats: A compression's :meth:`Compression.to_dict` (as logged in a sample).
+    """
+    unclassified = stats.get("unclassified_turns")
+    if not isinstance(unclassified, int) or unclassified <= 0:
+        return ""
+    return (
+        f"{unclassified} of {stats.get('turns', '?')} turns unclassified by the filler "
+        "classifier (kept whole)"
+    )
+
+
 def cleaned_turns(transcript: str) -> list[Turn]:
     """Turns with "eh" and tags removed (text may be empty)."""
     return [Turn(t.speaker, clean_text(t.text)) for t in split_turns(transcript)]
 
 
-def compress(transcript: str, turns: Sequence[Turn], labels: Sequence[str | None]) -> Compression:
+def compress(
+    transcript: str,
+    turns: Sequence[Turn],
+    labels: Sequence[str | None],
+    *,
+    reasked: int = 0,
+    classifier: str = "",
+) -> Compression:
     """Assemble the compressed transcript from cleaned turns and their labels.
 
     Args:
         transcript: The original transcript (for the "before" count).
         turns: Cleaned turns (from :func:`cleaned_turns`).
         labels: Per turn ``filler``, ``content`` or None (unreadable answer: kept).
+        reasked: Turns that needed more than one classification request.
+        classifier: Model that classified the turns.
     """
     lines: list[str] = []
     filler, empty, unclassified = 0, 0, 0
-    for turn, label in zip(turns, labels, strict=True):
+    unclassified_at: list[int] = []
+    for position, (turn, label) in enumerate(zip(turns, labels, strict=True), start=1):
         if not turn.text:
             empty += 1
             filler += 1
@@ -170,7 +217,9 @@ def compress(transcript: str, turns: Sequence[Turn], labels: Sequence[str | None
             filler += 1
             lines.append(turn.render(""))
         else:
-            unclassified += label is None
+            if label is None:
+                unclassified += 1
+                unclassified_at.append(position)
             lines.append(turn.render())
     text = "\n".join(lines)
     return Compression(
@@ -182,41 +231,64 @@ def compress(transcript: str, turns: Sequence[Turn], labels: Sequence[str | None
         tokens_before=count_tokens(transcript),
         tokens_cleaned=count_tokens("\n".join(t.render() for t in turns)),
         tokens_after=count_tokens(text),
+        reasked_turns=reasked,
+        unclassified_at=tuple(unclassified_at),
+        classifier=classifier,
     )
 
 
-def classification_request(turn: Turn, seed: int | None) -> CompletionRequest:
-    """The greedy Fig. 19 request for one cleaned turn."""
+def classification_request(turn: Turn, seed: int | None, attempt: int = 0) -> CompletionRequest:
+    """The greedy Fig. 19 request for one cleaned turn (``attempt`` > 0: a re-ask)."""
     return CompletionRequest(
         prompt=build_filler_prompt(turn.render()),
         temperature=0.0,
         top_p=1.0,
         max_tokens=FILLER_MAX_TOKENS,
-        seed=seed,
+        seed=None if seed is None else seed + attempt,
     )
 
 
 async def compress_transcript(
-    transcript: str, client: JudgeClient, seed: int | None = None
+    transcript: str, client: JudgeClient, seed: int | None = None, reask: int = 0
 ) -> Compression:
-    """Clean, classify every non-empty turn through the client (cached), and compress."""
+    """Clean, classify every non-empty turn through the client (cached), and compress.
+
+    Args:
+        transcript: The transcript to compress.
+        client: The classifier's client (the judge's own, or one for ``filler_model``).
+        seed: Seed of the first request; re-ask ``j`` uses ``seed + j``.
+        reask: Extra requests for a turn whose answer is neither label (each is its own
+            cached draw, so a resumed run repeats none).
+    """
     turns = cleaned_turns(transcript)
 
-    async def label(turn: Turn) -> str | None:
+    async def label(turn: Turn) -> tuple[str | None, int]:
         if not turn.text:
-            return "filler"
-        completion = await client.complete(classification_request(turn, seed))
-        return parse_filler_label(completion.text)
+            return "filler", 1
+        for attempt in range(reask + 1):
+            request = classification_request(turn, seed, attempt)
+            completion = await client.complete(request, attempt)
+            parsed = parse_filler_label(completion.text)
+            if parsed is not None:
+                return parsed, attempt + 1
+        return None, reask + 1
 
-    labels = await asyncio.gather(*(label(t) for t in turns))
-    return compress(transcript, turns, labels)
+    answers = await asyncio.gather(*(label(t) for t in turns))
+    return compress(
+        transcript,
+        turns,
+        [found for found, _ in answers],
+        reasked=sum(tries > 1 for _, tries in answers),
+        classifier=str(getattr(client.backend, "model", "")),
+    )
 
 
-def classification_calls(transcript: str) -> int:
-    """Classifier calls a transcript needs (non-empty cleaned turns)."""
-    return sum(1 for t in cleaned_turns(transcript) if t.text)
+def classification_calls(transcript: str, reask: int = 0) -> int:
+    """Classifier calls a transcript needs at most (non-empty cleaned turns, re-asks)."""
+    return (reask + 1) * sum(1 for t in cleaned_turns(transcript) if t.text)
 
 
-def classification_chars(transcript: str) -> int:
-    """Characters of all classifier prompts of a transcript (for the cost preview)."""
-    return sum(len(build_filler_prompt(t.render())) for t in cleaned_turns(transcript) if t.text)
+def classification_chars(transcript: str, reask: int = 0) -> int:
+    """Characters of all classifier prompts of a transcript at most (cost preview)."""
+    one = sum(len(build_filler_prompt(t.render())) for t in cleaned_turns(transcript) if t.text)
+    return (reask + 1) * one

@@ -5,7 +5,13 @@ own, so an answer that forgets one leaves only that metric unscored. Before judg
 transcript is filler-compressed (Sec. 6.3; ``filler=false`` in the judge spec sends the
 transcript unchanged). Compression is shared by every system's minutes of a meeting: it is
 computed once per transcript per run and its per-turn classifications are cached by the
-client like any paid completion.
+client like any paid completion. ``filler_model=`` classifies with another model through
+a second client on the same backend options and cache; its calls are planned, counted and
+priced on their own. Scores judged on a transcript with unclassified turns are kept and
+flagged (``details.filler.flagged`` and the ``filler_unclassified_turns`` metric).
+
+The paper gives no sampling for these judges, so their spec family (``minutes``)
+defaults to greedy decoding; ``temperature=``/``top_p=`` in the spec still apply.
 
 Scores are read conservatively (:mod:`.score_parsing`): a criterion whose answer is
 missing, ambiguous (different values) or off the 0-10 scale is unscored, its reason is
@@ -21,10 +27,17 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import statistics
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from elitr_bench.judges.backends.base import CompletionRequest
-from elitr_bench.judges.minutes.base import MinutesAssessment, MinutesItem, status_for
+from elitr_bench.judges.minutes.base import (
+    MinutesAssessment,
+    MinutesItem,
+    SideCalls,
+    status_for,
+)
 from elitr_bench.judges.minutes.filler import (
     FILLER_MAX_TOKENS,
     Compression,
@@ -39,7 +52,7 @@ from elitr_bench.judges.minutes.prompts import (
     ParsedScores,
     parse_scores,
 )
-from elitr_bench.judges.minutes.registry import register_method
+from elitr_bench.judges.minutes.registry import make_client, register_method, usage_of
 
 if TYPE_CHECKING:
     from elitr_bench.judges.client import JudgeClient
@@ -60,30 +73,75 @@ class GPTMinutesJudge:
         self.name = prompt.name
         self.metrics = prompt.metrics
         self.prompt_hash = prompt.prompt_hash
+        self.filler_config = self._filler_config(config)
         self._compressions: dict[str, asyncio.Task[Compression]] = {}
+        self._classifiers: dict[int, JudgeClient] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
 
+    @staticmethod
+    def _filler_config(config: JudgeConfig) -> JudgeConfig | None:
+        """The separate classifier's config (``filler_model=``), None for the judge's own."""
+        model = config.filler_model
+        if not config.filler or not model or model == config.model:
+            return None
+        return replace(config, model=model, spec=f"{config.spec} (filler_model {model})")
+
+    def _classifier_calls(self, item: MinutesItem) -> tuple[int, int, int]:
+        """Calls, prompt characters and output tokens of the classifier at most."""
+        if not self.config.filler:
+            return 0, 0, 0
+        reask = self.config.reask
+        calls = classification_calls(item.transcript, reask)
+        return calls, classification_chars(item.transcript, reask), FILLER_MAX_TOKENS * calls
+
     def planned_calls(self, item: MinutesItem) -> int:
-        """Classifier calls (if compressing) plus ``samples * (reask + 1)`` judge calls."""
+        """``samples * (reask + 1)`` judge calls, plus the judge model's classifications."""
         calls = self.config.samples * (self.config.reask + 1)
-        if self.config.filler:
-            calls += classification_calls(item.transcript)
+        if self.filler_config is None:
+            calls += self._classifier_calls(item)[0]
         return calls
 
     def planned_prompt_chars(self, item: MinutesItem) -> int:
-        """Characters sent at most (uncompressed transcript as the upper bound)."""
+        """Characters the judge's model is sent at most (uncompressed transcript)."""
         judge = len(self.prompt.build(item.transcript, item.minutes))
         chars = judge * self.config.samples * (self.config.reask + 1)
-        if self.config.filler:
-            chars += classification_chars(item.transcript)
+        if self.filler_config is None:
+            chars += self._classifier_calls(item)[1]
         return chars
 
     def planned_completion_tokens(self, item: MinutesItem) -> int:
         """Output tokens at most: judge calls at ``max_tokens``, classifications at 8."""
         tokens = self.config.samples * (self.config.reask + 1) * self.config.max_tokens
-        if self.config.filler:
-            tokens += FILLER_MAX_TOKENS * classification_calls(item.transcript)
+        if self.filler_config is None:
+            tokens += self._classifier_calls(item)[2]
         return tokens
+
+    def planned_side_calls(self, item: MinutesItem) -> Sequence[SideCalls]:
+        """The ``filler_model`` classifier's calls, priced at that model (none by default)."""
+        if self.filler_config is None:
+            return ()
+        calls, chars, tokens = self._classifier_calls(item)
+        return (SideCalls("filler_classifier", self.filler_config, calls, chars, tokens),)
+
+    def _classifier(self, client: JudgeClient) -> JudgeClient:
+        """The judge's client, or one for ``filler_model`` sharing the judge's cache."""
+        if self.filler_config is None:
+            return client
+        found = self._classifiers.get(id(client))
+        if found is None:
+            found = make_client(self.filler_config, cache=client.cache)
+            self._classifiers[id(client)] = found
+        return found
+
+    async def finish_run(self) -> dict[str, dict[str, Any]]:
+        """Close the classifier clients this method opened; their usage by label."""
+        usage: dict[str, dict[str, Any]] = {}
+        for classifier in self._classifiers.values():
+            assert self.filler_config is not None
+            usage["filler_classifier"] = usage_of(self.filler_config, classifier)
+            await classifier.aclose()  # the cache is the judge's: not closed here
+        self._classifiers.clear()
+        return usage
 
     async def _compression(self, transcript: str, client: JudgeClient) -> Compression:
         loop = asyncio.get_running_loop()
@@ -92,7 +150,11 @@ class GPTMinutesJudge:
         key = hashlib.sha256(transcript.encode("utf-8")).hexdigest()
         task = self._compressions.get(key)
         if task is None:
-            task = asyncio.ensure_future(compress_transcript(transcript, client, self.config.seed))
+            task = asyncio.ensure_future(
+                compress_transcript(
+                    transcript, self._classifier(client), self.config.seed, self.config.reask
+                )
+            )
             self._compressions[key] = task
         return await task
 
@@ -126,7 +188,7 @@ class GPTMinutesJudge:
         if self.config.filler:
             compression = await self._compression(item.transcript, client)
             transcript = compression.text
-            details["filler"] = compression.to_dict()
+            details["filler"] = compression.to_dict()  # "flagged" when a turn stayed unread
         prompt = self.prompt.build(transcript, item.minutes)
         results = await asyncio.gather(
             *(self._sample(prompt, i, client) for i in range(self.config.samples))

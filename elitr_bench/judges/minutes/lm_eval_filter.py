@@ -15,7 +15,9 @@ built-in ``mean`` runs over scored samples and gets its closed-form stderr (see
 :mod:`elitr_bench.judges.metrics`); ``judge_unscored`` counts samples the judge answered
 without any score and ``judge_errors`` those it failed on (``judge_count``);
 ``filler_tokens_saved`` is the per-meeting token saving of the filler
-compression (mean over meetings).
+compression (mean over meetings), ``filler_unclassified_turns`` the turns its classifier
+could not read even when asked again (kept whole; summed over meetings) and
+``filler_flagged`` the meetings with any (counted): their judge scores are kept, flagged.
 """
 
 from __future__ import annotations
@@ -55,6 +57,10 @@ log = logging.getLogger(__name__)
 
 FILTER_NAME = "elitr_minutes_judge"
 TOKENS_SAVED = "filler_tokens_saved"
+FILLER_UNCLASSIFIED = "filler_unclassified_turns"
+FILLER_FLAGGED = "filler_flagged"
+#: Metrics of the filler compression (GPT judges with ``filler=true``).
+FILLER_METRICS = (TOKENS_SAVED, FILLER_UNCLASSIFIED, FILLER_FLAGGED)
 
 _LAST_RUN: MinutesRun | None = None
 
@@ -192,6 +198,8 @@ def judge_minutes(
         summary["error"],
         run.usage,
     )
+    for meeting, note in flagged_meetings(run.assessments).items():
+        log.warning("minutes judge %s: %s flagged: %s; scores kept", run.method, meeting, note)
     _record(run.assessments, config)
     out = []
     for text, assessment in zip(texts, run.assessments, strict=True):
@@ -273,6 +281,23 @@ def minutes_judge_metrics(filtered: Any) -> dict[str, float]:
     filler = assessment.details.get("filler")
     if isinstance(filler, Mapping) and isinstance(filler.get("tokens_saved"), (int, float)):
         out[TOKENS_SAVED] = float(filler["tokens_saved"])
+        unclassified = filler.get("unclassified_turns")
+        count = float(unclassified) if isinstance(unclassified, (int, float)) else 0.0
+        out[FILLER_UNCLASSIFIED] = count
+        out[FILLER_FLAGGED] = 1.0 if count > 0 else 0.0
+    return out
+
+
+def flagged_meetings(assessments: Sequence[MinutesAssessment]) -> dict[str, str]:
+    """Meetings judged on a transcript with unclassified filler turns: id -> note."""
+    from elitr_bench.judges.minutes.filler import filler_flag
+
+    out: dict[str, str] = {}
+    for assessment in assessments:
+        filler = assessment.details.get("filler")
+        note = filler_flag(filler) if isinstance(filler, Mapping) else ""
+        if note:
+            out[assessment.meeting_id] = note
     return out
 
 
@@ -299,6 +324,10 @@ def metric_list(config: JudgeConfig | None) -> list[dict[str, Any]]:
     ]
     if config.filler and method.name in ("gpt-art", "gpt-afgr"):
         entries.append({"metric": TOKENS_SAVED, "aggregation": "mean", "higher_is_better": True})
+        entries += [
+            {"metric": name, "aggregation": COUNT_AGGREGATION, "higher_is_better": False}
+            for name in (FILLER_UNCLASSIFIED, FILLER_FLAGGED)
+        ]
     return entries
 
 
@@ -307,7 +336,11 @@ def usage_metadata() -> dict[str, Any] | None:
     run = _LAST_RUN
     if run is None:
         return None
-    return {**run.usage, "seconds": round(run.elapsed_s, 3), **run.summary}
+    out = {**run.usage, "seconds": round(run.elapsed_s, 3), **run.summary}
+    flagged = flagged_meetings(run.assessments)
+    if flagged:  # scores kept; the meetings whose judged transcript had unread turns
+        out["filler_flagged"] = flagged
+    return out
 
 
 register_lm_eval_aggregations()

@@ -148,7 +148,9 @@ def make_client(config: JudgeConfig, cache: JudgeCache | None = None) -> JudgeCl
     if not config.is_llm:
         raise JudgeConfigError(
             f"judge spec {config.spec or config.backend!r}: minutes judges need an LLM backend "
-            "(openai:<model> or hf:<model>); replay and lexical score only QA answers"
+            "(openai:<model> or hf:<model>); replay and lexical score only QA answers, and "
+            "without a key a local OpenAI-compatible server needs none "
+            "(openai:MODEL,base_url=http://127.0.0.1:PORT/v1)"
         )
     return JudgeClient(
         make_backend(config),
@@ -194,6 +196,37 @@ def usage_of(config: JudgeConfig, client: JudgeClient) -> dict[str, Any]:
     return usage_with_cost(config, client)
 
 
+_COUNTERS = (
+    "requests",
+    "cache_hits",
+    "retries",
+    "prompt_tokens",
+    "completion_tokens",
+    "cached_prompt_tokens",
+    "cached_completion_tokens",
+    "estimated_cost_usd",
+    "cache_saved_usd",
+)
+
+
+def with_side_usage(usage: dict[str, Any], side: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The judge's usage plus the clients a method opened for other models.
+
+    Totals (requests, tokens, cost) include them; each keeps its own block under its label
+    (e.g. ``filler_classifier``), priced at its own model.
+    """
+    out = dict(usage)
+    for label, extra in side.items():
+        out[label] = extra
+        for name in _COUNTERS:
+            if isinstance(extra.get(name), (int, float)) and isinstance(
+                out.get(name), (int, float)
+            ):
+                out[name] = round(out[name] + extra[name], 6)
+        out["priced"] = bool(out.get("priced")) and bool(extra.get("priced"))
+    return out
+
+
 def identity_of(config: JudgeConfig, method: MinutesMethod) -> dict[str, Any]:
     """What a minutes score depends on: backend, model, endpoint, method, prompt hash, sampling."""
     ident: dict[str, Any] = {
@@ -211,6 +244,8 @@ def identity_of(config: JudgeConfig, method: MinutesMethod) -> dict[str, Any]:
     prompt_hash = getattr(method, "prompt_hash", None)
     if isinstance(prompt_hash, str):
         ident["prompt_hash"] = prompt_hash
+    if config.filler and method.name in MINUTES_RUBRICS:  # who classified the turns
+        ident["filler_model"] = config.filler_model or config.model
     from elitr_bench.judges.config import judge_endpoint
 
     endpoint = judge_endpoint(config)
@@ -262,17 +297,21 @@ async def assess_items_run(
             bar.update(1)
         return result
 
+    finish = getattr(active, "finish_run", None)  # methods that open their own clients
+    side: dict[str, dict[str, Any]] = {}
     try:
         assessments = list(await asyncio.gather(*(one(item) for item in items)))
     finally:
         if bar is not None:
             bar.close()
+        if callable(finish):
+            side = await finish()
         if own:
             await judge_client.aclose()
     run = MinutesRun(
         assessments=assessments,
         identity=identity_of(config, active),
-        usage=usage_of(config, judge_client),
+        usage=with_side_usage(usage_of(config, judge_client), side),
         elapsed_s=time.perf_counter() - start,
         method=active.name,
         metrics=tuple(active.metrics),
@@ -300,7 +339,9 @@ def plan(
     Tokens are estimated as characters / 4 of what each call sends (the method's
     ``planned_prompt_chars`` when it has one, else transcript + minutes per call) plus the
     output limit (``planned_completion_tokens``, else ``max_tokens`` per call); the price
-    comes from the price table or ``price=IN:OUT``.
+    comes from the price table or ``price=IN:OUT``. Calls to another model
+    (``planned_side_calls``, e.g. a ``filler_model`` classifier) are counted in ``calls``
+    and priced at that model; ``side`` lists them by label.
     """
     from elitr_bench.judges.pricing import estimate_cost, price_for
 
@@ -309,6 +350,8 @@ def plan(
     completion_tokens = 0
     chars_fn = getattr(method, "planned_prompt_chars", None)
     out_fn = getattr(method, "planned_completion_tokens", None)
+    side_fn = getattr(method, "planned_side_calls", None)
+    side: dict[str, list[Any]] = {}  # label -> [config, calls, prompt tokens, completion]
     for item in items:
         n = method.planned_calls(item)
         calls += n
@@ -319,12 +362,32 @@ def plan(
         )
         prompt_tokens += chars // 4
         completion_tokens += int(out_fn(item)) if callable(out_fn) else n * config.max_tokens
+        for extra in side_fn(item) if callable(side_fn) else ():
+            entry = side.setdefault(extra.label, [extra.config, 0, 0, 0])
+            entry[1] += extra.calls
+            entry[2] += extra.prompt_chars // 4
+            entry[3] += extra.completion_tokens
     prices = price_for(config.model, config.price_in, config.price_out)
     cost = estimate_cost(prompt_tokens, completion_tokens, prices) if prices else None
+    priced = prices is not None
+    for other, n, prompt, completion in side.values():
+        other_prices = price_for(other.model, other.price_in, other.price_out)
+        calls += n
+        prompt_tokens += prompt
+        completion_tokens += completion
+        if other_prices is None:
+            priced, cost = False, None
+        elif cost is not None:
+            cost += estimate_cost(prompt, completion, other_prices)
     return {
         "calls": calls,
         "prompt_tokens": prompt_tokens,
         "completion_tokens_max": completion_tokens,
         "estimated_cost_usd": None if cost is None else round(cost, 4),
-        "priced": prices is not None,
+        "priced": priced,
+        **(
+            {"side": {k: {"model": v[0].model, "calls": v[1]} for k, v in side.items()}}
+            if side
+            else {}
+        ),
     }

@@ -24,9 +24,13 @@ from elitr_bench.judges.lm_eval_filter import judged_json
 from elitr_bench.judges.metrics import JUDGE_ERRORS, JUDGE_UNSCORED
 from elitr_bench.judges.minutes.check import lower_is_better
 from elitr_bench.judges.minutes.lm_eval_filter import (
+    FILLER_FLAGGED,
+    FILLER_METRICS,
+    FILLER_UNCLASSIFIED,
     FILTER_NAME,
     TOKENS_SAVED,
     assessment_of,
+    flagged_meetings,
     item_from_doc,
     minutes_judge_metrics,
     run_sync,
@@ -54,6 +58,9 @@ def _means(rows: list[dict[str, float]], metrics: Iterable[str]) -> dict[str, An
         )
     for counted in (JUDGE_UNSCORED, JUDGE_ERRORS):
         out[f"{counted},none"] = sum(r.get(counted, 0.0) for r in rows)
+    for counted in (FILLER_UNCLASSIFIED, FILLER_FLAGGED):  # only when compression ran
+        if any(counted in r for r in rows):
+            out[f"{counted},none"] = sum(r.get(counted, 0.0) for r in rows)
     return out
 
 
@@ -87,6 +94,9 @@ def score_minutes_samples(
         run = run_sync(items, config, method)
         identity = run.identity
         usage[task] = {**run.usage, "seconds": round(run.elapsed_s, 3), **run.summary}
+        flagged = flagged_meetings(run.assessments)
+        if flagged:
+            usage[task]["filler_flagged"] = flagged
         rows: list[dict[str, float]] = []
         rescored = path.with_name(f"samples_{task}_rescored_{stamp}.jsonl")
         with rescored.open("w", encoding="utf-8") as handle:
@@ -96,7 +106,7 @@ def score_minutes_samples(
                 row = dict(sample)
                 row["filtered_resps"] = [judged_json(item.minutes, entry)]
                 row["filter"] = FILTER_NAME
-                for stale in (*method.metrics, JUDGE_UNSCORED, JUDGE_ERRORS, TOKENS_SAVED):
+                for stale in (*method.metrics, JUDGE_UNSCORED, JUDGE_ERRORS, *FILLER_METRICS):
                     row.pop(stale, None)
                 metrics = minutes_judge_metrics(row["filtered_resps"])
                 kept = [m for m in row.get("metrics") or [] if m not in metrics]
@@ -115,6 +125,11 @@ def score_minutes_samples(
                 **{m: not lower_is_better(m) for m in method.metrics},
                 JUDGE_UNSCORED: False,
                 JUDGE_ERRORS: False,
+                **{
+                    m: False
+                    for m in (FILLER_UNCLASSIFIED, FILLER_FLAGGED)
+                    if f"{m},none" in results[t]
+                },
             }
             for t in results
         },
@@ -141,6 +156,8 @@ def cmd_score_minutes(args: argparse.Namespace, config: JudgeConfig) -> int:
         }
         print(f"{task}: {shown}")
         errors += int(payload["judge_usage"][task].get("error", 0))
+        for meeting, note in payload["judge_usage"][task].get("filler_flagged", {}).items():
+            print(f"{task}: {meeting} flagged: {note}; its judge scores are kept")
     print(f"wrote {target}")
     if errors:
         print(

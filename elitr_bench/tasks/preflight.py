@@ -1,0 +1,212 @@
+"""Judge readiness before lm-eval loads the model under test.
+
+lm-eval 0.4.13's ``simple_evaluate`` builds the model first (minutes for a large
+checkpoint) and only then the tasks, so a judge checked while our tasks are built fails
+after that wait, and a judge checked before generation still costs it. The start-up hook
+(:mod:`elitr_bench._hook`) therefore wraps ``lm_eval.evaluator.simple_evaluate`` and calls
+:func:`check_run_judges` with its arguments: the task names, ``--metadata`` (merged with
+``--model_args``, as lm-eval merges them for tasks), the model and ``--predict_only``. That
+wrapper runs before line one of the original, for the ``lm_eval`` CLI and for Python
+callers of ``simple_evaluate`` alike. Runs with none of our tasks return at once, without
+importing our judges; our tasks still check their judge when they build requests (for
+``evaluate()`` callers and runs without the hook), and the check is done once per process.
+
+What is checked is :func:`~elitr_bench.judges.config.check_judge_ready` with ``network``:
+the key (or a loopback ``base_url``), one preflight request of an API judge, an ``hf``
+judge's config and tokenizer (never its weights), and that a ``replay`` judge has
+something to replay. ``preflight=false`` in the spec skips the request and the hf lookup.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from elitr_bench.judges.config import JudgeConfig
+
+log = logging.getLogger(__name__)
+
+#: Our task folder (kept free of imports: this module loads in every ``lm_eval`` run).
+_TASKS_DIR = Path(__file__).resolve().parent
+
+#: The model whose answers the ``replay`` judge has scores for.
+REPLAY_MODEL = "elitr-replay"
+
+
+def _kind_of(path: Path | None) -> str | None:
+    """``minutes`` or ``qa`` for a YAML file of ours, None for anyone else's."""
+    if path is None:
+        return None
+    try:
+        relative = Path(path).resolve().relative_to(_TASKS_DIR)
+    except ValueError:
+        return None
+    return "minutes" if relative.parts[:1] == ("elitr_minutes",) else "qa"
+
+
+def our_task_kinds(tasks: Any, task_manager: Any = None) -> dict[str, str]:
+    """The run's tasks that are ours: name -> ``qa`` or ``minutes``.
+
+    Names, groups, tags and YAML paths are resolved through the run's task index (or an
+    index of our folder alone when the caller passed no task manager); task objects and
+    inline configs are left to the task-time check.
+    """
+    from lm_eval.tasks._index import Kind, TaskIndex
+
+    index: Mapping[str, Any]
+    if task_manager is not None and hasattr(task_manager, "task_index"):
+        index = task_manager.task_index
+    else:
+        index = TaskIndex.build([_TASKS_DIR])
+    found: dict[str, str] = {}
+    seen: set[str] = set()
+
+    def visit(spec: Any, depth: int = 0) -> None:
+        if not isinstance(spec, str) or spec in seen or depth > 8:
+            return
+        seen.add(spec)
+        entry = index.get(spec)
+        if entry is None and spec.endswith((".yaml", ".yml")) and os.path.isfile(spec):
+            entry = TaskIndex.entry_from_path(Path(spec))
+        if entry is None:
+            return
+        if entry.kind == Kind.TAG:
+            for member in sorted(entry.tags):
+                visit(member, depth + 1)
+            return
+        kind = _kind_of(entry.yaml_path)
+        if kind is not None and entry.kind != Kind.GROUP:
+            found[entry.name] = kind
+        if entry.kind == Kind.GROUP:
+            members = (entry.cfg or {}).get("task") or []
+            for member in members if isinstance(members, list) else [members]:
+                visit(member.get("task") if isinstance(member, dict) else member, depth + 1)
+
+    for spec in tasks if isinstance(tasks, (list, tuple)) else [tasks]:
+        visit(spec)
+    return found
+
+
+def task_metadata(
+    model_args: Any, metadata: Mapping[str, Any] | None, task_manager: Any
+) -> dict[str, Any]:
+    """The metadata our tasks will see: the task manager's, else ``model_args | metadata``."""
+    from_manager = getattr(task_manager, "metadata", None)
+    if isinstance(from_manager, Mapping):
+        return dict(from_manager)
+    merged: dict[str, Any] = {}
+    if isinstance(model_args, Mapping):
+        merged.update(model_args)
+    elif isinstance(model_args, str) and model_args.strip():
+        from lm_eval.utils import simple_parse_args_string
+
+        merged.update(simple_parse_args_string(model_args))
+    return merged | dict(metadata or {})
+
+
+def is_replay_model(model: Any) -> bool:
+    """Whether the model under test replays the released answers (``--model elitr-replay``)."""
+    if isinstance(model, str):
+        return model == REPLAY_MODEL
+    while type(model).__name__ == "CachingLM":  # --use_cache wraps the model
+        model = getattr(model, "lm", None)
+    replay = sys.modules.get("elitr_bench.models.replay")  # loaded if the model is one
+    return replay is not None and isinstance(model, replay.ReplayLM)
+
+
+def alternatives(kind: str, model: Any) -> str:
+    """The keyless ways out for this run, as ``lm_eval`` flags (replay only for replays)."""
+    from elitr_bench.judges.config import keyless_alternatives
+
+    return keyless_alternatives(kind, "lm_eval", replay=kind == "qa" and is_replay_model(model))
+
+
+def check_replay_fits(config: JudgeConfig | None, model: Any, kind: str = "qa") -> None:
+    """Refuse ``judge: replay`` for a model whose answers it has no scores for.
+
+    The replay judge scores only the released systems' answers; on any other model's
+    answers every item would end as ``error`` and the run would then suggest
+    ``elitr-bench score --judge replay``, which fails the same way.
+
+    Raises:
+        JudgeNotReadyError: One line naming the model and what works instead.
+    """
+    from elitr_bench.judges.errors import JudgeNotReadyError
+
+    if config is None or config.backend != "replay" or model is None or is_replay_model(model):
+        return
+    name = model if isinstance(model, str) else type(model).__name__
+    raise JudgeNotReadyError(
+        f"judge replay scores only the released systems' answers (--model {REPLAY_MODEL}); "
+        f"--model {name} writes new ones. Use an LLM judge, or {alternatives(kind, model)}"
+    )
+
+
+def check_run_judges(
+    *,
+    tasks: Any,
+    model: Any,
+    model_args: Any = None,
+    metadata: Mapping[str, Any] | None = None,
+    predict_only: bool = False,
+    task_manager: Any = None,
+) -> list[JudgeConfig]:
+    """Check every judge the run's tasks of ours will use, before the model is built.
+
+    Args:
+        tasks: ``simple_evaluate``'s task list (names, groups, tags, paths).
+        model: The model name (``hf``, ``elitr-replay``, ...) or an LM instance.
+        model_args: ``--model_args`` (lm-eval merges them into task metadata).
+        metadata: ``--metadata``.
+        predict_only: ``--predict_only``: nothing is judged, nothing checked.
+        task_manager: The run's task manager, when the caller built one (the CLI does).
+
+    Returns:
+        The judge configs checked (empty when the run has none of our tasks).
+
+    Raises:
+        elitr_bench.data.errors.ElitrBenchError: A judge cannot run (one line with the
+            fix), or a judge spec or option is invalid.
+    """
+    if predict_only:
+        return []
+    kinds = set(our_task_kinds(tasks, task_manager).values())
+    if not kinds:
+        return []
+    from elitr_bench.cli_errors import install_excepthook
+    from elitr_bench.judges.config import check_judge_ready
+
+    install_excepthook()  # our one-line errors, as when our task modules load
+    meta = task_metadata(model_args, metadata, task_manager)
+    checked: list[JudgeConfig] = []
+    for kind in sorted(kinds):
+        config = _judge_of(kind, meta)
+        if config is None:
+            continue
+        check_replay_fits(config, model, kind)
+        check_judge_ready(config, network=True, alternative=alternatives(kind, model))
+        checked.append(config)
+    return checked
+
+
+def _judge_of(kind: str, metadata: Mapping[str, Any]) -> JudgeConfig | None:
+    """The judge a task of this kind will build from the metadata (same functions).
+
+    The task's options are read first, as the task reads them: a misspelt key (``judg``)
+    must be named as such, not reported as a problem of the default judge it left.
+    """
+    if kind == "minutes":
+        from elitr_bench.tasks.minutes import MinutesOptions, judge_for_minutes
+
+        MinutesOptions.from_metadata(metadata)
+        return judge_for_minutes(metadata)[1]
+    from elitr_bench.tasks.options import TaskOptions
+    from elitr_bench.tasks.task import judge_for
+
+    TaskOptions.from_metadata(metadata)
+    return judge_for(dict(metadata))[1]
