@@ -31,7 +31,14 @@ from elitr_bench.judges.config import (
     resolve_judge_spec,
     with_options,
 )
-from elitr_bench.judges.engine import Judge, JudgeItem, Judgement, judge_items, summarize
+from elitr_bench.judges.engine import (
+    Judge,
+    JudgeItem,
+    Judgement,
+    check_items_fit,
+    judge_items,
+    summarize,
+)
 from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.metrics import judge_metrics, parse_filtered
 from elitr_bench.judges.rubrics import RUBRICS
@@ -413,6 +420,22 @@ def _tasks_of(files: list[Path]) -> str:
     return ", ".join(sorted({task_name_of(f) for f in files}))
 
 
+def _check_qa_fit(files: list[Path], config: JudgeConfig) -> None:
+    """Stop before any request when an answer still to judge has a prompt over the window.
+
+    Raises:
+        ContextWindowError: One line naming the items, their tokens and the way out.
+    """
+    identity = config.identity()
+    items = [
+        JudgeItem.from_doc(s["doc"], response_of(s))
+        for path in files
+        for s in read_samples(path)
+        if reusable_judgement(s, identity) is None
+    ]
+    check_items_fit(items, config, "score")
+
+
 def _cmd_score(args: argparse.Namespace) -> int:
     from elitr_bench.judges.minutes.registry import method_name
 
@@ -435,6 +458,13 @@ def _cmd_score(args: argparse.Namespace) -> int:
             f"({_tasks_of(qa_files)}); use a QA judge, e.g. --judge replay, lexical or "
             "openai:gpt-4-0613"
         )
+    # Judge prompts that cannot fit the judge's window stop here, before any request.
+    if minutes_judge:
+        from elitr_bench.judges.minutes.score import check_minutes_fit
+
+        check_minutes_fit([str(f) for f in minutes_files], config)
+    else:
+        _check_qa_fit(qa_files, config)
     # A keyless QA judge (replay, lexical) cannot score minutes: suggest a local server.
     check_judge_ready(
         config,

@@ -23,6 +23,7 @@ from elitr_bench.judges.config import (
 from elitr_bench.judges.cream.arena import (
     ArenaError,
     SystemMinutes,
+    context_check,
     load_state,
     merge,
     needs_requests,
@@ -129,6 +130,7 @@ def arena_command(args: argparse.Namespace) -> int:
         f"one alignment per summary; up to {p.max_calls} with re-asks); judge {config.model}; "
         f"estimated cost {cost} (cached calls are free)"
     )
+    context_check(state, todo, config)  # before --max-cost and any request
     if args.max_cost is not None and p.cost_usd is not None and p.cost_usd > args.max_cost:
         raise ArenaError(
             f"estimated cost ${p.cost_usd:.2f} exceeds --max-cost {args.max_cost:g}; raise "
