@@ -133,6 +133,13 @@ class GPTMinutesJudge:
         pairs = zip(self._over(items, False), self._over(items, True), strict=True)
         return [longest if shortest is None else None for shortest, longest in pairs]
 
+    @property
+    def context_basis(self) -> str:
+        """What :meth:`context_over` counts (said in the stop line)."""
+        if self.config.filler:
+            return "shortest prompt filler compression can give: every turn reduced to its label"
+        return ""
+
     def context_way_out(self) -> tuple[str, ...]:
         """AutoMin's own way to shorten the prompt, when it is not on."""
         if self.config.filler:

@@ -191,6 +191,9 @@ def context_line(
 
     extra = getattr(method, "context_way_out", None)
     alternatives: tuple[str, ...] = tuple(extra()) if callable(extra) else ()
+    basis = str(getattr(method, "context_basis", "") or "")
+    if basis:
+        what = f"{what} ({basis})"
     return overlength_line(what, over, judge_window(config), way_out(config, over, *alternatives))
 
 
