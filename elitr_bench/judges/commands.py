@@ -546,7 +546,10 @@ def register(subparsers: Any) -> None:
         description=(
             "Judge lm-eval samples_*.jsonl files without loading the generating model. Answers "
             "this judge already scored are kept; only failed, skipped or differently judged "
-            "ones are sent. Writes the run's results file with complete judge metrics."
+            "ones are sent. Writes the run's results file with complete judge metrics. "
+            "Prompts that do not fit the judge's context window (known for OpenAI models "
+            "and hf judges, context=N in the spec for others) stop the command before any "
+            "request."
         ),
     )
     score.add_argument(

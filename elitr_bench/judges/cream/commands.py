@@ -201,7 +201,8 @@ def register(subparsers: Any) -> None:
             "completeness and conciseness, both orders) and rank them with Elo and "
             "Bradley-Terry. Inputs: lm-eval output folders of a minutes task (each run is "
             "one system; NAME=PATH names it) and/or --automin. Re-running with --out of an "
-            "existing arena and a new run judges only the new pairs."
+            "existing arena and a new run judges only the new pairs. Prompts that do not fit "
+            "the judge's context window stop the command before any request."
         ),
     )
     p.add_argument("runs", nargs="*", help="lm-eval output folders (or NAME=PATH) of minutes runs")

@@ -6,8 +6,9 @@ confidence,instances}``; readable by ``elitr-bench minutes-check --metric-file``
 assessments with every raw reply (``mesa_details.jsonl``) and ``run.json`` (judge identity,
 plan, usage). ``mesa-train`` runs one self-training iteration on feedback meetings and
 writes ``guidance.yaml`` for ``mesa --guidance``. Both print calls, tokens and cost before
-the first request and stop at ``--max-cost``; every call is cached before use, so a killed
-run resumes where it stopped.
+the first request and stop at ``--max-cost``, and stop when a prompt cannot fit the judge's
+context window (unless ``overlength=skip|truncate_middle``); every call is cached before
+use, so a killed run resumes where it stopped.
 """
 
 from __future__ import annotations
