@@ -173,6 +173,22 @@ def test_hf_window_comes_from_the_model_config(tiny_llama: Path, tmp_path: Path)
     assert judge_window(parse_judge_spec(f"hf:{small},context=512")).limit == 512
 
 
+def test_hf_length_falls_back_to_nested_config_and_tokenizer() -> None:
+    from types import SimpleNamespace
+
+    from elitr_bench.judges.context_window import hf_max_length
+
+    nested = SimpleNamespace(text_config=SimpleNamespace(max_position_embeddings=4096))
+    assert hf_max_length(nested, None) == (4096, "config max_position_embeddings")
+    bare = SimpleNamespace()
+    assert hf_max_length(bare, SimpleNamespace(model_max_length=512)) == (
+        512,
+        "tokenizer model_max_length",
+    )
+    # transformers' "no limit" placeholder is no limit we can check against.
+    assert hf_max_length(bare, SimpleNamespace(model_max_length=int(1e30))) == (0, "")
+
+
 def test_hf_judge_never_generates_from_an_over_long_prompt(
     tiny_llama: Path, tmp_path: Path
 ) -> None:
