@@ -19,6 +19,7 @@ from elitr_bench.judges.backends.base import (
     RetryableError,
 )
 from elitr_bench.judges.cache import Completion, JudgeCache, cache_key
+from elitr_bench.judges.context_window import JudgeWindow
 from elitr_bench.judges.errors import JudgeRequestError
 from elitr_bench.judges.pricing import estimate_cost
 from elitr_bench.judges.ratelimit import RateLimiter, backoff_delay
@@ -63,6 +64,8 @@ class JudgeClient:
         concurrency: Maximum requests in flight.
         retries: Retries per request for transient failures.
         backoff: Base seconds of the exponential back-off.
+        window: The judge model's context window: a request that does not fit is refused
+            before it is sent (``ContextWindowError``); None or unchecked sends anything.
     """
 
     def __init__(
@@ -74,6 +77,7 @@ class JudgeClient:
         retries: int = 6,
         backoff: float = 1.0,
         owns_cache: bool = False,
+        window: JudgeWindow | None = None,
     ) -> None:
         self.backend = backend
         self.owns_cache = owns_cache
@@ -82,6 +86,7 @@ class JudgeClient:
         self.retries = retries
         self.backoff = backoff
         self.usage = Usage()
+        self.window = window
         self._concurrency = concurrency
         self._sem: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -106,6 +111,7 @@ class JudgeClient:
 
         Raises:
             JudgeRequestError: The backend failed permanently or after all retries.
+            ContextWindowError: The prompt does not fit the judge's window (not sent).
         """
         key = self.key_for(request, draw)
         hit = self.cache.get(key)
@@ -114,6 +120,8 @@ class JudgeClient:
             self.usage.cached_prompt_tokens += hit.prompt_tokens
             self.usage.cached_completion_tokens += hit.completion_tokens
             return hit
+        if self.window is not None:  # the last check: an over-long prompt is never sent
+            self.window.require(request)
         loop = asyncio.get_running_loop()
         if self._sem is None or self._loop is not loop:
             # asyncio primitives bind to one loop; a client reused by a later run gets new ones.

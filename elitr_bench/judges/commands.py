@@ -32,7 +32,14 @@ from elitr_bench.judges.config import (
     resolve_judge_spec,
     with_options,
 )
-from elitr_bench.judges.engine import Judge, JudgeItem, Judgement, judge_items, summarize
+from elitr_bench.judges.engine import (
+    Judge,
+    JudgeItem,
+    Judgement,
+    check_items_fit,
+    judge_items,
+    summarize,
+)
 from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.metrics import judge_metrics, parse_filtered
 from elitr_bench.judges.rubrics import RUBRICS
@@ -430,6 +437,22 @@ def _tasks_of(files: list[Path]) -> str:
     return ", ".join(sorted({task_name_of(f) for f in files}))
 
 
+def _check_qa_fit(files: list[Path], config: JudgeConfig) -> None:
+    """Stop before any request when an answer still to judge has a prompt over the window.
+
+    Raises:
+        ContextWindowError: One line naming the items, their tokens and the way out.
+    """
+    identity = config.identity()
+    items = [
+        JudgeItem.from_doc(s["doc"], response_of(s))
+        for path in files
+        for s in read_samples(path)
+        if reusable_judgement(s, identity) is None
+    ]
+    check_items_fit(items, config, "score")
+
+
 def _cmd_score(args: argparse.Namespace) -> int:
     from elitr_bench.judges.minutes.registry import method_name
 
@@ -462,6 +485,13 @@ def _cmd_score(args: argparse.Namespace) -> int:
             f"{_model_of(generated[0])}. Use an LLM judge, or "
             f"{keyless_alternatives('qa', 'elitr-bench')}"
         )
+    # Judge prompts that cannot fit the judge's window stop here, before any request.
+    if minutes_judge:
+        from elitr_bench.judges.minutes.score import check_minutes_fit
+
+        check_minutes_fit([str(f) for f in minutes_files], config)
+    else:
+        _check_qa_fit(qa_files, config)
     check_judge_ready(
         config,
         network=True,
@@ -547,7 +577,10 @@ def register(subparsers: Any) -> None:
         description=(
             "Judge lm-eval samples_*.jsonl files without loading the generating model. Answers "
             "this judge already scored are kept; only failed, skipped or differently judged "
-            "ones are sent. Writes the run's results file with complete judge metrics."
+            "ones are sent. Writes the run's results file with complete judge metrics. "
+            "Prompts that do not fit the judge's context window (known for OpenAI models "
+            "and hf judges, context=N in the spec for others) stop the command before any "
+            "request."
         ),
     )
     score.add_argument(

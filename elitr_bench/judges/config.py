@@ -87,9 +87,11 @@ class JudgeConfig:
         guidance: MESA: self-training guidance file appended to the step prompts.
         layout: MESA prompt layout: ``paper`` (Figs. 3-5 verbatim) or ``prefix``
             (transcript first, for servers with prefix caching).
-        overlength: MESA: a prompt longer than ``context``: ``error``, ``skip`` or
+        overlength: MESA: a prompt longer than the judge's window: ``error``, ``skip`` or
             ``truncate_middle`` (as the QA tasks' option).
-        context: MESA: the judge's context length in tokens (0 = not checked).
+        context: Every judge: its model's context window in tokens (prompt plus output).
+            0 = known from the OpenAI model table or an hf judge's config, else not
+            checked (see ``judges/context_window.py``); a value overrides both.
     """
 
     backend: str
@@ -379,7 +381,7 @@ def _validate(config: JudgeConfig, spec: str) -> None:
     for name in ("reask", "retries"):
         if getattr(config, name) < 0:
             raise bad(f"{name}={getattr(config, name)} must be >= 0")
-    for name in ("rpm", "tpm", "backoff"):
+    for name in ("rpm", "tpm", "backoff", "context"):
         if getattr(config, name) < 0:
             raise bad(f"{name}={getattr(config, name)} must be >= 0")
     if config.timeout <= 0:

@@ -29,6 +29,13 @@ from elitr_bench.judges.backends.base import CompletionBackend, CompletionReques
 from elitr_bench.judges.cache import JudgeCache, open_cache
 from elitr_bench.judges.client import JudgeClient
 from elitr_bench.judges.config import JudgeConfig
+from elitr_bench.judges.context_window import (
+    ContextWindowError,
+    Overlong,
+    judge_window,
+    overlength_line,
+    way_out,
+)
 from elitr_bench.judges.errors import JudgeConfigError, JudgeError, ReplayMatchError
 from elitr_bench.judges.pricing import price_for
 from elitr_bench.judges.ratelimit import RateLimiter
@@ -219,6 +226,12 @@ def _aggregate(samples: Sequence[SampleJudgement]) -> Judgement:
     )
 
 
+def judge_request(config: JudgeConfig, prompt: str, draw: int = 0) -> CompletionRequest:
+    """The request a QA judge sends for one draw (seed ``seed + draw``)."""
+    seed = None if config.seed is None else config.seed + draw
+    return CompletionRequest(prompt, config.temperature, config.top_p, config.max_tokens, seed)
+
+
 class LLMJudge:
     """Rubric prompt -> completion(s) -> strict parse, with re-asks and k samples.
 
@@ -234,10 +247,7 @@ class LLMJudge:
 
     def request_for(self, prompt: str, draw: int) -> CompletionRequest:
         """The completion request for one draw."""
-        seed = None if self.config.seed is None else self.config.seed + draw
-        return CompletionRequest(
-            prompt, self.config.temperature, self.config.top_p, self.config.max_tokens, seed
-        )
+        return judge_request(self.config, prompt, draw)
 
     async def _sample(self, prompt: str, index: int) -> SampleJudgement:
         raw, reason = "", ""
@@ -455,8 +465,56 @@ def make_judge(
         retries=config.retries,
         backoff=config.backoff,
         owns_cache=cache is None,
+        window=judge_window(config),
     )
     return LLMJudge(config, client)
+
+
+def item_label(item: JudgeItem, index: int) -> str:
+    """How an item is named in messages: ``meeting/question``, else its position."""
+    if item.meeting_id and item.question_id:
+        return f"{item.meeting_id}/{item.question_id}"
+    return item.meeting_id or f"item {index + 1}"
+
+
+def overlong_items(items: Sequence[JudgeItem], config: JudgeConfig) -> list[Overlong | None]:
+    """Per item: its QA judge prompt when it does not fit the judge's window, else None."""
+    window = judge_window(config) if config.is_llm else None
+    if window is None or not window.checked:
+        return [None] * len(items)
+    rubric = config.rubric_obj
+    out: list[Overlong | None] = []
+    for i, item in enumerate(items):
+        prompt = rubric.build_prompt(item.question, item.response, item.reference)
+        request = judge_request(config, prompt)
+        tokens = window.over(request)
+        out.append(
+            None if tokens is None else Overlong(item_label(item, i), tokens, request.max_tokens)
+        )
+    return out
+
+
+def check_items_fit(items: Sequence[JudgeItem], config: JudgeConfig, what: str) -> None:
+    """Stop before any request when a QA judge prompt does not fit the judge's window.
+
+    QA prompts hold question, answer and reference only, so this fails only for a small
+    window or a runaway answer; it costs no request and names every such item.
+
+    Raises:
+        ContextWindowError: One line naming the items, their tokens, the limit, the fix.
+    """
+    over = [o for o in overlong_items(items, config) if o is not None]
+    if over:
+        line = overlength_line(what, over, judge_window(config), way_out(config, over))
+        raise ContextWindowError(line)
+
+
+def overlong_judgement(over: Overlong, config: JudgeConfig) -> Judgement:
+    """The ``error`` of an item whose prompt was not sent because it does not fit."""
+    return error_judgement(
+        f"{over.label}: the judge prompt has {over.tokens:,} tokens and exceeds "
+        f"{judge_window(config).describe(over.max_tokens)}; it was not sent"
+    )
 
 
 @dataclass
@@ -499,7 +557,8 @@ class _Breaker:
     """Stops sending items after repeated failures, so a dead judge costs seconds, not hours.
 
     Only failures that say something about the judge itself count (a released score that
-    is missing for one item does not); any success resets the count.
+    is missing for one item, or one prompt too long for the window, does not); any
+    success resets the count.
     """
 
     def __init__(self, limit: int) -> None:
@@ -512,7 +571,7 @@ class _Breaker:
         return self.consecutive >= self.limit
 
     def failed(self, exc: BaseException, reason: str) -> None:
-        if isinstance(exc, ReplayMatchError):
+        if isinstance(exc, (ReplayMatchError, ContextWindowError)):  # the item's, not the judge's
             return
         self.consecutive += 1
         self.first = self.first or reason

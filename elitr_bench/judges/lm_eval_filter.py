@@ -30,6 +30,12 @@ from elitr_bench.judges.config import (
     get_run_judge,
     resolve_run_judge,
 )
+from elitr_bench.judges.context_window import (
+    judge_window,
+    larger_judge,
+    overlength_line,
+    way_out,
+)
 from elitr_bench.judges.engine import (
     SKIPPED,
     JudgeItem,
@@ -37,6 +43,8 @@ from elitr_bench.judges.engine import (
     error_judgement,
     failure_reason,
     judge_items,
+    overlong_items,
+    overlong_judgement,
     summarize,
 )
 from elitr_bench.judges.metrics import register_lm_eval_aggregations
@@ -98,6 +106,7 @@ def record_failures(
     source: str = FILTER_NAME,
     judge: str = "the judge",
     items: str = "answers",
+    hint: str = "",
 ) -> None:
     """Count the items a judge filter could not judge and arrange the one-line exit.
 
@@ -111,6 +120,8 @@ def record_failures(
         source: The filter, one line each.
         judge: Who failed, as the line says it.
         items: What was judged (plural noun).
+        hint: What to do instead of re-running the same judge (e.g. when its window is
+            too small for some prompts); default: the ``elitr-bench score`` call.
     """
     counts = _FAILURES.setdefault(source, {"failed": 0, "total": 0, "first": "", "spec": ""})
     counts["total"] += total
@@ -119,10 +130,11 @@ def record_failures(
     counts["failed"] += len(reasons)
     counts["first"] = counts["first"] or reasons[0]
     counts["spec"] = config.spec or config.backend
+    counts["hint"] = hint or counts.get("hint") or ""
     exit_with_error_after_run(
         f"{judge} failed on {counts['failed']} of {counts['total']} {items} "
         f"({counts['first']}); results and samples are still written, with status "
-        f"'error' on those items; {finish_hint(counts['spec'])}",
+        f"'error' on those items; {counts['hint'] or finish_hint(counts['spec'])}",
         source=source,
     )
 
@@ -169,9 +181,29 @@ def judge_responses(
         skipped = SKIPPED.to_dict()
         return [[judged_json(t, dict(skipped))] for t in texts]
     items = [JudgeItem.from_doc(doc, text) for doc, text in zip(docs, texts, strict=True)]
+    hint = ""
     try:
         check_judge_ready(config)  # no network: the task checked the judge before generation
-        run = judge_items(items, config, desc="elitr judge", on_error="record")
+        # A prompt that cannot fit its window is not sent; the answer is kept.
+        over = overlong_items(items, config)
+        todo = [item for item, o in zip(items, over, strict=True) if o is None]
+        run = judge_items(todo, config, desc="elitr judge", on_error="record")
+        if len(todo) < len(items):
+            sent = iter(run.judgements)
+            run.judgements = [
+                next(sent) if o is None else overlong_judgement(o, config) for o in over
+            ]
+            run.summary = summarize(run.judgements)
+            overlong = [o for o in over if o is not None]
+            log.error(
+                "%s; those answers are kept unjudged",
+                overlength_line("judge", overlong, judge_window(config), way_out(config, overlong)),
+            )
+            bigger = larger_judge(config, max(o.tokens + o.max_tokens for o in overlong))
+            hint = (
+                f"{way_out(config, overlong)}; "
+                f"{finish_hint(bigger or 'A_JUDGE_WITH_A_LARGER_WINDOW')}"
+            )
     except Exception as exc:  # the judge could not even start (model load, data): keep answers
         judgements = [error_judgement(failure_reason(exc))] * len(items)
         run = JudgeRun(judgements, config.identity(), {"requests": 0}, 0.0)
@@ -186,7 +218,7 @@ def judge_responses(
         run.usage,
     )
     failed = [j.reason for j in run.judgements if j.status == "error"]
-    record_failures(failed, len(run.judgements), config)
+    record_failures(failed, len(run.judgements), config, hint=hint)
     identity = run.identity
     out = []
     for text, judgement in zip(texts, run.judgements, strict=True):

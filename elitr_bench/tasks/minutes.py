@@ -376,6 +376,8 @@ class MinutesTask(ConfigurableTask):
             raise OptionError(f"{self.config.task}: minutes tasks need repeats=1")
         self._load_metric_models()
         super().build_all_requests(**kwargs)
+        if not self.predict_only and self.judge_config is not None:
+            self._check_judge_context()
         counter = context.token_counter(context.active_model())
         if counter is None and self.options.overlength == "chunked":
             if self.options.chunk_tokens is None:
@@ -386,6 +388,22 @@ class MinutesTask(ConfigurableTask):
             self._apply_policy(None)
         elif counter is not None:
             self._apply_policy(counter)
+
+    def _check_judge_context(self) -> None:
+        """Stop before generation when a meeting's judge prompt cannot fit its window.
+
+        The minutes are not written yet, so each meeting is checked with empty minutes
+        (a lower bound): such a meeting could only end with a judge error after paying
+        for its generation.
+        """
+        from elitr_bench.judges.minutes.lm_eval_filter import item_from_doc
+        from elitr_bench.judges.minutes.registry import check_context, get_method
+
+        assert self.judge_config is not None
+        docs = {str(i.doc["meeting_id"]): i.doc for i in getattr(self, "_instances", None) or []}
+        items = [item_from_doc(doc, "") for _, doc in sorted(docs.items())]
+        what = f"{self.config.task}: the minutes judge (with empty minutes, before generation)"
+        check_context(items, get_method(self.judge_config), self.judge_config, what)
 
     def _load_metric_models(self) -> None:
         """Load BERTScore/BARTScore models now, so a missing one fails before generation."""

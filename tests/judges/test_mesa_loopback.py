@@ -7,19 +7,20 @@ Exact prompts, call order and count, Eq. 1-2, unscored types, cache re-runs, deb
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
 from elitr_bench.judges.config import parse_judge_spec
+from elitr_bench.judges.context_window import ContextWindowError
 from elitr_bench.judges.engine import run_coroutine
 from elitr_bench.judges.mesa.error_types import load_error_types
-from elitr_bench.judges.mesa.fit import check_all
+from elitr_bench.judges.mesa.fit import ELISION, check_all
 from elitr_bench.judges.mesa.prompts import challenge_prompt, step_prompt, synthesis_prompt
 from elitr_bench.judges.minutes.base import MinutesAssessment, MinutesItem
 from elitr_bench.judges.minutes.registry import assess_items_run, get_method
-from elitr_bench.tasks.context import ELISION, ContextLengthError
 from tests.judges.test_mesa_script import PAPER_RATINGS, MesaScript, classify, make_script
 from tests.support.openai_server import LoopbackOpenAI
 
@@ -205,18 +206,22 @@ def test_overlength_error_skip_and_truncate(loopback: LoopbackOpenAI) -> None:
     )
     config = parse_judge_spec("openai:m1,method=mesa,context=12000,max_tokens=512")
     method = get_method(config)
-    with pytest.raises(ContextLengthError) as err:
+    with pytest.raises(ContextWindowError) as err:
         check_all(
             [(long_item.meeting_id, long_item.transcript, long_item.minutes)],
             method.budget(),  # type: ignore[attr-defined]
             "error",
+            method.window,  # type: ignore[attr-defined]
+            config,
         )
-    assert "meeting_long (~" in str(err.value) and "overlength=skip" in str(err.value)
-    assert "\n" not in str(err.value)
+    # m1 is no model we know: counted as an estimate, and the line says so.
+    assert re.search(r"meeting_long \([\d,]+ tokens\)", str(err.value))
+    assert "overlength=skip" in str(err.value) and "12,000-token window" in str(err.value)
+    assert "counted as an estimate" in str(err.value) and "\n" not in str(err.value)
 
     loopback.handler = make_script()
     (skipped,) = run(loopback, [long_item], ",context=12000,max_tokens=512,overlength=skip")
-    assert skipped.status == "skipped" and "12000" in skipped.reason
+    assert skipped.status == "skipped" and "12,000" in skipped.reason
     assert len(loopback.requests) == 0
 
     second = MinutesItem(long_item.meeting_id, "sys2", long_item.transcript, "- y")

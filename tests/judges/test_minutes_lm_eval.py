@@ -31,7 +31,8 @@ def test_lm_eval_afgr_run_logs_assessments_and_keeps_minutes(
     loopback: LoopbackOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     loopback.handler = handler
-    spec = f"openai:gpt-4-0613,rubric=gpt-afgr,base_url={loopback.base_url},reask=0"
+    # The AutoMin organisers judged with GPT-4-32k: meetings 001/002 do not fit 8k tokens.
+    spec = f"openai:gpt-4-32k,rubric=gpt-afgr,base_url={loopback.base_url},reask=0"
     out = tmp_path / "run"
     proc = run_lm_eval(
         [

@@ -16,6 +16,20 @@ from elitr_bench.judges.cache import Completion
 from elitr_bench.judges.config import JudgeConfig
 
 
+def chat_text(tok: Any, prompt: str, messages: tuple[tuple[str, str], ...] = ()) -> str:
+    """The text a chat becomes for a tokenizer (its chat template, else blank-line joined).
+
+    Shared by the backend and the judge's context-window check, which must count exactly
+    what is generated from.
+    """
+    chat = [{"role": role, "content": content} for role, content in messages]
+    chat.append({"role": "user", "content": prompt})
+    if getattr(tok, "chat_template", None):
+        text: str = tok.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
+        return text
+    return "\n\n".join(turn["content"] for turn in chat)
+
+
 class HFBackend:
     """Batched ``model.generate`` over a causal LM loaded with transformers."""
 
@@ -59,14 +73,7 @@ class HFBackend:
 
         Without a chat template the turns' contents are joined by blank lines.
         """
-        chat = [{"role": role, "content": content} for role, content in messages]
-        chat.append({"role": "user", "content": prompt})
-        if getattr(self._tok, "chat_template", None):
-            text: str = self._tok.apply_chat_template(
-                chat, tokenize=False, add_generation_prompt=True
-            )
-            return text
-        return "\n\n".join(turn["content"] for turn in chat)
+        return chat_text(self._tok, prompt, messages)
 
     def _generate(self, requests: list[CompletionRequest]) -> list[Completion]:
         import torch

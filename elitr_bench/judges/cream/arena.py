@@ -31,7 +31,7 @@ from elitr_bench.judges.cream.prompts import (
     paragraph_of,
 )
 from elitr_bench.judges.cream.scoring import Comparison
-from elitr_bench.judges.cream.segment import DEFAULT_UNIT
+from elitr_bench.judges.cream.segment import DEFAULT_UNIT, Summary
 from elitr_bench.judges.errors import JudgeError
 
 log = logging.getLogger(__name__)
@@ -287,6 +287,63 @@ def plan(state: ArenaState, todo: Sequence[tuple[str, str, str]], config: JudgeC
         completion_tokens_max=completion,
         cost_usd=cost,
     )
+
+
+def context_check(
+    state: ArenaState, todo: Sequence[tuple[str, str, str]], config: JudgeConfig
+) -> None:
+    """Stop before any call when a comparison's prompts cannot fit the judge's window.
+
+    The extraction prompt is known exactly. An alignment prompt resends the extraction
+    turn and its reply, which is not known yet but is at most ``max_tokens`` long, so
+    it is counted with that many tokens for the reply: an upper bound.
+
+    Raises:
+        ContextWindowError: One line naming the meetings, their tokens and the way out.
+    """
+    from elitr_bench.judges.context_window import (
+        ContextWindowError,
+        Overlong,
+        judge_window,
+        overlength_line,
+        way_out,
+    )
+
+    window = judge_window(config)
+    if not window.checked:
+        return
+    max_kf = int(state.judge.get("max_key_facts", 16))
+
+    def request(prompt: str, history: tuple[tuple[str, str], ...] = ()) -> CompletionRequest:
+        return CompletionRequest(
+            prompt, config.temperature, config.top_p, config.max_tokens, config.seed, history
+        )
+
+    unit = str(state.judge.get("unit", DEFAULT_UNIT))
+    over: list[Overlong] = []
+    for meeting, first, second in todo:
+        a = Summary.of(state.systems[first].minutes[meeting])
+        b = Summary.of(state.systems[second].minutes[meeting])
+        extraction = extraction_prompt(paragraph_of(a.lines, b.lines), max_kf)
+        needed = [window.prompt_tokens(request(extraction))]
+        history = (("user", extraction), ("assistant", ""))
+        for side in (a, b):
+            reply_bound = config.max_tokens
+            prompt = alignment_prompt(side.units(unit))
+            needed.append(window.prompt_tokens(request(prompt, history)) + reply_bound)
+        tokens = max(needed)
+        if tokens > window.prompt_budget(config.max_tokens):
+            over.append(Overlong(meeting, tokens, config.max_tokens))
+    if over:
+        alternatives = ("a smaller max_tokens= in the judge spec (reserved for each reply)",)
+        raise ContextWindowError(
+            overlength_line(
+                "arena (CREAM prompts, a quoted reply counted at max_tokens)",
+                over,
+                window,
+                way_out(config, over, *alternatives),
+            )
+        )
 
 
 async def run_comparisons(

@@ -23,6 +23,7 @@ from elitr_bench.judges.config import (
 from elitr_bench.judges.cream.arena import (
     ArenaError,
     SystemMinutes,
+    context_check,
     load_state,
     merge,
     needs_requests,
@@ -131,6 +132,7 @@ def arena_command(args: argparse.Namespace) -> int:
         f"one alignment per summary; up to {p.max_calls} with re-asks); judge {config.model}; "
         f"estimated cost {cost} (cached calls are free)"
     )
+    context_check(state, todo, config)  # before --dry-run, --max-cost and any request
     if args.dry_run:
         print("dry run: nothing was sent or written")
         return 0
@@ -213,7 +215,8 @@ def register(subparsers: Any) -> None:
             "completeness and conciseness, both orders) and rank them with Elo and "
             "Bradley-Terry. Inputs: lm-eval output folders of a minutes task (each run is "
             "one system; NAME=PATH names it) and/or --automin. Re-running with --out of an "
-            "existing arena and a new run judges only the new pairs."
+            "existing arena and a new run judges only the new pairs. Prompts that do not fit "
+            "the judge's context window stop the command before any request."
         ),
     )
     p.add_argument("runs", nargs="*", help="lm-eval output folders (or NAME=PATH) of minutes runs")

@@ -6,8 +6,9 @@ confidence,instances}``; readable by ``elitr-bench minutes-check --metric-file``
 assessments with every raw reply (``mesa_details.jsonl``) and ``run.json`` (judge identity,
 plan, usage). ``mesa-train`` runs one self-training iteration on feedback meetings and
 writes ``guidance.yaml`` for ``mesa --guidance``. Both print calls, tokens and cost before
-the first request and stop at ``--max-cost``; every call is cached before use, so a killed
-run resumes where it stopped.
+the first request and stop at ``--max-cost``, and stop when a prompt cannot fit the judge's
+context window (unless ``overlength=skip|truncate_middle``); every call is cached before
+use, so a killed run resumes where it stopped.
 """
 
 from __future__ import annotations
@@ -153,6 +154,28 @@ def _plan_and_check(
     return plan
 
 
+def _check_context(method: MesaMethod, config: JudgeConfig, items: Sequence[MinutesItem]) -> None:
+    """Stop before any call when a summary's prompts cannot fit the judge's window.
+
+    With ``overlength=skip`` or ``truncate_middle`` the method handles such summaries
+    itself; the debate pool's members are checked too (each has its own window).
+
+    Raises:
+        ContextWindowError: One line naming the meetings, their tokens and the way out.
+    """
+    from elitr_bench.judges.context_window import judge_window
+    from elitr_bench.judges.mesa.fit import check_all, window_budget
+
+    pairs = [(i.meeting_id, i.transcript, i.minutes) for i in items]
+    policy = method.options.overlength
+    budget = method.budget()
+    check_all(pairs, budget, policy, method.window, config)
+    for member in method.options.pool:
+        window = judge_window(member)
+        mine = window_budget(window, member.max_tokens, True, budget.extra_chars)
+        check_all(pairs, mine, policy, window, member)
+
+
 def _write_jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> None:
     with path.open("w", encoding="utf-8") as fh:
         for row in rows:
@@ -166,7 +189,6 @@ def _cmd_mesa(args: argparse.Namespace) -> int:
     )
     from elitr_bench.judges.engine import run_coroutine
     from elitr_bench.judges.mesa.automin import automin_items
-    from elitr_bench.judges.mesa.fit import check_all
     from elitr_bench.judges.mesa.method import MesaMethod
     from elitr_bench.judges.minutes.registry import assess_items_run, make_client
 
@@ -186,11 +208,7 @@ def _cmd_mesa(args: argparse.Namespace) -> int:
             meetings = kept
         guidance.check_disjoint(meetings)
     items = automin_items(_systems(args.systems), meetings)
-    check_all(
-        [(i.meeting_id, i.transcript, i.minutes) for i in items],
-        method.budget(),
-        method.options.overlength,
-    )
+    _check_context(method, config, items)
     client = make_client(config)
     plan = _plan_and_check(args, config, method, client, items)
     if plan is None:
@@ -276,6 +294,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
             "judged neither 001, 008 nor 012); pick others with --feedback-meetings"
         )
     items = [s.item for s in samples]
+    _check_context(method, config, items)
     extra_chars = sum(len(i.transcript) + len(i.minutes) + 4000 for i in items)
     extra_chars += len(method.types) * 500 * len(items)
     client = make_client(config)

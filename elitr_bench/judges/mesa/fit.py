@@ -1,15 +1,18 @@
 """Fitting MESA's prompts into the judge's context, with the QA tasks' ``overlength`` policy.
 
-Every MESA prompt carries the whole transcript. When the judge spec names its context
-(``context=N`` tokens), each summary's longest prompt is estimated before any call and
-handled as the QA tasks handle over-long prompts (``elitr_bench/tasks/context.py``):
-``error`` stops with one line listing the meetings, ``skip`` leaves the summary unscored
-with the reason, ``truncate_middle`` cuts the middle of the transcript (marked ``[...]``).
+Every MESA prompt carries the whole transcript. The judge's window comes from
+:mod:`elitr_bench.judges.context_window` (``context=N``, the OpenAI model table, or an hf
+judge's config); each summary's longest prompt is measured before any call and handled
+as the QA tasks handle over-long prompts: ``error`` stops with one line listing the
+meetings, ``skip`` leaves the summary unscored with the reason, ``truncate_middle`` cuts
+the middle of the transcript (marked ``[...]``).
 
-The judge is an API model whose tokenizer we may not have, so tokens are estimated as
-characters / 3.3. Measured with GPT-4o's tokenizer (o200k) on the 12 AutoMin 2023
-transcripts, the ratio is 3.31-3.99 characters per token (3.72 overall), so the estimate
-errs on the side of fitting. The cut is sized for a summary of at least
+Transcript and summary are counted with the judge's tokenizer (an estimate where there
+is none, and the messages say so). What the longest prompt holds besides them is not known
+before the calls (the step template, the earlier steps' replies it quotes, the debate
+text), so it is an allowance: the template and debate text at :data:`CHARS_PER_TOKEN`
+characters per token (fewer than the 3.3-4.0 OpenAI's tokenizers give on this text) and
+``max_tokens`` per quoted reply. The cut is sized for a summary of at least
 ``SUMMARY_ALLOWANCE`` tokens, so all summaries of a meeting (almost all shorter) see the
 same cut transcript and keep a shared, cacheable prefix.
 """
@@ -17,14 +20,29 @@ same cut transcript and keep a shared, cacheable prefix.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from elitr_bench.tasks.context import ELISION, ContextLengthError, worst_by_meeting
+from elitr_bench.judges.context_window import (
+    ContextWindowError,
+    JudgeWindow,
+    Overlong,
+    estimate_tokens,
+    overlength_line,
+    way_out,
+)
+
+if TYPE_CHECKING:
+    from elitr_bench.judges.config import JudgeConfig
 
 CHARS_PER_TOKEN = 3.3
 SUMMARY_ALLOWANCE = 2048
 OVERLENGTH_POLICIES = ("error", "skip", "truncate_middle")
+#: Marker inserted where ``truncate_middle`` removed part of a transcript (as the QA tasks).
+ELISION = "\n[...]\n"
+#: The ways out of an over-long MESA prompt besides a larger judge.
+MESA_WAY_OUT = "add overlength=skip or overlength=truncate_middle to the judge spec"
 
 #: Step prompts besides transcript, summary, criteria and instances (the longest, Fig. 4,
 #: has about 1,500 characters); debate and guidance text are added on top.
@@ -33,7 +51,7 @@ _DEBATE_CHARS = 1500
 
 
 def approx_tokens(text: str) -> int:
-    """Estimated tokens of a text (characters / 3.3, rounded up)."""
+    """Allowance tokens of fixed prompt text (characters / 3.3, rounded up)."""
     return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
@@ -48,23 +66,32 @@ class Budget:
             three challengers' answers).
         debate: Whether prompts quote a debate.
         extra_chars: Longest criteria + guidance text of any type.
+        count: Tokens of transcript and summary text (the judge's tokenizer).
     """
 
     context: int
     max_tokens: int
     debate: bool
     extra_chars: int
+    count: Callable[[str], int] = field(default=estimate_tokens, compare=False)
 
     def others(self, summary: str) -> int:
         """Tokens of the longest prompt besides the transcript, plus the answer."""
         quoted = (5 if self.debate else 1) * self.max_tokens
         fixed_chars = _TEMPLATE_CHARS + self.extra_chars + (_DEBATE_CHARS if self.debate else 0)
         fixed = math.ceil(fixed_chars / CHARS_PER_TOKEN)
-        return max(approx_tokens(summary), SUMMARY_ALLOWANCE) + quoted + fixed + self.max_tokens
+        return max(self.count(summary), SUMMARY_ALLOWANCE) + quoted + fixed + self.max_tokens
 
     def required(self, transcript: str, summary: str) -> int:
-        """Estimated tokens of the longest prompt of a summary plus its answer."""
-        return approx_tokens(transcript) + self.others(summary)
+        """Tokens of the longest prompt of a summary plus its answer."""
+        return self.count(transcript) + self.others(summary)
+
+
+def window_budget(window: JudgeWindow, max_tokens: int, debate: bool, extra_chars: int) -> Budget:
+    """The budget of a judge window (context 0 when the window is not checked)."""
+    if not window.checked:
+        return Budget(0, max_tokens, debate, extra_chars)
+    return Budget(window.limit, max_tokens, debate, extra_chars, window.count)
 
 
 @dataclass(frozen=True)
@@ -74,8 +101,8 @@ class Fitted:
     Attributes:
         transcript: Unchanged, or cut in the middle.
         action: ``fits``, ``unchecked``, ``truncated`` or ``skipped``.
-        required: Estimated tokens before any cut (0 when unchecked).
-        removed_tokens: Estimated tokens removed by the cut.
+        required: Tokens before any cut (0 when unchecked).
+        removed_tokens: Tokens removed by the cut.
     """
 
     transcript: str
@@ -84,11 +111,21 @@ class Fitted:
     removed_tokens: int = 0
 
 
-def middle_cut(transcript: str, keep_tokens: int) -> str:
-    """Keep about ``keep_tokens`` of the transcript: its beginning and end, cut at lines."""
-    keep_chars = max(int(keep_tokens * CHARS_PER_TOKEN), 0)
-    if keep_chars >= len(transcript):
+def middle_cut(transcript: str, keep_tokens: int, count: Callable[[str], int]) -> str:
+    """Keep at most ``keep_tokens`` of the transcript: its beginning and end, cut at lines."""
+    total = count(transcript)
+    if keep_tokens >= total:
         return transcript
+    chars_per_token = len(transcript) / max(total, 1)
+    keep_chars = max(int(keep_tokens * chars_per_token), 0)
+    while True:
+        cut = _cut_at_lines(transcript, keep_chars)
+        if count(cut) <= keep_tokens or keep_chars == 0:
+            return cut
+        keep_chars = int(keep_chars * 0.95)  # the cut's text tokenizes denser than average
+
+
+def _cut_at_lines(transcript: str, keep_chars: int) -> str:
     head_end = keep_chars // 2
     tail_start = len(transcript) - (keep_chars - head_end)
     # Snap to line boundaries so no speaker turn is split mid-word.
@@ -105,7 +142,7 @@ def fit(
     """Apply the overlength policy to one summary's transcript.
 
     Raises:
-        ContextLengthError: Over the context with ``policy="error"`` (single item; use
+        ContextWindowError: Over the context with ``policy="error"`` (single item; use
             :func:`check_all` to name every offending meeting at once).
     """
     if budget.context <= 0:
@@ -119,38 +156,56 @@ def fit(
         keep = budget.context - budget.others(summary)
         if keep <= 0:
             return Fitted(transcript, "skipped", required)
-        cut = middle_cut(transcript, keep)
-        return Fitted(cut, "truncated", required, approx_tokens(transcript) - approx_tokens(cut))
-    raise ContextLengthError(overlength_line([(meeting_id, required)], budget.context))
-
-
-def overlength_line(over: Sequence[tuple[str, int]], context: int) -> str:
-    """One line naming the meetings (worst estimate each), the limit and the fixes."""
-    listing = ", ".join(f"{m} (~{n} tokens)" for m, n in worst_by_meeting(over))
-    return (
-        f"MESA: {len(over)} summar{'y' if len(over) == 1 else 'ies'} need more than the judge's "
-        f"context of {context} tokens (estimated at {CHARS_PER_TOKEN} characters per token, "
-        f"with the output reserved): {listing}; use a longer-context judge (context=...), or "
-        "add overlength=skip or overlength=truncate_middle to the judge spec"
+        cut = middle_cut(transcript, keep, budget.count)
+        removed = budget.count(transcript) - budget.count(cut)
+        return Fitted(cut, "truncated", required, removed)
+    raise ContextWindowError(
+        f"MESA: the longest prompt for {meeting_id} needs {required:,} tokens with its output "
+        f"and quoted replies, over the judge's context of {budget.context:,}; nothing was "
+        f"sent; use a judge with a larger window, or {MESA_WAY_OUT}"
     )
 
 
-def check_all(pairs: Sequence[tuple[str, str, str]], budget: Budget, policy: str) -> None:
+def check_all(
+    pairs: Sequence[tuple[str, str, str]],
+    budget: Budget,
+    policy: str,
+    window: JudgeWindow,
+    config: JudgeConfig,
+) -> None:
     """Fail before any call when ``policy="error"`` and some summary does not fit.
 
     Args:
         pairs: (meeting_id, transcript, summary) per summary.
         budget: The prompt budget.
         policy: The overlength policy.
+        window: The judge's window (named in the message).
+        config: The judge (for the suggested way out).
 
     Raises:
-        ContextLengthError: One line naming every offending meeting.
+        ContextWindowError: One line naming every offending meeting.
     """
-    if budget.context <= 0 or policy != "error":
-        return
-    needed = [
-        (meeting, budget.required(transcript, summary)) for meeting, transcript, summary in pairs
-    ]
-    over = [(meeting, tokens) for meeting, tokens in needed if tokens > budget.context]
+    over = overlong_pairs(pairs, budget, policy)
     if over:
-        raise ContextLengthError(overlength_line(over, budget.context))
+        raise ContextWindowError(
+            overlength_line(
+                "MESA (longest prompt of each summary, with room for the replies it quotes)",
+                over,
+                window,
+                way_out(config, over, MESA_WAY_OUT),
+            )
+        )
+
+
+def overlong_pairs(
+    pairs: Sequence[tuple[str, str, str]], budget: Budget, policy: str
+) -> list[Overlong]:
+    """The summaries whose longest prompt does not fit, with ``policy="error"`` only."""
+    if budget.context <= 0 or policy != "error":
+        return []
+    out = []
+    for meeting, transcript, summary in pairs:
+        required = budget.required(transcript, summary)
+        if required > budget.context:
+            out.append(Overlong(meeting, required - budget.max_tokens, budget.max_tokens))
+    return out

@@ -13,15 +13,24 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from elitr_bench.judges.client import JudgeClient
 from elitr_bench.judges.config import JudgeConfig, judge_endpoint
+from elitr_bench.judges.context_window import JudgeWindow, Overlong, judge_window
 from elitr_bench.judges.mesa.aggregate import overall
 from elitr_bench.judges.mesa.debate import Agent, run_step
 from elitr_bench.judges.mesa.error_types import ErrorType
-from elitr_bench.judges.mesa.fit import Budget, Fitted, fit
+from elitr_bench.judges.mesa.fit import (
+    MESA_WAY_OUT,
+    Budget,
+    Fitted,
+    fit,
+    overlong_pairs,
+    window_budget,
+)
 from elitr_bench.judges.mesa.options import CHALLENGERS, MesaOptions, mesa_options
 from elitr_bench.judges.mesa.parsing import (
     parse_identification,
@@ -246,7 +255,31 @@ class MesaMethod:
             len(t.criteria) + (len(guidance.for_type(t.code)) if guidance else 0)
             for t in self.types
         )
-        return Budget(self.options.context, self.config.max_tokens, self.debating, extra)
+        return window_budget(self.window, self.config.max_tokens, self.debating, extra)
+
+    @property
+    def window(self) -> JudgeWindow:
+        """The judge's context window (``context=``, the model table or the hf config)."""
+        return judge_window(self.config)
+
+    def context_over(self, items: Sequence[MinutesItem]) -> list[Overlong | None]:
+        """Per item: its longest prompt when it cannot fit (``overlength=error`` only)."""
+        budget = self.budget()
+        return [
+            next(
+                iter(
+                    overlong_pairs(
+                        [(i.meeting_id, i.transcript, i.minutes)], budget, self.options.overlength
+                    )
+                ),
+                None,
+            )
+            for i in items
+        ]
+
+    def context_way_out(self) -> tuple[str, ...]:
+        """MESA's own ways out of an over-long prompt."""
+        return (MESA_WAY_OUT,)
 
     def fitted(self, item: MinutesItem) -> Fitted:
         """The transcript this item is assessed with (overlength policy applied)."""
@@ -333,8 +366,8 @@ class MesaMethod:
                 scores=dict.fromkeys(self.metrics),
                 status="skipped",
                 reason=(
-                    f"overlength=skip: ~{fitted.required} tokens exceed the judge's context "
-                    f"of {self.options.context}"
+                    f"overlength=skip: {fitted.required:,} tokens exceed the judge's context "
+                    f"of {self.budget().context:,}"
                 ),
                 details={"transcript": transcript_info},
             )

@@ -32,6 +32,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from elitr_bench.judges.backends.base import CompletionRequest
+from elitr_bench.judges.context_window import CONTEXT_DETAIL, Overlong, judge_window
 from elitr_bench.judges.minutes.base import (
     MinutesAssessment,
     MinutesItem,
@@ -43,6 +44,8 @@ from elitr_bench.judges.minutes.filler import (
     Compression,
     classification_calls,
     classification_chars,
+    cleaned_turns,
+    compress,
     compress_transcript,
 )
 from elitr_bench.judges.minutes.prompts import (
@@ -143,6 +146,67 @@ class GPTMinutesJudge:
         self._classifiers.clear()
         return usage
 
+    # --- context window -----------------------------------------------------------------
+    def _bounds(self, item: MinutesItem) -> tuple[str, str]:
+        """The shortest and longest transcript the judge prompt can carry.
+
+        Without compression both are the transcript. With it, the classifier's answers
+        are not known before it is paid, but every turn keeps at least its speaker label
+        and at most its cleaned text ("eh" and tags removed), so the prompt lies between.
+        """
+        if not self.config.filler:
+            return item.transcript, item.transcript
+        turns = cleaned_turns(item.transcript)
+        shortest = compress(item.transcript, turns, ["filler"] * len(turns)).text
+        longest = compress(item.transcript, turns, ["content"] * len(turns)).text
+        return shortest, longest
+
+    def _over(self, items: Sequence[MinutesItem], longest: bool) -> list[Overlong | None]:
+        """Per item: its prompt's tokens if the (shortest or longest) prompt does not fit."""
+        window = judge_window(self.config)
+        if not window.checked:
+            return [None] * len(items)
+        bounds: dict[str, tuple[str, str]] = {}
+        out: list[Overlong | None] = []
+        for item in items:
+            if item.transcript not in bounds:
+                bounds[item.transcript] = self._bounds(item)
+            transcript = bounds[item.transcript][1 if longest else 0]
+            request = self._request(self.prompt.build(transcript, item.minutes), 0)
+            tokens = window.over(request)
+            out.append(
+                None if tokens is None else Overlong(item.meeting_id, tokens, request.max_tokens)
+            )
+        return out
+
+    def context_over(self, items: Sequence[MinutesItem]) -> list[Overlong | None]:
+        """Per item: the judge prompt when it cannot fit, even with every turn compressed."""
+        return self._over(items, longest=False)
+
+    def context_unsure(self, items: Sequence[MinutesItem]) -> list[Overlong | None]:
+        """Per item: the longest prompt when it fits only if compression removes enough.
+
+        Known only after the classifier is paid, so such items are judged and checked
+        again before their judge call.
+        """
+        if not self.config.filler:
+            return [None] * len(items)
+        pairs = zip(self._over(items, False), self._over(items, True), strict=True)
+        return [longest if shortest is None else None for shortest, longest in pairs]
+
+    @property
+    def context_basis(self) -> str:
+        """What :meth:`context_over` counts (said in the stop line)."""
+        if self.config.filler:
+            return "shortest prompt filler compression can give: every turn reduced to its label"
+        return ""
+
+    def context_way_out(self) -> tuple[str, ...]:
+        """AutoMin's own way to shorten the prompt, when it is not on."""
+        if self.config.filler:
+            return ()
+        return ("filler=true in the judge spec (AutoMin's filler compression, Sec. 6.3)",)
+
     async def _compression(self, transcript: str, client: JudgeClient) -> Compression:
         loop = asyncio.get_running_loop()
         if self._loop is not loop:
@@ -190,6 +254,24 @@ class GPTMinutesJudge:
             transcript = compression.text
             details["filler"] = compression.to_dict()  # "flagged" when a turn stayed unread
         prompt = self.prompt.build(transcript, item.minutes)
+        window = client.window
+        tokens = window.over(self._request(prompt, 0)) if window is not None else None
+        if (
+            window is not None and tokens is not None
+        ):  # checked again here: compression was only known now
+            compressed = " after filler compression" if self.config.filler else ""
+            return MinutesAssessment(
+                meeting_id=item.meeting_id,
+                system=item.system,
+                method=self.name,
+                scores=dict.fromkeys(self.metrics),
+                status="error",
+                reason=(
+                    f"the judge prompt has {tokens:,} tokens{compressed} and exceeds "
+                    f"{window.describe(self.config.max_tokens)}; it was not sent"
+                ),
+                details={**details, CONTEXT_DETAIL: {"prompt_tokens": tokens}},
+            )
         results = await asyncio.gather(
             *(self._sample(prompt, i, client) for i in range(self.config.samples))
         )

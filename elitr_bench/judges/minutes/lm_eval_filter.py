@@ -37,7 +37,19 @@ from elitr_bench.judges.config import (
     get_run_judge,
     resolve_run_judge,
 )
-from elitr_bench.judges.lm_eval_filter import first_text, judged_json, record_failures
+from elitr_bench.judges.context_window import (
+    CONTEXT_DETAIL,
+    Overlong,
+    judge_window,
+    larger_judge,
+    way_out,
+)
+from elitr_bench.judges.lm_eval_filter import (
+    finish_hint,
+    first_text,
+    judged_json,
+    record_failures,
+)
 from elitr_bench.judges.metrics import (
     COUNT_AGGREGATION,
     JUDGE_ERRORS,
@@ -45,12 +57,15 @@ from elitr_bench.judges.metrics import (
     parse_filtered,
     register_lm_eval_aggregations,
 )
-from elitr_bench.judges.minutes.base import MinutesAssessment, MinutesItem
+from elitr_bench.judges.minutes.base import MinutesAssessment, MinutesItem, error_assessment
 from elitr_bench.judges.minutes.registry import (
     MinutesRun,
     assess_items_run,
+    context_line,
+    context_over,
     get_method,
     plan,
+    warn_unsure,
 )
 
 log = logging.getLogger(__name__)
@@ -169,7 +184,11 @@ def judge_minutes(
         items = [
             item_from_doc(doc, text, system, lookup) for doc, text in zip(docs, texts, strict=True)
         ]
-        preview = plan(items, method, config)
+        # The minutes exist now: a prompt that cannot fit is not sent, its minutes are kept.
+        over = context_over(items, method)
+        warn_unsure(items, method, config)
+        todo = [item for item, o in zip(items, over, strict=True) if o is None]
+        preview = plan(todo, method, config)
         log.warning(
             "minutes judge %s (%s): up to %d calls, estimated cost %s (cache hits are free)",
             method.name,
@@ -177,7 +196,7 @@ def judge_minutes(
             preview["calls"],
             f"${preview['estimated_cost_usd']}" if preview["priced"] else "unknown (unpriced)",
         )
-        run = run_sync(items, config, method)
+        run = run_sync(todo, config, method)
     except Exception as exc:  # the minutes must survive any judge failure
         reason = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
         log.error("minutes judge failed, minutes kept unjudged: %s", reason)
@@ -187,6 +206,20 @@ def judge_minutes(
         ]
         _record(failed, config)
         return [[judged_json(t, a.to_dict())] for t, a in zip(texts, failed, strict=True)]
+    overlong = [o for o in over if o is not None]
+    if overlong:
+        log.error(
+            "%s; those minutes are kept unjudged",
+            context_line("minutes judge", overlong, method, config),
+        )
+        run = _with_overlong(run, items, over, config, method.name)
+    # ... and those found too long only after filler compression.
+    overlong += [
+        Overlong(a.meeting_id, int(a.details[CONTEXT_DETAIL]["prompt_tokens"]), config.max_tokens)
+        for a in run.assessments
+        if a.status == "error" and isinstance(a.details.get(CONTEXT_DETAIL), Mapping)
+    ]
+    hint = _context_hint(config, overlong, method) if overlong else ""
     _LAST_RUN = run
     summary = run.summary
     log.warning(
@@ -200,7 +233,7 @@ def judge_minutes(
     )
     for meeting, note in flagged_meetings(run.assessments).items():
         log.warning("minutes judge %s: %s flagged: %s; scores kept", run.method, meeting, note)
-    _record(run.assessments, config)
+    _record(run.assessments, config, hint)
     out = []
     for text, assessment in zip(texts, run.assessments, strict=True):
         entry = assessment.to_dict()
@@ -209,7 +242,46 @@ def judge_minutes(
     return out
 
 
-def _record(assessments: Sequence[MinutesAssessment], config: JudgeConfig) -> None:
+def _with_overlong(
+    run: MinutesRun,
+    items: Sequence[MinutesItem],
+    over: Sequence[Overlong | None],
+    config: JudgeConfig,
+    method: str,
+) -> MinutesRun:
+    """The run's assessments with an ``error`` for every item that was not sent, in order."""
+    from elitr_bench.judges.minutes.registry import summarize
+
+    window = judge_window(config)
+    judged = iter(run.assessments)
+    assessments = []
+    for item, o in zip(items, over, strict=True):
+        if o is None:
+            assessments.append(next(judged))
+            continue
+        reason = (
+            f"{item.meeting_id}: the judge prompt has {o.tokens:,} tokens and exceeds "
+            f"{window.describe(o.max_tokens)}; it was not sent"
+        )
+        assessments.append(error_assessment(item, method, run.metrics, reason))
+    run.assessments = assessments
+    run.errors = sum(a.status == "error" for a in assessments)
+    run.summary = summarize(assessments, run.metrics)
+    return run
+
+
+def _context_hint(config: JudgeConfig, over: Sequence[Overlong], method: Any) -> str:
+    """What to do about minutes whose judge prompts were too long: another judge, then score."""
+    extra = getattr(method, "context_way_out", None)
+    alternatives: tuple[str, ...] = tuple(extra()) if callable(extra) else ()
+    bigger = larger_judge(config, max(o.tokens + o.max_tokens for o in over))
+    return (
+        f"{way_out(config, over, *alternatives)}; "
+        f"{finish_hint(bigger or 'A_JUDGE_WITH_A_LARGER_WINDOW')}"
+    )
+
+
+def _record(assessments: Sequence[MinutesAssessment], config: JudgeConfig, hint: str = "") -> None:
     """Hand the failed assessments to the QA filter's deferred one-line exit."""
     failed = [a.reason for a in assessments if a.status == "error"]
     record_failures(
@@ -219,6 +291,7 @@ def _record(assessments: Sequence[MinutesAssessment], config: JudgeConfig) -> No
         source=FILTER_NAME,
         judge="the minutes judge",
         items="minutes",
+        hint=hint,
     )
 
 

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from elitr_bench.judges.cache import JudgeCache
     from elitr_bench.judges.client import JudgeClient
     from elitr_bench.judges.config import JudgeConfig
+    from elitr_bench.judges.context_window import Overlong
 
 log = logging.getLogger(__name__)
 
@@ -142,6 +143,7 @@ def make_client(config: JudgeConfig, cache: JudgeCache | None = None) -> JudgeCl
     """
     from elitr_bench.judges.cache import open_cache
     from elitr_bench.judges.client import JudgeClient
+    from elitr_bench.judges.context_window import judge_window
     from elitr_bench.judges.engine import make_backend
     from elitr_bench.judges.ratelimit import RateLimiter
 
@@ -160,7 +162,78 @@ def make_client(config: JudgeConfig, cache: JudgeCache | None = None) -> JudgeCl
         retries=config.retries,
         backoff=config.backoff,
         owns_cache=cache is None,
+        window=judge_window(config),
     )
+
+
+# --- context window: checked before anything is paid ------------------------------------
+
+
+def context_over(items: Sequence[MinutesItem], method: MinutesMethod) -> list[Overlong | None]:
+    """Per item: its judge prompt when it cannot fit the judge's window, else None.
+
+    Methods say so with ``context_over(items)``; a method without it is checked only by
+    the judge client, call by call.
+    """
+    check = getattr(method, "context_over", None)
+    return list(check(items)) if callable(check) else [None] * len(items)
+
+
+def context_unsure(items: Sequence[MinutesItem], method: MinutesMethod) -> list[Overlong | None]:
+    """Per item: a prompt that fits or not depending on what a paid step returns."""
+    check = getattr(method, "context_unsure", None)
+    return list(check(items)) if callable(check) else [None] * len(items)
+
+
+def context_line(
+    what: str, over: Sequence[Overlong], method: MinutesMethod, config: JudgeConfig
+) -> str:
+    """The one line naming over-long meetings, their tokens, the limit and the ways out."""
+    from elitr_bench.judges.context_window import judge_window, overlength_line, way_out
+
+    extra = getattr(method, "context_way_out", None)
+    alternatives: tuple[str, ...] = tuple(extra()) if callable(extra) else ()
+    basis = str(getattr(method, "context_basis", "") or "")
+    if basis:
+        what = f"{what} ({basis})"
+    return overlength_line(what, over, judge_window(config), way_out(config, over, *alternatives))
+
+
+def check_context(
+    items: Sequence[MinutesItem], method: MinutesMethod, config: JudgeConfig, what: str
+) -> None:
+    """Stop before any call when some item's judge prompt cannot fit the window.
+
+    Items that may fit after a paid step (filler compression) are let through with a
+    warning; each is checked again before its judge call.
+
+    Raises:
+        ContextWindowError: One line naming every such meeting and the way out.
+    """
+    from elitr_bench.judges.context_window import ContextWindowError
+
+    over = [o for o in context_over(items, method) if o is not None]
+    if over:
+        raise ContextWindowError(context_line(what, over, method, config))
+    warn_unsure(items, method, config)
+
+
+def warn_unsure(items: Sequence[MinutesItem], method: MinutesMethod, config: JudgeConfig) -> None:
+    """Say which meetings fit the window only if filler compression removes enough."""
+    from elitr_bench.judges.context_window import judge_window, worst_by_label
+
+    unsure = [o for o in context_unsure(items, method) if o is not None]
+    if unsure:
+        listing = ", ".join(f"{o.label} ({o.tokens:,})" for o in worst_by_label(unsure))
+        log.warning(
+            "%s: %d judge prompt(s) fit the window only if filler compression removes enough "
+            "(uncompressed tokens: %s); each is checked after compression and marked 'error' "
+            "without a judge call if it still does not fit (%s)",
+            method.name,
+            len(unsure),
+            listing,
+            judge_window(config).describe(config.max_tokens),
+        )
 
 
 @dataclass

@@ -64,6 +64,25 @@ def _means(rows: list[dict[str, float]], metrics: Iterable[str]) -> dict[str, An
     return out
 
 
+def check_minutes_fit(paths: Iterable[str | Path], config: JudgeConfig) -> None:
+    """Stop before any request when a logged minutes' judge prompt cannot fit the window.
+
+    Raises:
+        ContextWindowError: One line naming the meetings, their tokens and the way out.
+    """
+    from elitr_bench.data.minutes import run_results
+    from elitr_bench.judges.commands import find_samples, read_samples
+    from elitr_bench.judges.minutes.inputs import run_system_name
+    from elitr_bench.judges.minutes.registry import check_context
+
+    method = get_method(config)
+    items = []
+    for path in find_samples(paths):
+        system = run_system_name(run_results(path), path.parent.name)
+        items += [item_from_doc(s["doc"], minutes_text(s), system) for s in read_samples(path)]
+    check_context(items, method, config, "score")
+
+
 def score_minutes_samples(
     paths: Iterable[str | Path], config: JudgeConfig, output: Path | None = None
 ) -> tuple[Path, dict[str, Any]]:
