@@ -58,9 +58,9 @@ def judge_metrics(judged: Mapping[str, Any] | Sequence[Any]) -> dict[str, float]
     return {JUDGE_UNSCORED: 1.0 if status == "unscored" else 0.0, JUDGE_ERRORS: errors}
 
 
-def judge_count(items: Sequence[float]) -> float:
-    """Sum of per-item 0/1 values (count of unscored items)."""
-    return float(sum(items))
+def judge_count(items: Sequence[float | None]) -> float:
+    """Sum of per-item 0/1 values (count of unscored items); ``None`` counts nothing."""
+    return float(sum(v for v in items if v is not None))
 
 
 def register_lm_eval_aggregations() -> None:

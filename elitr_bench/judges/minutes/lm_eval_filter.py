@@ -298,7 +298,8 @@ def metric_list(config: JudgeConfig | None) -> list[dict[str, Any]]:
         for name in (JUDGE_UNSCORED, JUDGE_ERRORS)
     ]
     if config.filler and method.name in ("gpt-art", "gpt-afgr"):
-        entries.append({"metric": TOKENS_SAVED, "aggregation": "mean", "higher_is_better": True})
+        # A description of the compression, not a quality: no ranking direction.
+        entries.append({"metric": TOKENS_SAVED, "aggregation": "mean", "higher_is_better": None})
     return entries
 
 
