@@ -13,6 +13,8 @@ rebuilt from the same runs prints the same digits), and with only 8-10 clusters 
 t(G-1) reference is the usual guard against the too-narrow intervals that a percentile
 cluster bootstrap gives when clusters are this few. The cluster bootstrap is offered as
 an alternative (``--ci bootstrap``) for readers who prefer a resampling interval.
+The standard error is :func:`elitr_bench.clustered.clustered_mean`'s, the one our tasks
+write as ``<metric>_stderr`` in lm-eval's results file.
 """
 
 from __future__ import annotations

@@ -23,6 +23,10 @@ and later ``task.apply_filters`` (checked for lm-eval 0.4.13..0.4.x; anything el
 fails with a clear message); ``--cache_requests`` is ignored for multi-turn tasks, and
 ``repeats`` must be 1. With ``--metadata history=gold`` the history is the reference
 answers, every prompt is known up front, and the stock single-call path is used.
+
+``--samples``, ``--limit`` and ``differing_only`` choose which questions are logged, not
+which conversation they are asked in: the earlier turns of every chosen question are
+played too (as requests lm-eval never sees), so turn k always follows turns 1..k-1.
 """
 
 from __future__ import annotations
