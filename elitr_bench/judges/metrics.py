@@ -1,15 +1,10 @@
 """Per-sample judge metrics and their lm-eval aggregations.
 
-How stderr comes out right (checked against lm-eval 0.4.13 ``api/metrics.py``
-``stderr_for_metric`` and ``evaluator_utils._compute_task_aggregations``): lm-eval looks
-the stderr function up by the *identity* of the aggregation function; only its own
-``mean`` (closed form) and a few bootstrappable functions get one, any custom
-aggregation reports "N/A". lm-eval also appends a per-sample value only for the keys a
-document's ``process_results`` returns. So :func:`judge_metrics` simply OMITS
-``judge_score`` for unscored and skipped items, and the task uses lm-eval's built-in
-``mean`` for it: the mean runs over scored items only and gets the exact
-``sample_stddev / sqrt(n_scored)`` stderr. (NaN plus ``nanmean`` would give only a
-bootstrap estimate.) ``judge_unscored`` is a 0/1 value per item summed by the
+:func:`judge_metrics` OMITS ``judge_score`` for unscored and skipped items, so nothing
+ever counts an unscored answer as a number. The tasks turn that into what lm-eval's clients
+need (every listed metric in every sample, ``None`` here), aggregate it with a mean that
+skips ``None`` and write the meeting-clustered stderr
+(:mod:`elitr_bench.tasks.metrics`). ``judge_unscored`` is a 0/1 value per item summed by the
 ``judge_count`` aggregation registered here (a count has no stderr: "N/A"), and so is
 ``judge_errors`` (items the judge failed on; ``elitr-bench score`` finishes them).
 """
@@ -58,9 +53,9 @@ def judge_metrics(judged: Mapping[str, Any] | Sequence[Any]) -> dict[str, float]
     return {JUDGE_UNSCORED: 1.0 if status == "unscored" else 0.0, JUDGE_ERRORS: errors}
 
 
-def judge_count(items: Sequence[float]) -> float:
-    """Sum of per-item 0/1 values (count of unscored items)."""
-    return float(sum(items))
+def judge_count(items: Sequence[float | None]) -> float:
+    """Sum of per-item 0/1 values (count of unscored items); ``None`` counts nothing."""
+    return float(sum(v for v in items if v is not None))
 
 
 def register_lm_eval_aggregations() -> None:

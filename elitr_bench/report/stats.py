@@ -13,6 +13,8 @@ rebuilt from the same runs prints the same digits), and with only 8-10 clusters 
 t(G-1) reference is the usual guard against the too-narrow intervals that a percentile
 cluster bootstrap gives when clusters are this few. The cluster bootstrap is offered as
 an alternative (``--ci bootstrap``) for readers who prefer a resampling interval.
+The standard error is :func:`elitr_bench.clustered.clustered_mean`'s, the one our tasks
+write as ``<metric>_stderr`` in lm-eval's results file.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
+
+from elitr_bench.clustered import clustered_mean
 
 CIMethod = Literal["cluster-t", "bootstrap"]
 CI_METHODS: tuple[CIMethod, ...] = ("cluster-t", "bootstrap")
@@ -54,41 +58,6 @@ class Interval:
     n: int
     n_clusters: int
     method: str
-
-
-@dataclass(frozen=True)
-class ClusteredMean:
-    """Mean of observations with its CR1 cluster-robust standard error."""
-
-    mean: float
-    se: float | None
-    n: int
-    n_clusters: int
-
-
-def clustered_mean(values: Sequence[float], clusters: Sequence[Hashable]) -> ClusteredMean:
-    """Mean and cluster-robust (CR1) standard error of the mean.
-
-    The variance is ``G/(G-1) * sum_g (sum_{i in g} (y_i - ybar))^2 / N^2``: the sandwich
-    estimator of an intercept-only OLS with statsmodels' default small-sample correction
-    (its ``(N-1)/(N-K)`` factor is 1 for K=1).
-
-    Raises:
-        ValueError: Lengths differ or there are no values.
-    """
-    y = np.asarray(values, dtype=float)
-    if len(y) != len(clusters):
-        raise ValueError(f"{len(y)} values but {len(clusters)} cluster labels")
-    if len(y) == 0:
-        raise ValueError("no values to average")
-    mean = float(y.mean())
-    _, codes = np.unique(np.asarray([str(c) for c in clusters]), return_inverse=True)
-    n_clusters = int(codes.max()) + 1
-    if n_clusters < 2:
-        return ClusteredMean(mean=mean, se=None, n=len(y), n_clusters=n_clusters)
-    sums = np.bincount(codes, weights=y - mean, minlength=n_clusters)
-    var = n_clusters / (n_clusters - 1) * float(np.sum(sums**2)) / len(y) ** 2
-    return ClusteredMean(mean=mean, se=math.sqrt(var), n=len(y), n_clusters=n_clusters)
 
 
 def cluster_t_interval(

@@ -23,6 +23,10 @@ and later ``task.apply_filters`` (checked for lm-eval 0.4.13..0.4.x; anything el
 fails with a clear message); ``--cache_requests`` is ignored for multi-turn tasks, and
 ``repeats`` must be 1. With ``--metadata history=gold`` the history is the reference
 answers, every prompt is known up front, and the stock single-call path is used.
+
+``--samples``, ``--limit`` and ``differing_only`` choose which questions are logged, not
+which conversation they are asked in: the earlier turns of every chosen question are
+played too (as requests lm-eval never sees), so turn k always follows turns 1..k-1.
 """
 
 from __future__ import annotations
@@ -61,9 +65,13 @@ class ConversationTask(ElitrQATask):
         super().__init__(data_dir, cache_dir, download_mode, config)
         #: Answers given so far in each meeting's conversation (the history).
         self._history: dict[str, list[str]] = defaultdict(list)
-        #: Questions of each meeting in conversation order, as present in this run.
+        #: Questions of each meeting in conversation order up to the last one this run
+        #: logs, the earlier ones included even when --samples/--limit/differing_only
+        #: leave them out of the log: they are the conversation's context.
         self._order: dict[str, list[dict[str, Any]]] = {}
         self._waiting: list[Any] = []
+        #: ``id()`` of requests played only as context (answered, never logged).
+        self._context_only: set[int] = set()
         self._lm: Any = None
         if int(self.config.repeats or 1) != 1:
             raise OptionError(f"{self.config.task}: multi-turn tasks need repeats=1")
@@ -135,7 +143,10 @@ class ConversationTask(ElitrQATask):
             )
         kwargs["cache_requests"] = False
         super().build_all_requests(**kwargs)
-        self._waiting = list(getattr(self, "_instances", None) or [])
+        logged = list(getattr(self, "_instances", None) or [])
+        context_turns = self._context_requests(logged)
+        self._context_only = {id(inst) for inst in context_turns}
+        self._waiting = logged + context_turns
         self._instances = []
         self._lm = lm
         self._check_first_turns(context.token_counter(lm))
@@ -160,18 +171,52 @@ class ConversationTask(ElitrQATask):
             )
 
     def _conversation_order(self, kwargs: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-        order: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        """Each meeting's questions from turn 1 to the last turn this run logs.
+
+        ``--samples``, ``--limit`` and ``differing_only`` choose which questions are
+        logged; a chosen turn k is still asked after turns 1..k-1 of its conversation,
+        so its prompt is the multi-turn prompt of the full benchmark.
+        """
         iterator = self.doc_iterator(
             rank=kwargs.get("rank", 0),
             limit=kwargs.get("limit"),
             world_size=kwargs.get("world_size", 1),
             samples=kwargs.get("samples"),
         )
+        last: dict[str, int] = {}
         for _, doc in iterator:
-            order[str(doc["meeting_id"])].append(doc)
+            meeting = str(doc["meeting_id"])
+            last[meeting] = max(int(doc["turn"]), last.get(meeting, 0))
+        order: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for doc in self.full_docs():
+            meeting = str(doc["meeting_id"])
+            if meeting in last and int(doc["turn"]) <= last[meeting]:
+                order[meeting].append(doc)
         for docs in order.values():
             docs.sort(key=lambda d: int(d["turn"]))
         return dict(order)
+
+    def _context_requests(self, logged: list[Any]) -> list[Any]:
+        """Requests for the earlier turns the run plays but does not log.
+
+        They carry ``doc_id`` -1 and never reach lm-eval: :meth:`apply_filters` hands
+        back only the logged requests, so lm-eval scores and logs exactly the chosen
+        questions.
+        """
+        chosen = {doc_key(inst.doc) for inst in logged}
+        extra = [
+            self.construct_requests(doc=doc, ctx=PENDING_PROMPT, metadata=(self.config.task, -1, 1))
+            for docs in self._order.values()
+            for doc in docs
+            if doc_key(doc) not in chosen
+        ]
+        if extra:
+            log.info(
+                "%s: %d earlier turn(s) are played as conversation context and not logged",
+                self.config.task,
+                len(extra),
+            )
+        return extra
 
     def _fit_to_context(self, counter: context.TokenCounter) -> None:
         # Multi-turn prompts grow with the answers: they are fitted turn by turn.
@@ -209,7 +254,7 @@ class ConversationTask(ElitrQATask):
         """Play the conversations (once per run), then filter and judge as usual."""
         if self._waiting:
             run_conversations(self._lm)
-            self._held_back.extend(self._waiting)
+            self._held_back.extend(i for i in self._waiting if id(i) not in self._context_only)
             self._waiting = []
         return super().apply_filters()
 

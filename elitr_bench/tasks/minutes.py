@@ -51,17 +51,18 @@ from elitr_bench.data.minutes import (
 )
 from elitr_bench.data.records import MinutesMeeting
 from elitr_bench.judges.config import JudgeConfig
-from elitr_bench.tasks import context
+from elitr_bench.tasks import context, metrics
 from elitr_bench.tasks.minutes_metrics import (
     DEFAULT_BARTSCORE_MODEL,
     DEFAULT_BERTSCORE_MODEL,
     bartscore,
     bertscore_f1,
+    minutes_metric_list,
     output_stats,
     rouge_scores,
 )
 from elitr_bench.tasks.options import PROMPT_ROLES, OptionError, as_bool, choice
-from elitr_bench.tasks.task import ElitrQATask, record_noise
+from elitr_bench.tasks.task import LmEvalContract, record_noise
 
 log = logging.getLogger(__name__)
 
@@ -240,18 +241,12 @@ def meeting_doc(meeting: MinutesMeeting) -> dict[str, Any]:
     }
 
 
-class MinutesTask(ConfigurableTask):
+class MinutesTask(LmEvalContract, ConfigurableTask):
     """Write the minutes of one meeting per document (``dataset_name``: ``elitr``/``automin``).
 
     ``test_split`` chooses the meetings: ``dev`` or ``test2`` (ELITR-Bench) or ``test2023``
     (AutoMin 2023 English).
     """
-
-    # The QA task's rendering (chat template / --system_instruction exactly as lm-eval
-    # built the requests) and zero-shot prompt building are reused unchanged.
-    render = ElitrQATask.render
-    fewshot_context = ElitrQATask.fewshot_context
-    predict_only = ElitrQATask.predict_only
 
     def __init__(
         self,
@@ -275,7 +270,8 @@ class MinutesTask(ConfigurableTask):
         identity = self.judge_config.identity() if self.judge_config else {"backend": "none"}
         cfg["metadata"] = {**metadata, "judge_identity": identity}
         cfg["filter_list"] = [{"name": "none", "filter": self._filters_spec(metadata)}]
-        cfg["metric_list"] = [*(cfg.get("metric_list") or []), *self._extra_metrics()]
+        cfg["metric_list"] = self._metric_list()
+        self._stderr_of = metrics.clustered(cfg["metric_list"])
         cfg["process_results"] = type(self).process_results
         super().__init__(
             data_dir=data_dir, cache_dir=cache_dir, download_mode=download_mode, config=cfg
@@ -300,19 +296,20 @@ class MinutesTask(ConfigurableTask):
             )
         return steps
 
-    def _extra_metrics(self) -> list[dict[str, Any]]:
-        extra: list[dict[str, Any]] = []
-        if self.options.bertscore:
-            extra.append(
-                {"metric": "bertscore_f1", "aggregation": "mean", "higher_is_better": True}
-            )
-        if self.options.bartscore:
-            extra.append({"metric": "bartscore", "aggregation": "mean", "higher_is_better": True})
+    def _metric_list(self) -> list[dict[str, Any]]:
+        """The run's metrics (:func:`.minutes_metrics.minutes_metric_list`)."""
+        judge: list[dict[str, Any]] = []
         if self.judge_config is not None:
             from elitr_bench.judges.minutes.lm_eval_filter import metric_list
 
-            extra.extend(metric_list(self.judge_config))
-        return extra
+            judge = metric_list(self.judge_config)
+        return minutes_metric_list(
+            noisy=self.options.wer is not None,
+            chunked=self.options.overlength == "chunked",
+            bertscore=self.options.bertscore,
+            bartscore=self.options.bartscore,
+            judge=judge,
+        )
 
     # ------------------------------------------------------------------ data
     def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
@@ -375,10 +372,12 @@ class MinutesTask(ConfigurableTask):
         if int(self.config.repeats or 1) != 1:
             raise OptionError(f"{self.config.task}: minutes tasks need repeats=1")
         self._load_metric_models()
-        super().build_all_requests(**kwargs)
+        super().build_all_requests(**self.request_kwargs(kwargs))
         if not self.predict_only and self.judge_config is not None:
             self._check_judge_context()
         counter = context.token_counter(context.active_model())
+        if counter is not None:
+            self.declare_metric(metrics.PROMPT_TOKENS)
         if counter is None and self.options.overlength == "chunked":
             if self.options.chunk_tokens is None:
                 raise OptionError(
@@ -585,32 +584,40 @@ class MinutesTask(ConfigurableTask):
 
     # --------------------------------------------------------------- scoring
     def process_results(self, doc: dict[str, Any], results: list[Any]) -> dict[str, Any]:
-        """Reference metrics, Table 5 statistics and (if judged) the judge's metrics."""
+        """Every listed metric of one meeting's minutes (``None`` where it has none).
+
+        Reference metrics, Table 5 statistics and (if judged) the judge's metrics; a
+        skipped meeting has no minutes and counts in ``overlength_skipped`` only. Under
+        ``--predict_only``: lm-eval's ``bypass``, as for its own tasks.
+        """
+        if self.predict_only:
+            return {"bypass": None}
         meeting_id = str(doc["meeting_id"])
         status = self._status.get(meeting_id)
-        if status == "skipped" or not results:
-            return {"overlength_skipped": 1.0}
+        values: dict[str, Any] = {
+            "overlength_skipped": float(status == "skipped" or not results),
+            "overlength_truncated": float(status == "truncated"),
+            "effective_wer": doc.get("effective_wer"),
+            "prompt_tokens": self._prompt_tokens.get(meeting_id),
+        }
+        if status != "skipped" and results:
+            values.update(self._minutes_metrics(doc, results[0]))
+            if self.options.overlength == "chunked":
+                values["sections"] = float(self._sections.get(meeting_id, 1))
+        return self.complete(values, meeting_id)
+
+    def _minutes_metrics(self, doc: dict[str, Any], response: Any) -> dict[str, Any]:
         from elitr_bench.judges.lm_eval_filter import first_text
         from elitr_bench.judges.minutes.lm_eval_filter import assessment_of, minutes_judge_metrics
 
-        found = assessment_of(results[0])
-        text = found[0] if found is not None else first_text(results[0])
+        found = assessment_of(response)
+        text = found[0] if found is not None else first_text(response)
         references = [str(r) for r in doc.get("references") or []]
-        scores: dict[str, Any] = {
-            **rouge_scores(text, references),
-            **output_stats(text),
-            "overlength_skipped": 0.0,
-            "overlength_truncated": float(status == "truncated"),
-            "sections": float(self._sections.get(meeting_id, 1)),
-        }
+        values: dict[str, Any] = {**rouge_scores(text, references), **output_stats(text)}
         if self.options.bertscore:
-            scores["bertscore_f1"] = bertscore_f1(text, references, self.options.bertscore_model)
+            values["bertscore_f1"] = bertscore_f1(text, references, self.options.bertscore_model)
         if self.options.bartscore:
-            scores["bartscore"] = bartscore(text, references, self.options.bartscore_model)
-        if "effective_wer" in doc:
-            scores["effective_wer"] = float(doc["effective_wer"])
-        if meeting_id in self._prompt_tokens:
-            scores["prompt_tokens"] = float(self._prompt_tokens[meeting_id])
-        if found is not None:
-            scores.update(minutes_judge_metrics(results[0]))
-        return scores
+            values["bartscore"] = bartscore(text, references, self.options.bartscore_model)
+        if found is not None and self.judge_config is not None:
+            values.update(minutes_judge_metrics(response))
+        return values

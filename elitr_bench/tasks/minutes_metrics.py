@@ -20,12 +20,19 @@
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
 from elitr_bench.data.errors import ElitrBenchError
+from elitr_bench.tasks.metrics import (
+    OVERLENGTH,
+    RATIO,
+    score,
+    statistic,
+    with_lm_eval_means,
+)
+from elitr_bench.tasks.metrics import ratio_of_sums as ratio_of_sums
 
 ROUGE_TYPES: tuple[str, ...] = ("rouge1", "rouge2", "rougeL")
 DEFAULT_BERTSCORE_MODEL = "roberta-large"  # bert-score's default for lang="en"
@@ -93,18 +100,49 @@ def count_words(text: str) -> int:
 def output_stats(text: str) -> dict[str, Any]:
     """Table 5 statistics of one minutes text; ``words_per_line`` is a (words, lines) pair.
 
-    The pair is aggregated by :func:`ratio_of_sums` into the paper's words per line.
+    The pair is aggregated by :func:`~elitr_bench.tasks.metrics.ratio_of_sums` into the
+    paper's words per line.
     """
     lines = count_lines(text)
     words = count_words(text)
     return {"lines": float(lines), "words": float(words), "words_per_line": (words, lines)}
 
 
-def ratio_of_sums(items: Sequence[Sequence[float]]) -> float:
-    """Aggregate (numerator, denominator) pairs as sum/sum (NaN when the denominator is 0)."""
-    num = sum(float(i[0]) for i in items)
-    den = sum(float(i[1]) for i in items)
-    return num / den if den else math.nan
+def minutes_metric_list(
+    *,
+    noisy: bool,
+    chunked: bool,
+    bertscore: bool,
+    bartscore: bool,
+    judge: Sequence[Mapping[str, Any]] = (),
+) -> list[dict[str, Any]]:
+    """The metrics of a minutes task run: the one place they are chosen.
+
+    ROUGE (and the opt-in BERTScore/BARTScore) are scores; Table 5's ``lines``, ``words``
+    and ``words_per_line`` describe the minutes and are not ranked (longer minutes are not
+    better), nor are the bookkeeping values. ``words_per_line`` is total words over total
+    lines (:func:`~elitr_bench.tasks.metrics.ratio_of_sums`), as the paper's text computes
+    it. ``judge`` is the minutes judge's own list; its means skip unscored samples.
+
+    Args:
+        noisy: Noisy transcripts (``--metadata wer=...``): ``effective_wer`` per meeting.
+        chunked: ``overlength=chunked``: ``sections`` per meeting.
+        bertscore: ``--metadata bertscore=true``.
+        bartscore: ``--metadata bartscore=true``.
+        judge: The minutes judge's ``metric_list`` entries (none without a judge).
+    """
+    entries = [score(name) for name in ROUGE_TYPES]
+    if bertscore:
+        entries.append(score("bertscore_f1"))
+    if bartscore:
+        entries.append(score("bartscore"))
+    entries += [statistic("lines"), statistic("words"), statistic("words_per_line", RATIO)]
+    if chunked:  # transcript sections the minutes were written from
+        entries.append(statistic("sections"))
+    if noisy:
+        entries.append(statistic("effective_wer"))
+    entries += [dict(e) for e in OVERLENGTH]
+    return entries + with_lm_eval_means(judge)
 
 
 # --- BERTScore -------------------------------------------------------------------------

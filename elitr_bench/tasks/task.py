@@ -8,8 +8,10 @@ and prompts are checked against the model's context before generation.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 import datasets
@@ -20,7 +22,8 @@ from elitr_bench.cli_errors import install_excepthook
 from elitr_bench.data import Question, load_benchmark
 from elitr_bench.data.records import MODES, SETTINGS, SPLITS, Mode, Setting, Split
 from elitr_bench.judges.config import JudgeConfig
-from elitr_bench.tasks import context
+from elitr_bench.judges.metrics import JUDGE_ERRORS, JUDGE_UNSCORED
+from elitr_bench.tasks import context, metrics
 from elitr_bench.tasks.metrics import rouge_l, token_f1
 from elitr_bench.tasks.options import OptionError, TaskOptions
 
@@ -61,16 +64,6 @@ def judge_for(metadata: dict[str, Any]) -> tuple[str, JudgeConfig | None]:
     return spec, config
 
 
-def _with_judge_errors(metric_list: Any) -> list[Any]:
-    """The YAML's metric list plus ``judge_errors`` (items a failed judge left unjudged)."""
-    metrics = list(metric_list or [])
-    if not any(isinstance(m, dict) and m.get("metric") == "judge_errors" for m in metrics):
-        metrics.append(
-            {"metric": "judge_errors", "aggregation": "judge_count", "higher_is_better": False}
-        )
-    return metrics
-
-
 def record_noise(doc: dict[str, Any], noisy: NoisyTranscript) -> None:
     """Write the noise a document's transcript got into the document.
 
@@ -109,7 +102,176 @@ def doc_key(doc: dict[str, Any]) -> DocKey:
     return (str(doc["meeting_id"]), str(doc["question_id"]))
 
 
-class ElitrQATask(ConfigurableTask):
+class LmEvalContract:
+    """What our task classes owe lm-eval's clients, shared by the QA and minutes tasks.
+
+    * Metrics: ``metric_list`` holds what the run produces and every sample carries each
+      listed metric (``None`` when it has no value); :meth:`aggregation` adds the
+      meeting-clustered stderr carriers (see :mod:`elitr_bench.tasks.metrics`).
+    * ``--predict_only``: lm-eval replaces the metrics by ``bypass``; our
+      ``process_results`` then returns what lm-eval's own tasks return.
+    * The request cache (``--cache_requests``): its key gets a fingerprint of everything
+      our prompts depend on (:meth:`request_kwargs`).
+    * Prompts: zero-shot, rendered with the chat template and ``--system_instruction``
+      lm-eval asked for (:meth:`render`).
+    """
+
+    config: Any
+    dataset: Any
+    options: Any
+    _stderr_of: tuple[str, ...] = ()
+    _render_args: tuple[str | None, Callable[..., str] | None]
+    _transcripts: dict[str, str]
+    _metric_fn_list: dict[str, Any]
+    _metric_fn_kwargs: dict[str, Any]
+    _aggregation_list: dict[str, Any]
+    _higher_is_better: dict[str, Any]
+
+    @property
+    def predict_only(self) -> bool:
+        """Whether lm-eval's ``--predict_only`` replaced our metrics by ``bypass``."""
+        return any(m.get("metric") == "bypass" for m in self.config.metric_list or [])
+
+    def aggregation(self) -> dict[str, Any]:
+        """lm-eval's aggregations plus the clustered-stderr carriers (not in ``metric_list``)."""
+        base: dict[str, Any] = super().aggregation()  # type: ignore[misc]
+        if self.predict_only:
+            return base
+        from lm_eval.api.registry import get_aggregation
+
+        carrier = get_aggregation(metrics.CLUSTER_STDERR)
+        return {**base, **{name + metrics.STDERR: carrier for name in self._stderr_of}}
+
+    def declare_metric(self, entry: Mapping[str, Any]) -> None:
+        """List a metric the run turns out to produce (e.g. ``prompt_tokens`` once counted).
+
+        Called before any sample is scored, so lm-eval aggregates it and dumps it in the
+        task's config like a metric of the YAML.
+        """
+        name = str(entry["metric"])
+        if self.predict_only or name in self.listed_metrics():
+            return
+        from lm_eval.api.registry import get_aggregation
+
+        self.config.metric_list.append(dict(entry))
+        self._metric_fn_list[name] = None
+        self._metric_fn_kwargs[name] = {}
+        self._aggregation_list[name] = get_aggregation(str(entry["aggregation"]))
+        self._higher_is_better[name] = entry.get("higher_is_better")
+
+    def listed_metrics(self) -> list[str]:
+        """Names in ``metric_list``, in order."""
+        return [str(m["metric"]) for m in self.config.metric_list or []]
+
+    def complete(self, values: Mapping[str, Any], cluster: str) -> dict[str, Any]:
+        """``process_results``' return value: every listed metric, then stderr carriers."""
+        return metrics.complete_sample(values, self.listed_metrics(), self._stderr_of, cluster)
+
+    # ------------------------------------------------------------- prompts
+    def messages(
+        self, doc: dict[str, Any], transcript: str | None = None
+    ) -> list[prompts.ChatMessage]:
+        """Chat messages of a document, with another transcript (section) if given."""
+        raise NotImplementedError
+
+    def initial_prompt(self, doc: dict[str, Any]) -> str:
+        """The prompt a request is built with."""
+        raise NotImplementedError
+
+    def render(self, messages: list[prompts.ChatMessage]) -> str:
+        """Render messages as lm-eval asked when building requests.
+
+        With a chat template (``--apply_chat_template``) the model's own template is used,
+        otherwise plain text; ``--system_instruction`` is prepended to the system turn.
+        """
+        system_instruction, chat_template = self._render_args
+        if system_instruction:
+            if messages and messages[0].role == "system":
+                messages = [
+                    prompts.ChatMessage(
+                        "system", system_instruction + "\n\n" + messages[0].content
+                    ),
+                    *messages[1:],
+                ]
+            else:
+                messages = [prompts.ChatMessage("system", system_instruction), *messages]
+        if chat_template is not None:
+            return chat_template([m.as_dict() for m in messages], add_generation_prompt=True)
+        return prompts.render_plain(messages)
+
+    def fewshot_context(
+        self,
+        doc: dict[str, Any],
+        num_fewshot: int = 0,
+        system_instruction: str | None = None,
+        apply_chat_template: bool = False,
+        fewshot_as_multiturn: bool = False,
+        chat_template: Callable[..., str] | None = None,
+        gen_prefix: str | None = None,
+    ) -> str:
+        """Build the prompt; ELITR-Bench is zero-shot, so ``num_fewshot`` must be 0."""
+        if num_fewshot:
+            raise OptionError(f"{self.config.task}: ELITR-Bench is zero-shot; drop --num_fewshot")
+        self._render_args = (system_instruction, chat_template if apply_chat_template else None)
+        return self.initial_prompt(doc)
+
+    # ------------------------------------------------------------ requests
+    def request_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """lm-eval's ``build_all_requests`` arguments, made safe for our prompts.
+
+        The rendering arguments are kept here, not only in ``fewshot_context``: on a
+        request-cache hit lm-eval never calls ``fewshot_context``, and a prompt re-rendered
+        later (``truncate_middle``, chunks, multi-turn) must still get the chat template
+        and ``--system_instruction``. lm-eval's cache key names the task, few-shot count,
+        chat-template flag, system instruction and tokenizer, but none of our
+        ``--metadata`` options; the key's free-form ``tokenizer_name`` part therefore gets
+        :meth:`prompt_fingerprint`. With ``--samples`` the cache is not used: lm-eval
+        reads it back without applying ``--samples`` (and writes only the selected
+        documents into it), which would pair answers with other questions.
+        """
+        self._render_args = (
+            kwargs.get("system_instruction"),
+            kwargs.get("chat_template") if kwargs.get("apply_chat_template") else None,
+        )
+        if not kwargs.get("cache_requests"):
+            return kwargs
+        if kwargs.get("samples"):
+            log.warning(
+                "%s: --cache_requests is not used with --samples (lm-eval's request cache "
+                "ignores --samples); requests are built afresh",
+                self.config.task,
+            )
+            return {**kwargs, "cache_requests": False, "rewrite_requests_cache": False}
+        name = f"{kwargs.get('tokenizer_name') or ''}-elitr{self.prompt_fingerprint()}"
+        return {**kwargs, "tokenizer_name": name}
+
+    def prompt_fingerprint(self) -> str:
+        """A hash of everything our prompts depend on beyond lm-eval's own cache key.
+
+        The package version, the task's options (``--metadata``), the generation
+        arguments (the context budget), every (noisy) transcript and document, and one
+        rendered prompt (chat template and system instruction included).
+        """
+        from elitr_bench import __version__
+
+        docs = list(self.dataset[self.config.test_split])
+        probe = self.render(self.messages(docs[0], "TRANSCRIPT")) if docs else ""
+        digest = hashlib.sha256()
+        for part in (
+            __version__,
+            type(self).__name__,
+            repr(self.options),
+            json.dumps(self.config.generation_kwargs, sort_keys=True, default=str),
+            json.dumps(sorted(self._transcripts.items())),
+            json.dumps(docs, sort_keys=True, default=str),
+            str(probe),
+        ):
+            digest.update(part.encode("utf-8"))
+            digest.update(b"\0")
+        return digest.hexdigest()[:16]
+
+
+class ElitrQATask(LmEvalContract, ConfigurableTask):
     """Single-turn ELITR-Bench question answering over one meeting transcript.
 
     The YAML chooses the question set (``dataset_name``: ``qa``/``conv``), the split
@@ -153,7 +315,11 @@ class ElitrQATask(ConfigurableTask):
         # Our process_results computes every metric; saying so in the config stops
         # lm-eval from looking metric names up in HF `evaluate` (a network call).
         cfg["process_results"] = type(self).process_results
-        cfg["metric_list"] = _with_judge_errors(cfg.get("metric_list"))
+        cfg["metric_list"] = metrics.qa_metric_list(
+            judged=self.judge_config is not None, noisy=self.target_wer is not None
+        )
+        self._stderr_of = metrics.clustered(cfg["metric_list"])
+        self._selected_docs: datasets.Dataset | None = None
         # lm-eval ignores --num_fewshot silently for a task whose config says 0; leaving
         # it unset makes lm-eval hand the value to set_config, which refuses it.
         cfg.pop("num_fewshot", None)
@@ -229,6 +395,25 @@ class ElitrQATask(ConfigurableTask):
         for doc in docs:
             record_noise(doc, achieved[doc["meeting_id"]])
 
+    def full_docs(self) -> datasets.Dataset:
+        """Every question of the split, whatever ``differing_only`` selects."""
+        return self.dataset[self.split]
+
+    def test_docs(self) -> datasets.Dataset:
+        """The questions this run asks and logs.
+
+        All of them, or with ``differing_only`` those whose QA and Conv wordings differ
+        (App. C.2). The others are not asked at all (single-turn) or asked only as
+        conversation context (multi-turn), and never logged: every logged sample is scored.
+        """
+        full = self.full_docs()
+        if not self.options.differing_only:
+            return full
+        if self._selected_docs is None:
+            keep = [i for i, doc in enumerate(full) if doc["differs_in_conv"]]
+            self._selected_docs = full.select(keep)
+        return self._selected_docs
+
     def transcript(self, doc: dict[str, Any]) -> str:
         """Transcript the document's question is asked about."""
         return self._transcripts[str(doc["meeting_id"])]
@@ -246,53 +431,11 @@ class ElitrQATask(ConfigurableTask):
             qa_markers=self.options.qa_markers,
         )
 
-    def render(self, messages: list[prompts.ChatMessage]) -> str:
-        """Render messages as lm-eval asked when building requests.
-
-        With a chat template (``--apply_chat_template``) the model's own template is used,
-        otherwise plain text; ``--system_instruction`` is prepended to the system turn.
-        """
-        system_instruction, chat_template = self._render_args
-        if system_instruction:
-            if messages and messages[0].role == "system":
-                messages = [
-                    prompts.ChatMessage(
-                        "system", system_instruction + "\n\n" + messages[0].content
-                    ),
-                    *messages[1:],
-                ]
-            else:
-                messages = [prompts.ChatMessage("system", system_instruction), *messages]
-        if chat_template is not None:
-            return chat_template([m.as_dict() for m in messages], add_generation_prompt=True)
-        return prompts.render_plain(messages)
-
-    def fewshot_context(
-        self,
-        doc: dict[str, Any],
-        num_fewshot: int = 0,
-        system_instruction: str | None = None,
-        apply_chat_template: bool = False,
-        fewshot_as_multiturn: bool = False,
-        chat_template: Callable[..., str] | None = None,
-        gen_prefix: str | None = None,
-    ) -> str:
-        """Build the prompt; ELITR-Bench is zero-shot, so ``num_fewshot`` must be 0."""
-        if num_fewshot:
-            raise OptionError(f"{self.config.task}: ELITR-Bench is zero-shot; drop --num_fewshot")
-        self._render_args = (system_instruction, chat_template if apply_chat_template else None)
-        return self.initial_prompt(doc)
-
     def initial_prompt(self, doc: dict[str, Any]) -> str:
         """The prompt a request is built with (single-turn: its final prompt)."""
         return self.render(self.messages(doc))
 
     # ------------------------------------------------------- context checks
-    @property
-    def predict_only(self) -> bool:
-        """Whether lm-eval's ``--predict_only`` replaced our metrics by ``bypass``."""
-        return any(m.get("metric") == "bypass" for m in self.config.metric_list or [])
-
     def build_all_requests(self, **kwargs: Any) -> None:
         """Check the judge is usable, build requests as lm-eval does, fit them to the context.
 
@@ -308,10 +451,11 @@ class ElitrQATask(ConfigurableTask):
             lm = context.active_model()
             check_replay_fits(self.judge_config, lm)
             check_judge_ready(self.judge_config, network=True, alternative=alternatives("qa", lm))
-        super().build_all_requests(**kwargs)
+        super().build_all_requests(**self.request_kwargs(kwargs))
         counter = context.token_counter(context.active_model())
         if counter is None:
             return
+        self.declare_metric(metrics.PROMPT_TOKENS)
         self._fit_to_context(counter)
 
     def _excess(self, inst: Any, counter: context.TokenCounter) -> int:
@@ -453,32 +597,42 @@ class ElitrQATask(ConfigurableTask):
             }
 
     # --------------------------------------------------------------- scoring
-    def process_results(self, doc: dict[str, Any], results: list[Any]) -> dict[str, float]:
-        """Per-question metrics; skipped prompts only add to ``overlength_skipped``."""
+    def process_results(self, doc: dict[str, Any], results: list[Any]) -> dict[str, Any]:
+        """Every listed metric of one question (``None`` where it has none).
+
+        A skipped prompt has no answer, so no F1, ROUGE or judge score; it counts in
+        ``overlength_skipped``. Under ``--predict_only`` this returns what lm-eval's own
+        tasks return there (``bypass``), so no metric is computed or aggregated.
+        """
+        if self.predict_only:
+            return {"bypass": None}
         key = doc_key(doc)
         status = self._overlength.get(key)
-        if self.options.differing_only and not doc.get("differs_in_conv"):
-            return {}
-        if status == "skipped" or not results:
-            return {"overlength_skipped": 1.0}
+        values: dict[str, Any] = {
+            "overlength_skipped": float(status == "skipped" or not results),
+            "overlength_truncated": float(status == "truncated"),
+            "effective_wer": doc.get("effective_wer"),
+            "prompt_tokens": self._prompt_tokens.get(key),
+        }
+        if self.judge_config is not None:
+            values.update({JUDGE_UNSCORED: 0.0, JUDGE_ERRORS: 0.0})
+        if status != "skipped" and results:
+            values.update(self._answer_metrics(doc, results[0]))
+        return self.complete(values, str(doc["meeting_id"]))
+
+    def _answer_metrics(self, doc: dict[str, Any], response: Any) -> dict[str, float]:
+        """F1 and ROUGE-L against the reference, and the judge's metrics when judged."""
         from elitr_bench.judges import judge_metrics
         from elitr_bench.judges.metrics import parse_filtered
 
-        response = results[0]
         judged = parse_filtered(response)
         if judged is not None and not {"response", "judge"} <= judged.keys():
             judged = None  # a model answer that happens to look like a dict
         text = str(judged["response"]) if judged is not None else str(response)
-        scores: dict[str, float] = {
+        values = {
             "f1": token_f1(text, str(doc["answer"])),
             "rouge_l": rouge_l(text, str(doc["answer"])),
-            "overlength_skipped": 0.0,
-            "overlength_truncated": float(status == "truncated"),
         }
-        if "effective_wer" in doc:
-            scores["effective_wer"] = float(doc["effective_wer"])
-        if key in self._prompt_tokens:
-            scores["prompt_tokens"] = float(self._prompt_tokens[key])
-        if judged is not None:
-            scores.update(judge_metrics(judged))
-        return scores
+        if judged is not None and self.judge_config is not None:
+            values.update(judge_metrics(judged))
+        return values

@@ -101,10 +101,17 @@ def test_overlength_skip_counts_and_scores_only_what_fits(tiny_llama: Path) -> N
     assert res["overlength_skipped,none"] == 3
     assert res["overlength_truncated,none"] == 0
     samples = result["samples"]["elitr_qa_test"]
-    scored = [row for row in samples if "f1" in row["metrics"]]
+    listed = [m["metric"] for m in result["configs"]["elitr_qa_test"]["metric_list"]]
+    assert "prompt_tokens" in listed and "judge_score" not in listed  # judge=none
+    assert all(set(listed) <= set(row) for row in samples)  # every listed metric, always
+    scored = [row for row in samples if row["f1"] is not None]
     assert len(scored) == n_first
     assert all(row["doc"]["meeting_id"] == first for row in scored)
     assert all(0 < row["prompt_tokens"] <= 6000 - 2 for row in scored)
+    skipped = [row for row in samples if row["f1"] is None]
+    assert all(row["overlength_skipped"] == 1 and row["rouge_l"] is None for row in skipped)
+    assert all(row["prompt_tokens"] > 6000 - 2 for row in skipped)  # measured, hence skipped
+    assert res["f1,none"] == pytest.approx(sum(r["f1"] for r in scored) / n_first)
 
 
 def test_judge_problems_fail_before_generation(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -169,12 +176,14 @@ def test_replay_multiturn_reproduces_released_means() -> None:
 def test_gold_history_and_differing_only(tiny_llama: Path) -> None:
     bench = load_benchmark()
     conv = bench.questions("conv", "dev")
-    first = [i for i, q in enumerate(conv) if q.meeting_id == conv[0].meeting_id]
+    qa = {(q.meeting_id, q.question_id): q.question for q in bench.questions("qa", "dev")}
+    differing = [q for q in conv if qa[(q.meeting_id, q.question_id)] != q.question]
+    assert len(differing) == 16  # App. C.2
     result = evaluate(
         "hf",
         f"pretrained={tiny_llama},max_length=1024,dtype=float32",
         ["elitr_conv_dev"],
-        samples={"elitr_conv_dev": first},
+        limit=3,
         gen_kwargs="max_gen_toks=2",
         device="cpu",
         metadata={
@@ -184,20 +193,23 @@ def test_gold_history_and_differing_only(tiny_llama: Path) -> None:
             "overlength": "truncate_middle",
         },
     )
-    rows = sorted(result["samples"]["elitr_conv_dev"], key=lambda r: r["doc"]["turn"])
-    assert len(rows) == len(first)
-    # Gold history: turn k carries the reference answers of turns 1..k-1.
-    last = rows[-1]["arguments"][0][0]
-    for row in rows[:-1]:
-        assert row["doc"]["answer"] in last
-    qa = {(q.meeting_id, q.question_id): q.question for q in bench.questions("qa", "dev")}
-    scored = [r for r in rows if "f1" in r["metrics"]]
-    differing = [
-        r
-        for r in rows
-        if qa[(r["doc"]["meeting_id"], r["doc"]["question_id"])] != r["doc"]["question"]
+    # Only the differing questions are the task's documents, and every one is scored.
+    assert result["n-samples"]["elitr_conv_dev"] == {"original": 16, "effective": 3}
+    rows = result["samples"]["elitr_conv_dev"]
+    assert [(r["doc"]["meeting_id"], r["doc"]["question"]) for r in rows] == [
+        (q.meeting_id, q.question) for q in differing[:3]
     ]
-    assert scored == differing and 0 < len(scored) < len(rows)
+    assert all(r["f1"] is not None for r in rows)
+    # Gold history: turn k carries the reference answers of turns 1..k-1 of its meeting,
+    # the questions that are not logged (same wording in QA and Conv) included.
+    for row in rows:
+        earlier = [
+            q
+            for q in conv
+            if q.meeting_id == row["doc"]["meeting_id"] and q.turn < row["doc"]["turn"]
+        ]
+        prompt = row["arguments"][0][0]
+        assert earlier and all(q.question in prompt and q.answer in prompt for q in earlier)
 
 
 def test_meetings_are_never_split_across_ranks() -> None:

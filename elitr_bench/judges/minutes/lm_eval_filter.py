@@ -396,9 +396,10 @@ def metric_list(config: JudgeConfig | None) -> list[dict[str, Any]]:
         for name in (JUDGE_UNSCORED, JUDGE_ERRORS)
     ]
     if config.filler and method.name in ("gpt-art", "gpt-afgr"):
-        entries.append({"metric": TOKENS_SAVED, "aggregation": "mean", "higher_is_better": True})
+        # Descriptions of the compression, not qualities: no ranking direction.
+        entries.append({"metric": TOKENS_SAVED, "aggregation": "mean", "higher_is_better": None})
         entries += [
-            {"metric": name, "aggregation": COUNT_AGGREGATION, "higher_is_better": False}
+            {"metric": name, "aggregation": COUNT_AGGREGATION, "higher_is_better": None}
             for name in (FILLER_UNCLASSIFIED, FILLER_FLAGGED)
         ]
     return entries
