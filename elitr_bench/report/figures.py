@@ -26,6 +26,7 @@ from typing import Any
 import matplotlib
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
@@ -118,6 +119,13 @@ def _split_rank(split: str) -> int:
     return SPLITS.index(split) if split in SPLITS else len(SPLITS)
 
 
+def _figure(width: float, height: float) -> Figure:
+    """A figure on its own Agg canvas: no pyplot state, nothing to close, drawable in tests."""
+    fig = Figure(figsize=(width, height))
+    FigureCanvasAgg(fig)
+    return fig
+
+
 def _save(fig: Figure, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
@@ -176,7 +184,7 @@ def _bars(
     else:
         per_group = max(1.15, 0.22 * n_series)
         width_in = max(6.0, per_group * len(groups) + 2.2)
-    fig = Figure(figsize=(width_in, 4.4))
+    fig = _figure(width_in, 4.4)
     ax = fig.subplots()
     if single:
         width = 0.6
@@ -280,7 +288,7 @@ def draw_figure1(table: Table) -> Figure:
             name += f" ({setting_title(rec['setting'], rec['mode'])}, {split})"
         rank = _setting_rank(rec["setting"], rec["mode"]) * 10 + _split_rank(rec["split"])
         lines[(rows.index(rec["row"]), rank, name)].append(rec)
-    fig = Figure(figsize=(11, 4.2))
+    fig = _figure(11, 4.2)
     axes = fig.subplots(1, 2, sharey=True)
     for k, ((_, _, name), recs) in enumerate(sorted(lines.items())):
         style = {"color": f"C{k % 10}", "marker": _MARKERS[k % len(_MARKERS)]}
@@ -348,7 +356,7 @@ def draw_figure2a(plot: Mapping[str, Any], reference: str) -> Figure:
     """
     sizes: Mapping[int, int] = plot["bins"]
     series: Mapping[str, Mapping[int, Mapping[str, Any]]] = plot["series"]
-    fig = Figure(figsize=(8, 4.8))
+    fig = _figure(8, 4.8)
     ax = fig.subplots()
     clipped = False
     step = 0.12
@@ -410,7 +418,7 @@ def draw_figure2b(
         if rec["pearson"] is not None and rec["a"] in idx and rec["b"] in idx:
             matrix[idx[rec["a"]], idx[rec["b"]]] = rec["pearson"]
     size = 1.2 + 0.9 * len(names)
-    fig = Figure(figsize=(size + 1.5, size + 0.6))
+    fig = _figure(size + 1.5, size + 0.6)
     ax = fig.subplots()
     image = ax.imshow(matrix, vmin=-1, vmax=1, cmap="RdBu_r")
     ax.set_xticks(range(len(names)), [_fit(n, 0.85) for n in names])

@@ -23,9 +23,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from elitr_bench.data.errors import DataError
+from elitr_bench.data.minutes import task_of
+from elitr_bench.report.runs import read_samples
 from elitr_bench.report.tables import Table, fmt
 
 if TYPE_CHECKING:
@@ -322,6 +325,7 @@ def draw_scatter(
     """
     criteria = ("adequacy", "fluency", "grammaticality", "relevance")
     fig = Figure(figsize=(15, 3.9))
+    FigureCanvasAgg(fig)  # its own canvas: no pyplot state, drawable in tests
     axes = fig.subplots(1, 4, sharey=True)
     records = []
     for ax, criterion in zip(axes, criteria, strict=True):
@@ -408,15 +412,13 @@ def minutes_sections(inputs: ReportInputs, report: Report) -> None:
     files, notes = minutes_samples(list(inputs.run_paths))
     if not files:
         return
+    for path in files:  # an empty or cut-off file is refused, not counted as a run
+        for _ in read_samples(path, task_of(path)):
+            pass
     report.notes.extend(notes)
     runs: list[RunValues] = []
-    for path in files:
-        try:
-            runs.append(read_run(path))
-        except DataError as exc:
-            report.notes.append(f"minutes run {path} skipped: {exc}")
-    if not runs:
-        return
+    for path in files:  # a samples file that is not a minutes run is refused, not skipped
+        runs.append(read_run(path))
     report.options["minutes_runs"] = len(runs)
     parts: list[str | Table] = [table7_layout(runs)]
     savings = savings_table(runs)

@@ -281,6 +281,7 @@ def leaderboard_figure(result: ArenaResult, rows: Sequence[Mapping[str, Any]]) -
     Returns:
         The :class:`matplotlib.figure.Figure`.
     """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     first = METRICS[0]
@@ -288,6 +289,7 @@ def leaderboard_figure(result: ArenaResult, rows: Sequence[Mapping[str, Any]]) -
     systems = sorted(result.systems, key=lambda s: (-by_first.get(s, float("-inf")), s))
     height = {s: len(systems) - 1 - i for i, s in enumerate(systems)}  # best on top
     fig = Figure(figsize=(5.5 * len(METRICS) + 1.0, 0.45 * len(systems) + 2.4))
+    FigureCanvasAgg(fig)  # its own canvas: no pyplot state, drawable in tests
     axes = fig.subplots(1, len(METRICS), sharex=True, sharey=True, squeeze=False)
     for index, (ax, metric) in enumerate(zip(axes[0], METRICS, strict=True)):
         mine = sorted(

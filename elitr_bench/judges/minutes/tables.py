@@ -403,6 +403,7 @@ def heatmap_figure(rows: Sequence[MetaRow], title: str, show_paper: bool = True)
     """
     import matplotlib
     import numpy as np
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     columns = [col for *_, col in HUMAN_COLUMNS]
@@ -441,6 +442,7 @@ def heatmap_figure(rows: Sequence[MetaRow], title: str, show_paper: bool = True)
     cmap = matplotlib.colormaps["RdYlGn"].with_extremes(bad="0.88")
     height = 1.9 + 0.42 * max(len(metrics), 2)
     fig = Figure(figsize=(8.8 * len(panels) + 1.0, height))
+    FigureCanvasAgg(fig)  # its own canvas: no pyplot state, drawable in tests
     axes = fig.subplots(1, len(panels), squeeze=False)
     image = None
     labels_x = [_tick_label(level, criterion) for level, criterion, _ in HUMAN_COLUMNS]
