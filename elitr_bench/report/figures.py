@@ -258,7 +258,9 @@ def _bars(
     ax.tick_params(axis="x", labelsize=_TICK_FONT, length=0)
     ax.set_ylabel(axis_label(metric))
     ax.set_title(title, fontsize=10)
-    handles, labels = ax.get_legend_handles_labels()
+    # Plain swatches: a series whose first bar is hatched must not look all "partial".
+    handles: list[Any] = [] if single else [Patch(facecolor=k.colour) for k in series]
+    labels = [] if single else [k.label for k in series]
     if partial_note and any(c.partial for c in cells.values()):
         handles.append(Patch(facecolor="white", edgecolor="0.3", hatch="///"))
         labels.append(partial_note)
