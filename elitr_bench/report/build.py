@@ -27,7 +27,7 @@ from elitr_bench.data.errors import DataError
 from elitr_bench.report import agreement, figures
 from elitr_bench.report.errors import ReportError
 from elitr_bench.report.minutes import minutes_sections
-from elitr_bench.report.runs import LoadedRuns, TaskRun, load_runs
+from elitr_bench.report.runs import LoadedRuns, TaskRun, foreign_input, load_runs
 from elitr_bench.report.stats import CIMethod
 from elitr_bench.report.tables import (
     ReportContext,
@@ -363,6 +363,10 @@ def build_report(
     if not run_paths and not judge_checks:
         raise ReportError("report: give at least one RUN_DIR or --judge-check FILE")
     out = Path(out_dir)
+    for path in run_paths:  # each RUN_DIR must hold a run of ours, or it was a mistake
+        refusal = foreign_input(path)
+        if refusal is not None:
+            raise ReportError(refusal)
     loaded = load_runs(run_paths, require=False) if run_paths else LoadedRuns(runs=(), notes=())
     inputs = ReportInputs(
         run_paths=tuple(Path(p) for p in run_paths),

@@ -24,10 +24,15 @@ def _cmd_report(args: argparse.Namespace) -> int:
         seed=args.seed,
         reference=args.reference,
     )
-    counted = f"{len(report.runs)} task runs"
+
+    def runs(n: int, kind: str) -> str:
+        return f"{n} {kind} run{'s' if n != 1 else ''}"
+
+    counted = runs(len(report.runs), "task")
     if report.options.get("minutes_runs"):  # the QA count alone read "0 task runs"
         counted = (
-            f"{len(report.runs)} QA/Conv task runs, {report.options['minutes_runs']} minutes runs"
+            f"{runs(len(report.runs), 'QA/Conv task')}, "
+            f"{runs(report.options['minutes_runs'], 'minutes')}"
         )
     print(
         f"report: {counted}, {len(report.tables)} tables, "

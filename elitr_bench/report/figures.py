@@ -1,32 +1,40 @@
-"""PNG figures of the report (matplotlib, Agg backend: no display needed).
+"""PNG figures of the report (matplotlib's object API with the Agg canvas: no display).
 
-Each function plots from the records of a :class:`~elitr_bench.report.tables.Table` (or
-the agreement data), so a figure shows exactly the numbers of its table.
+Each ``draw_*`` function builds a :class:`~matplotlib.figure.Figure` from the records of a
+:class:`~elitr_bench.report.tables.Table` (or the agreement data), so a figure shows
+exactly the numbers of its table; the function without ``draw_`` writes it as a PNG.
+Tests read the drawn figures' axes, ticks and colour limits instead of pixels.
 
-Conventions, so figures of different reports can be compared at a glance: settings in the
-paper's order (single-turn QA, multi-turn QA, multi-turn Conv), score axes fixed to the
-metric's scale (1-10 for judge scores) instead of auto-scaled, and legends outside the
-plotting area so they never cover a bar, point or error bar.
+Conventions, so that every figure reads at a glance with one system or with nine: axes
+named in words (never a metric key), every tick label horizontal and centred under its
+bar or group (wrapped to the room it has), settings in the paper's order (single-turn QA,
+multi-turn QA, multi-turn Conv), score axes fixed to the metric's scale (1-10 for judge
+scores) instead of auto-scaled, a missing bar marked "no run" rather than left as a gap,
+and legends outside the plotting area so they never cover a bar, point or error bar.
+With a single system the bars stand for the settings themselves, each named under it.
 """
 
 from __future__ import annotations
 
+import textwrap
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import matplotlib
-
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 
 from elitr_bench.report.agreement import GOLD, RELEASED_GPT4, RELEASED_PROMETHEUS, SILVER
 from elitr_bench.report.tables import FIG3_SETTINGS, SETTINGS, SPLITS, Table, setting_title
 
 _DPI = 120
+_TICK_FONT = 8
 #: Axis limits and ticks per metric: judge scores on the paper's 1-10 scale (half a unit
 #: of margin so points at 1 or 10 and their error bars stay visible), F1/ROUGE on 0-1.
 _SCALES: dict[str, tuple[tuple[float, float], list[float]]] = {
@@ -34,6 +42,19 @@ _SCALES: dict[str, tuple[tuple[float, float], list[float]]] = {
     "f1": ((0.0, 1.02), [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]),
     "rouge_l": ((0.0, 1.02), [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]),
 }
+#: What a score axis says for each per-sample metric (a reader does not know our keys).
+_AXIS_WORDS = {
+    "judge_score": "judge score (1-10, mean)",
+    "f1": "token F1 with the reference (0-1, mean)",
+    "rouge_l": "ROUGE-L F1 with the reference (0-1, mean)",
+}
+#: Markers cycled with the colours, so ten or more lines stay apart (also in greyscale).
+_MARKERS = "osD^v<>ph*"
+
+
+def axis_label(metric: str) -> str:
+    """The words a score axis shows for ``metric`` (an unknown key loses its underscores)."""
+    return _AXIS_WORDS.get(metric, metric.replace("_", " "))
 
 
 def _yerr(points: list[tuple[float, float | None, float | None]]) -> Any:
@@ -46,13 +67,13 @@ def _yerr(points: list[tuple[float, float | None, float | None]]) -> Any:
     ).T
 
 
-def _legend(ax: Any) -> None:
+def _legend(ax: Axes) -> None:
     """Legend to the right of the axes, outside the data area."""
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
 
 
-def _score_axis(ax: Any, metric: str, axis: str = "y") -> None:
+def _score_axis(ax: Axes, metric: str, axis: str = "y") -> None:
     """Fix a score axis to the metric's scale (unknown metrics keep matplotlib's)."""
     if metric not in _SCALES:
         return
@@ -74,9 +95,15 @@ def _evaluator_colours(names: Sequence[str]) -> dict[str, str]:
     return {n: _EVALUATOR_COLOURS.get(n) or next(spare, "black") for n in names}
 
 
-def _wrap(label: str) -> str:
-    """Row label with its judge (``model [judge]``) on a second line, to keep ticks short."""
-    return label.replace(" [", "\n[")
+def _fit(label: str, inches: float, fontsize: float = _TICK_FONT) -> str:
+    """A tick label wrapped to ``inches`` of width, its judge (``[...]``) on its own line.
+
+    Horizontal, wrapped labels stay centred under their bar; rotated ones drift sideways
+    by half their length, which is what put long model names under the neighbour's bars.
+    """
+    chars = max(6, int(inches * 72 / (0.6 * fontsize)))
+    lines = label.replace(" [", "\n[").split("\n")
+    return "\n".join(textwrap.fill(line, chars, break_on_hyphens=True) for line in lines)
 
 
 def _metric(records: Sequence[Mapping[str, Any]]) -> str:
@@ -92,16 +119,166 @@ def _split_rank(split: str) -> int:
     return SPLITS.index(split) if split in SPLITS else len(SPLITS)
 
 
-def _save(fig: Any, path: Path) -> Path:
+def _figure(width: float, height: float) -> Figure:
+    """A figure on its own Agg canvas: no pyplot state, nothing to close, drawable in tests."""
+    fig = Figure(figsize=(width, height))
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _save(fig: Figure, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     # bbox_inches="tight" grows the canvas to hold the legend placed outside the axes.
     fig.savefig(path, dpi=_DPI, bbox_inches="tight")
-    plt.close(fig)
     return path
 
 
-def figure1(table: Table, path: Path) -> Path:
+@dataclass(frozen=True)
+class _Series:
+    """One kind of bar (a setting, or setting and split) in a grouped bar chart."""
+
+    label: str
+    colour: Any
+
+
+@dataclass(frozen=True)
+class _Cell:
+    """One bar: the value, its interval (None: none drawn) and whether it is partial."""
+
+    value: float
+    low: float | None = None
+    high: float | None = None
+    partial: bool = False
+
+
+def _bars(
+    groups: Sequence[str],
+    series: Sequence[_Series],
+    cells: Mapping[tuple[int, int], _Cell],
+    *,
+    metric: str,
+    title: str,
+    errors: bool,
+    values: bool,
+    partial_note: str = "",
+) -> Figure:
+    """Bars of ``series`` per group (model); one group: one bar per series, each named.
+
+    With several groups the series are told apart by colour (legend outside) and each
+    group's name sits centred under its bars; with one group the x axis names the series
+    under their own bars and the group goes into the title, so a lone model does not get
+    three unlabelled bars.
+    """
+    used = [j for j in range(len(series)) if any(j == jj for _, jj in cells)]
+    missing = [series[j].label for j in range(len(series)) if j not in used]
+    if missing:  # a setting no model was run in: said in the title, not n empty slots
+        series = [series[j] for j in used]
+        cells = {(i, used.index(j)): c for (i, j), c in cells.items()}
+        title += f"\nno runs of {', '.join(missing)}"
+    single = len(groups) == 1
+    n_series = max(1, len(series))
+    if single:
+        per_group = 1.1
+        width_in = max(4.2, per_group * n_series + 1.6)
+    else:
+        per_group = max(1.15, 0.22 * n_series)
+        width_in = max(6.0, per_group * len(groups) + 2.2)
+    fig = _figure(width_in, 4.4)
+    ax = fig.subplots()
+    if single:
+        width = 0.6
+        positions = {(0, j): float(j) for j in range(len(series))}
+    else:
+        width = 0.8 / n_series
+        positions = {
+            (i, j): i + (j - (n_series - 1) / 2) * width
+            for i in range(len(groups))
+            for j in range(len(series))
+        }
+    _score_axis(ax, metric)
+    for j, kind in enumerate(series):
+        xs, ys, lows, highs, hatches = [], [], [], [], []
+        for i in range(len(groups)):
+            cell = cells.get((i, j))
+            if cell is None:
+                continue
+            xs.append(positions[(i, j)])
+            ys.append(cell.value)
+            lows.append(cell.low)
+            highs.append(cell.high)
+            hatches.append("///" if cell.partial else None)
+        if not xs:
+            continue
+        yerr = _yerr(list(zip(ys, lows, highs, strict=True))) if errors else None
+        bars = ax.bar(
+            xs,
+            ys,
+            width,
+            yerr=yerr,
+            capsize=2 if errors else 0,
+            color=kind.colour,
+            label=None if single else kind.label,
+            edgecolor="white",
+            linewidth=0.5,
+        )
+        for patch, hatch in zip(bars.patches, hatches, strict=True):
+            if hatch:
+                patch.set_hatch(hatch)
+        if values:
+            ax.bar_label(
+                bars,
+                labels=[f"{y:.2f}" for y in ys],
+                fontsize=7,
+                padding=2,
+                rotation=0 if width * per_group >= 0.3 else 90,
+            )
+    low_edge = ax.get_ylim()[0]
+    for (i, j), x in positions.items():
+        if (i, j) not in cells:
+            ax.text(
+                x,
+                low_edge,
+                " no run",
+                rotation=90,
+                fontsize=7,
+                color="0.35",
+                ha="center",
+                va="bottom",
+            )
+    if single:
+        ax.set_xticks(range(len(series)), [_fit(s.label, per_group) for s in series])
+        ax.set_xlim(-0.6, len(series) - 0.4)
+        ax.set_xlabel("setting")
+        title = f"{title}\n{groups[0]}"
+    else:
+        ax.set_xticks(range(len(groups)), [_fit(g, per_group) for g in groups])
+        ax.set_xlim(-0.6, len(groups) - 0.4)
+        ax.set_xlabel("model")
+    ax.tick_params(axis="x", labelsize=_TICK_FONT, length=0)
+    ax.set_ylabel(axis_label(metric))
+    ax.set_title(title, fontsize=10)
+    # Plain swatches: a series whose first bar is hatched must not look all "partial".
+    handles: list[Any] = [] if single else [Patch(facecolor=k.colour) for k in series]
+    labels = [] if single else [k.label for k in series]
+    if partial_note and any(c.partial for c in cells.values()):
+        handles.append(Patch(facecolor="white", edgecolor="0.3", hatch="///"))
+        labels.append(partial_note)
+    if handles:
+        ax.legend(
+            handles,
+            labels,
+            fontsize=8,
+            loc="upper left",
+            bbox_to_anchor=(1.02, 1.0),
+            borderaxespad=0.0,
+        )
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_axisbelow(True)
+    return fig
+
+
+def draw_figure1(table: Table) -> Figure:
     """Score vs target WER and vs effective WER, one line per model (and setting)."""
     lines: dict[tuple[int, int, str], list[Mapping[str, Any]]] = defaultdict(list)
     combos = {(r["setting"], r["mode"], r["split"]) for r in table.records}
@@ -113,8 +290,10 @@ def figure1(table: Table, path: Path) -> Path:
             name += f" ({setting_title(rec['setting'], rec['mode'])}, {split})"
         rank = _setting_rank(rec["setting"], rec["mode"]) * 10 + _split_rank(rec["split"])
         lines[(rows.index(rec["row"]), rank, name)].append(rec)
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
-    for (_, _, name), recs in sorted(lines.items()):
+    fig = _figure(11, 4.2)
+    axes = fig.subplots(1, 2, sharey=True)
+    for k, ((_, _, name), recs) in enumerate(sorted(lines.items())):
+        style = {"color": f"C{k % 10}", "marker": _MARKERS[k % len(_MARKERS)]}
         for ax, xkey in zip(axes, ("target_wer", "effective_wer"), strict=True):
             pts = sorted(((r[xkey], r) for r in recs if r[xkey] is not None), key=lambda x: x[0])
             if not pts:
@@ -122,52 +301,65 @@ def figure1(table: Table, path: Path) -> Path:
             xs = [x for x, _ in pts]
             ys = [r["value"] for _, r in pts]
             err = _yerr([(r["value"], r["ci_low"], r["ci_high"]) for _, r in pts])
-            ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=name)
-    axes[0].set_xlabel("target WER")
-    axes[1].set_xlabel("effective WER (mean over meetings)")
+            ax.errorbar(xs, ys, yerr=err, capsize=3, label=name, **style)
+    axes[0].set_xlabel("target word error rate of the transcript")
+    axes[1].set_xlabel("effective word error rate (mean over meetings)")
     metric = _metric(table.records)
-    axes[0].set_ylabel(metric)
+    axes[0].set_ylabel(axis_label(metric))
     _score_axis(axes[0], metric)
     for ax in axes:
         ax.grid(alpha=0.3)
     _legend(axes[1])
     fig.suptitle("Score vs transcript noise (Fig. 1 layout; bars: 95% CI)")
-    return _save(fig, path)
+    return fig
+
+
+def figure1(table: Table, path: Path) -> Path:
+    """Write :func:`draw_figure1` as a PNG."""
+    return _save(draw_figure1(table), path)
+
+
+def draw_figure3(table: Table) -> Figure:
+    """Bars of single-turn QA, multi-turn QA and multi-turn Conv per model, values on top."""
+    models = [row[0] for row in table.rows]
+    index = {name: i for i, name in enumerate(models)}
+    cells = {
+        (index[r["row"]], FIG3_SETTINGS.index((r["setting"], r["mode"]))): _Cell(
+            r["value"], partial=len(r.get("splits", ())) == 1
+        )
+        for r in table.records
+        if r["row"] in index and (r["setting"], r["mode"]) in FIG3_SETTINGS
+    }
+    series = [_Series(setting_title(s, m), f"C{i}") for i, (s, m) in enumerate(FIG3_SETTINGS)]
+    return _bars(
+        models,
+        series,
+        cells,
+        metric=_metric(table.records),
+        title="QA/Conv-differing questions (mean of dev and test; Fig. 3 layout)",
+        errors=False,
+        values=True,
+        partial_note="one split only (dev or test)",
+    )
 
 
 def figure3(table: Table, path: Path) -> Path:
-    """Grouped bars: single-turn QA, multi-turn QA, multi-turn Conv per model."""
-    models = [row[0] for row in table.rows]
-    values = {(r["row"], r["setting"], r["mode"]): r["value"] for r in table.records}
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(models) + 2), 4.2))
-    width = 0.8 / len(FIG3_SETTINGS)
-    x = np.arange(len(models))
-    for i, (s, m) in enumerate(FIG3_SETTINGS):
-        ys = [values.get((name, s, m), np.nan) for name in models]
-        ax.bar(x + (i - 1) * width, ys, width, label=setting_title(s, m))
-    ax.set_xticks(x)
-    ax.set_xticklabels([_wrap(m) for m in models], rotation=30, ha="right", fontsize=8)
-    metric = _metric(table.records)
-    ax.set_ylabel(metric)
-    _score_axis(ax, metric)
-    ax.set_title("QA/Conv-differing questions (mean of dev and test; Fig. 3 layout)")
-    _legend(ax)
-    ax.grid(axis="y", alpha=0.3)
-    return _save(fig, path)
+    """Write :func:`draw_figure3` as a PNG."""
+    return _save(draw_figure3(table), path)
 
 
-def figure2a(plot: Mapping[str, Any], reference: str, path: Path) -> Path:
+def draw_figure2a(plot: Mapping[str, Any], reference: str) -> Figure:
     """Other evaluators' mean and 95% CI per reference score bin, N per bin under the axis.
 
     Args:
         plot: ``{"bins": {bin: N}, "series": {evaluator: {bin: {"mean", "low", "high"}}}}``
             from :func:`elitr_bench.report.agreement.bin_tables`.
         reference: The evaluator whose scores define the bins.
-        path: Where to write the PNG.
     """
     sizes: Mapping[int, int] = plot["bins"]
     series: Mapping[str, Mapping[int, Mapping[str, Any]]] = plot["series"]
-    fig, ax = plt.subplots(figsize=(8, 4.8))
+    fig = _figure(8, 4.8)
+    ax = fig.subplots()
     clipped = False
     step = 0.12
     colours = _evaluator_colours(list(series))
@@ -186,11 +378,11 @@ def figure2a(plot: Mapping[str, Any], reference: str, path: Path) -> Path:
     ax.plot([1, 10], [1, 10], color="grey", linestyle=":", linewidth=1, label="y = x")
     _score_axis(ax, "judge_score", "y")
     ax.set_xlim(0.5, 10.5)
-    ax.set_xticks(range(1, 11))
-    ax.set_xticklabels([f"{b}\nN={sizes.get(b, 0)}" for b in range(1, 11)], fontsize=8)
+    ax.set_xticks(range(1, 11), [f"{b}\nN={sizes.get(b, 0)}" for b in range(1, 11)])
+    ax.tick_params(axis="x", labelsize=_TICK_FONT)
     total = sum(sizes.values())
     ax.set_xlabel(f"{reference} score bin (N = items in the bin; {total} items in all)")
-    ax.set_ylabel("score (mean, 95% CI)")
+    ax.set_ylabel("evaluator's score, 1-10 (mean, 95% CI)")
     title = "Score distribution per reference bin (Fig. 2a layout)"
     if clipped:
         title += "\n(intervals of small bins cut at the axis; exact values in the table)"
@@ -206,25 +398,34 @@ def figure2a(plot: Mapping[str, Any], reference: str, path: Path) -> Path:
         borderaxespad=0.0,
     )
     ax.grid(alpha=0.3)
-    return _save(fig, path)
+    return fig
 
 
-def figure2b(
-    records: Sequence[Mapping[str, Any]], names: Sequence[str], n_items: int, path: Path
-) -> Path:
-    """Heat map of the Pearson correlation between evaluators, all on the same items."""
+def figure2a(plot: Mapping[str, Any], reference: str, path: Path) -> Path:
+    """Write :func:`draw_figure2a` as a PNG."""
+    return _save(draw_figure2a(plot, reference), path)
+
+
+def draw_figure2b(
+    records: Sequence[Mapping[str, Any]], names: Sequence[str], n_items: int
+) -> Figure:
+    """Heat map of the Pearson correlation between evaluators, all on the same items.
+
+    The colour scale is Pearson's whole range, -1 to 1, centred on 0 (no correlation):
+    every possible value has its own colour and none is clipped.
+    """
     idx = {n: i for i, n in enumerate(names)}
     matrix = np.full((len(names), len(names)), np.nan)
     for rec in records:
         if rec["pearson"] is not None and rec["a"] in idx and rec["b"] in idx:
             matrix[idx[rec["a"]], idx[rec["b"]]] = rec["pearson"]
     size = 1.2 + 0.9 * len(names)
-    fig, ax = plt.subplots(figsize=(size + 1.5, size))
+    fig = _figure(size + 1.5, size + 0.6)
+    ax = fig.subplots()
     image = ax.imshow(matrix, vmin=-1, vmax=1, cmap="RdBu_r")
-    ax.set_xticks(range(len(names)))
-    ax.set_yticks(range(len(names)))
-    ax.set_xticklabels(names, rotation=35, ha="right", fontsize=8)
-    ax.set_yticklabels(names, fontsize=8)
+    ax.set_xticks(range(len(names)), [_fit(n, 0.85) for n in names])
+    ax.set_yticks(range(len(names)), list(names))
+    ax.tick_params(labelsize=_TICK_FONT)
     for i in range(len(names)):
         for j in range(len(names)):
             if not np.isnan(matrix[i, j]):
@@ -232,12 +433,19 @@ def figure2b(
                 ax.text(
                     j, i, f"{matrix[i, j]:.2f}", ha="center", va="center", fontsize=9, color=colour
                 )
-    fig.colorbar(image, ax=ax, shrink=0.8)
-    ax.set_title(f"Pearson correlation between evaluators (Fig. 2b layout), N = {n_items} items")
-    return _save(fig, path)
+    fig.colorbar(image, ax=ax, shrink=0.8, label="Pearson r")
+    ax.set_title(f"Pearson correlation between evaluators\n(Fig. 2b layout; N = {n_items} items)")
+    return fig
 
 
-def table2_figure(table: Table, path: Path) -> Path:
+def figure2b(
+    records: Sequence[Mapping[str, Any]], names: Sequence[str], n_items: int, path: Path
+) -> Path:
+    """Write :func:`draw_figure2b` as a PNG."""
+    return _save(draw_figure2b(records, names, n_items), path)
+
+
+def draw_table2(table: Table) -> Figure:
     """Bar chart of Table 2 (dev and test per setting) with the CIs, for a quick look."""
     records = [r for r in table.records if r["split"] != "mean"]
     rows = list(dict.fromkeys(r["row"] for r in records))
@@ -245,28 +453,32 @@ def table2_figure(table: Table, path: Path) -> Path:
         {(r["setting"], r["mode"], r["split"]) for r in records},
         key=lambda c: (_setting_rank(c[0], c[1]), c[0], c[1], _split_rank(c[2])),
     )
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(rows) + 2), 4.2))
-    width = 0.8 / max(1, len(cols))
-    x = np.arange(len(rows))
-    lookup = {(r["row"], r["setting"], r["mode"], r["split"]): r for r in records}
     # One colour per setting, light for dev and dark for test, so pairs read together.
-    palette = plt.get_cmap("tab20")  # 20 colours: pairs of dark and light
-    for i, (s, m, sp) in enumerate(cols):
-        recs = [lookup.get((row, s, m, sp)) for row in rows]
-        ys = [r["value"] if r else np.nan for r in recs]
-        err = _yerr(
-            [(r["value"], r["ci_low"], r["ci_high"]) if r else (0.0, None, None) for r in recs]
+    palette = matplotlib.colormaps["tab20"]  # 20 colours: pairs of dark and light
+    series = [
+        _Series(
+            f"{setting_title(s, m)} {'test' if sp == 'test2' else sp}",
+            palette((2 * _setting_rank(s, m) + (1 if sp == "dev" else 0)) % palette.N),
         )
-        offset = (i - (len(cols) - 1) / 2) * width
-        label = f"{setting_title(s, m)} {'test' if sp == 'test2' else sp}"
-        colour = palette((2 * _setting_rank(s, m) + (1 if sp == "dev" else 0)) % palette.N)
-        ax.bar(x + offset, ys, width, yerr=err, capsize=2, label=label, color=colour)
-    ax.set_xticks(x)
-    ax.set_xticklabels([_wrap(r) for r in rows], rotation=30, ha="right", fontsize=8)
-    metric = _metric(records)
-    ax.set_ylabel(metric)
-    _score_axis(ax, metric)
-    ax.set_title("Table 2 (bars: 95% CI clustered by meeting)")
-    _legend(ax)
-    ax.grid(axis="y", alpha=0.3)
-    return _save(fig, path)
+        for s, m, sp in cols
+    ]
+    cells = {
+        (rows.index(r["row"]), cols.index((r["setting"], r["mode"], r["split"]))): _Cell(
+            r["value"], r["ci_low"], r["ci_high"]
+        )
+        for r in records
+    }
+    return _bars(
+        rows,
+        series,
+        cells,
+        metric=_metric(records),
+        title="Table 2 (bars: 95% CI clustered by meeting)",
+        errors=True,
+        values=False,
+    )
+
+
+def table2_figure(table: Table, path: Path) -> Path:
+    """Write :func:`draw_table2` as a PNG."""
+    return _save(draw_table2(table), path)

@@ -19,11 +19,16 @@ Runs are read with :func:`elitr_bench.judges.minutes.inputs.read_run`, the reade
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
 from elitr_bench.data.errors import DataError
+from elitr_bench.data.minutes import task_of
+from elitr_bench.report.runs import read_samples
 from elitr_bench.report.tables import Table, fmt
 
 if TYPE_CHECKING:
@@ -246,14 +251,8 @@ def scatter_figures(runs: Sequence[RunValues], out: Path) -> tuple[list[Path], T
     order = [m for m in REFERENCE_METRICS if m in values] + sorted(
         (m for m in values if m not in REFERENCE_METRICS), key=lambda m: (lower_is_better(m), m)
     )
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     criteria = ("adequacy", "fluency", "grammaticality", "relevance")
     systems = sorted({s for cells in values.values() for s, _ in cells})
-    colours = {s: plt.get_cmap("tab10")(i % 10) for i, s in enumerate(systems)}
     paths: list[Path] = []
     records: list[dict[str, Any]] = []
     unplotted: list[str] = []
@@ -269,42 +268,11 @@ def scatter_figures(runs: Sequence[RunValues], out: Path) -> tuple[list[Path], T
                 xs = [human[(k[0], k[1], criterion)] for k in keys]
                 records.append(_vs_human(metric, criterion, keys, xs, [cells[k] for k in keys]))
             continue
-        fig, axes = plt.subplots(1, 4, figsize=(15, 3.8), sharey=True)
-        for ax, criterion in zip(axes, criteria, strict=True):
-            keys = [k for k in sorted(cells) if (k[0], k[1], criterion) in human]
-            xs = [human[(k[0], k[1], criterion)] for k in keys]
-            ys = [cells[k] for k in keys]
-            for system in systems:
-                pts = [(x, y) for k, x, y in zip(keys, xs, ys, strict=True) if k[0] == system]
-                if pts:
-                    ax.scatter(
-                        [p[0] for p in pts],
-                        [p[1] for p in pts],
-                        s=28,
-                        alpha=0.8,
-                        color=colours[system],
-                        label=_system_label(system),
-                    )
-            record = _vs_human(metric, criterion, keys, xs, ys)
-            records.append(record)
-            ax.set_title(
-                f"D {criterion} (n={len(keys)}, r={fmt(record['pearson'], 2)})", fontsize=10
-            )
-            ax.set_xlabel(f"human {criterion} (1-5)")
-            ax.set_xlim(0.8, 5.2)
-        axes[0].set_ylabel(_label(metric))
-        scale = _judge_scale(metric)
-        if scale is not None:  # a judge's whole scale, so 4-8 does not look like 0-10
-            axes[0].set_ylim(scale[0] - 0.3, scale[1] + 0.3)
-        fig.suptitle(f"{_label(metric)} vs AutoMin 2023 document-level human scores")
-        fig.tight_layout(rect=(0.0, 0.0, 0.9, 1.0))
-        handles, labels = axes[0].get_legend_handles_labels()
-        if handles:
-            fig.legend(handles, labels, loc="center left", bbox_to_anchor=(0.9, 0.5), fontsize=8)
+        fig, metric_records = draw_scatter(metric, cells, human, systems)
+        records += metric_records
         path = out / "figures" / f"minutes_scatter_{metric.replace('@', '_at_')}.png"
         path.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, dpi=110, bbox_inches="tight")
-        plt.close(fig)
         paths.append(path)
         plotted.append(metric)
     capped = [m for m in order if m not in plotted and m not in unplotted]
@@ -350,6 +318,75 @@ def scatter_figures(runs: Sequence[RunValues], out: Path) -> tuple[list[Path], T
     return paths, table
 
 
+#: Markers cycled with the colours, so that nine systems stay apart (also in greyscale).
+_MARKERS = "osD^v<>ph*"
+
+
+def draw_scatter(
+    metric: str,
+    cells: Mapping[tuple[str, str], float],
+    human: Mapping[tuple[str, str, str], float],
+    systems: Sequence[str],
+) -> tuple[Figure, list[dict[str, Any]]]:
+    """One metric against the four document-level human criteria, one point per meeting.
+
+    Every system keeps its colour and marker (from its place in ``systems``) in every
+    figure, and the panels share the metric axis, so a point is read the same way in all.
+
+    Returns:
+        The figure and one metric-vs-human record per criterion.
+    """
+    criteria = ("adequacy", "fluency", "grammaticality", "relevance")
+    fig = Figure(figsize=(15, 3.9))
+    FigureCanvasAgg(fig)  # its own canvas: no pyplot state, drawable in tests
+    axes = fig.subplots(1, 4, sharey=True)
+    records = []
+    for ax, criterion in zip(axes, criteria, strict=True):
+        keys = [k for k in sorted(cells) if (k[0], k[1], criterion) in human]
+        xs = [human[(k[0], k[1], criterion)] for k in keys]
+        ys = [cells[k] for k in keys]
+        for rank, system in enumerate(systems):
+            pts = [(x, y) for k, x, y in zip(keys, xs, ys, strict=True) if k[0] == system]
+            if pts:
+                ax.scatter(
+                    [p[0] for p in pts],
+                    [p[1] for p in pts],
+                    s=28,
+                    alpha=0.8,
+                    color=f"C{rank % 10}",
+                    marker=_MARKERS[rank % len(_MARKERS)],
+                    label=_system_label(system),
+                )
+        record = _vs_human(metric, criterion, keys, xs, ys)
+        records.append(record)
+        pearson = record["pearson"]
+        r_text = f"Pearson r = {fmt(pearson, 2)}" if pearson is not None else "r undefined"
+        ax.set_title(f"{criterion.capitalize()}: n={len(keys)}, {r_text}", fontsize=9)
+        ax.set_xlabel(f"human {criterion}, document level (1-5)")
+        ax.set_xlim(0.8, 5.2)
+        ax.set_xticks([1, 2, 3, 4, 5])
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel(_label(metric))
+    scale = _judge_scale(metric)
+    if scale is not None:  # a judge's whole scale, so 4-8 does not look like 0-10
+        axes[0].set_ylim(scale[0] - 0.3, scale[1] + 0.3)
+    fig.suptitle(f"{_label(metric)} vs AutoMin 2023 document-level human scores")
+    fig.tight_layout(rect=(0.0, 0.0, 0.9, 1.0))
+    legend: dict[str, Any] = {}  # every system once, even one missing from a panel
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            legend.setdefault(label, handle)
+    if legend:
+        fig.legend(
+            list(legend.values()),
+            list(legend),
+            loc="center left",
+            bbox_to_anchor=(0.9, 0.5),
+            fontsize=8,
+        )
+    return fig, records
+
+
 def _judge_scale(metric: str) -> tuple[float, float] | None:
     """The fixed score range of a judge metric (None: a metric without one, e.g. ROUGE)."""
     name = metric.split("@", 1)[0]
@@ -388,15 +425,13 @@ def minutes_sections(inputs: ReportInputs, report: Report) -> None:
     files, notes = minutes_samples(list(inputs.run_paths))
     if not files:
         return
+    for path in files:  # an empty or cut-off file is refused, not counted as a run
+        for _ in read_samples(path, task_of(path)):
+            pass
     report.notes.extend(notes)
     runs: list[RunValues] = []
-    for path in files:
-        try:
-            runs.append(read_run(path))
-        except DataError as exc:
-            report.notes.append(f"minutes run {path} skipped: {exc}")
-    if not runs:
-        return
+    for path in files:  # a samples file that is not a minutes run is refused, not skipped
+        runs.append(read_run(path))
     report.options["minutes_runs"] = len(runs)
     parts: list[str | Table] = [table7_layout(runs)]
     savings = savings_table(runs)

@@ -16,7 +16,7 @@ import hashlib
 import json
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,42 @@ _NAME_KEYS = ("peft", "delta", "pretrained", "model", "path", "engine")
 #: Arguments that vary between seeded runs of one model and so must not split a row.
 _SEED_KEYS = frozenset({"seed", "random_seed"})
 _DOC_FIELDS = ("meeting_id", "question_id")
+
+
+def is_our_task(task: str) -> bool:
+    """Whether an lm-eval task is one of ours (every ELITR task is ``elitr_*``; AutoMin's)."""
+    return task.startswith("elitr_") or task in MINUTES_TASKS
+
+
+def read_samples(path: Path, task: str) -> Iterator[tuple[int, Any]]:
+    """The decoded lines of a samples file, with their line numbers.
+
+    A report built from part of a run would be a wrong number that looks right, so a
+    file that stops mid-line or holds no sample at all is refused, naming the file.
+
+    Raises:
+        ReportError: A line is not JSON (truncated or corrupt file), or the file is empty.
+    """
+    seen = 0
+    with path.open(encoding="utf-8") as handle:
+        for number, text in enumerate(handle, 1):
+            if not text.strip():
+                continue
+            try:
+                line = json.loads(text)
+            except ValueError as exc:
+                raise ReportError(
+                    f"{path}:{number}: not JSON ({exc}); the file is truncated or corrupt, "
+                    "re-run the task"
+                ) from exc
+            seen += 1
+            yield number, line
+    if not seen:
+        raise ReportError(
+            f"{path}: empty samples file (no sample of task {task}; the run stopped before "
+            f"writing them?); re-run the task with --log_samples, or move the file out of "
+            f"{path.parent}"
+        )
 
 
 @dataclass(frozen=True)
@@ -369,13 +405,56 @@ def find_results_files(paths: Iterable[str | Path]) -> list[Path]:
     return sorted(found)
 
 
+def _holds_our_documents(samples: Path) -> bool:
+    """Whether a samples file's first sample is an ELITR-Bench question (a renamed task)."""
+    try:
+        with samples.open(encoding="utf-8") as handle:
+            first = next((text for text in handle if text.strip()), "")
+        doc = json.loads(first).get("doc") if first else None
+    except (OSError, ValueError, AttributeError):
+        return False
+    return isinstance(doc, Mapping) and all(f in doc for f in _DOC_FIELDS)
+
+
+def foreign_input(path: str | Path) -> str | None:
+    """Why a RUN_DIR holds nothing to report (None if it holds a run of ours with samples).
+
+    A run of ours is a logged task with one of our names, or with ELITR-Bench questions as
+    its documents (a renamed copy of our tasks); another benchmark's lm-eval folder is
+    refused by name instead of reading as an empty report.
+    """
+    ours: set[str] = set()
+    others: set[str] = set()
+    for results in find_results_files([path]):
+        data = _load_json(results)
+        for task in data["results"]:
+            samples = _samples_file(results, task)
+            if samples is not None and (is_our_task(task) or _holds_our_documents(samples)):
+                return None
+            (ours if is_our_task(task) else others).add(task)
+    if ours:
+        return (
+            f"{path}: results of {', '.join(sorted(ours))} but no samples file of them; "
+            "re-run lm_eval with --log_samples"
+        )
+    listed = sorted(others)
+    shown = ", ".join(listed[:6]) + (f" and {len(listed) - 6} more" if len(listed) > 6 else "")
+    return (
+        f"{path}: lm-eval results of {shown or 'no task'}, none of them ours (elitr_* or "
+        "automin23_en); pass the --output_path of an ELITR-Bench or minutes run"
+    )
+
+
 def _load_json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ReportError(f"{path}: unreadable results file ({exc}); re-run or remove it") from exc
     if not isinstance(data, dict) or "results" not in data:
-        raise ReportError(f"{path}: no 'results' key; is this an lm-eval results file?")
+        raise ReportError(
+            f"{path}: no 'results' key, so not an lm-eval results file; move it away or pass "
+            "the --output_path of an lm_eval run (results_<date>.json, samples_<task>_<date>.jsonl)"
+        )
     return data
 
 
@@ -560,22 +639,24 @@ def load_runs(paths: Sequence[str | Path], *, require: bool = True) -> LoadedRun
             }
             samples: list[Sample] = []
             foreign = 0
-            with samples_path.open(encoding="utf-8") as handle:
-                for number, text in enumerate(handle, 1):
-                    if not text.strip():
-                        continue
-                    try:
-                        line = json.loads(text)
-                    except ValueError as exc:
-                        raise ReportError(
-                            f"{samples_path}:{number}: not JSON ({exc}); the file is truncated "
-                            "or corrupt, re-run the task"
-                        ) from exc
+            try:
+                for _, line in read_samples(samples_path, task):
                     sample = parse_sample(line, fallback, judges)
                     if sample is None:
                         foreign += 1
                     else:
                         samples.append(sample)
+            except ReportError as exc:
+                if is_our_task(task):
+                    raise
+                notes.append(f"{exc} (task {task} is not ours: skipped)")
+                continue
+            if not samples and is_our_task(task):
+                raise ReportError(
+                    f"{samples_path}: no line holds an ELITR-Bench question (doc.meeting_id and "
+                    f"doc.question_id), so it is no lm-eval samples file of {task}; re-run the "
+                    "task with --log_samples, or move the file away"
+                )
             if not samples:
                 notes.append(f"{samples_path}: no ELITR-Bench documents (task {task}); skipped")
                 continue

@@ -427,53 +427,87 @@ def _write_csv(path: Path, rows: Sequence[Mapping[str, Any]], fields: Sequence[s
             writer.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in fields})
 
 
-def plot_leaderboard(result: ArenaResult, rows: Sequence[Mapping[str, Any]], path: Path) -> None:
-    """Elo and BT ratings with their intervals, one panel per metric."""
-    import matplotlib
+def leaderboard_figure(result: ArenaResult, rows: Sequence[Mapping[str, Any]]) -> Any:
+    """Elo and BT ratings with their intervals, one panel per metric, one row per system.
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    Every panel lists the systems in one order (by the first metric's Elo, best on top),
+    so a row is the same system across panels; each panel writes its own rank at the
+    right. The panels share the rating axis, so distances compare across metrics.
 
-    metrics = [m for m in METRICS if m in result.ratings]
-    fig, axes = plt.subplots(
-        1, len(metrics), figsize=(6 * len(metrics), 0.5 * len(result.systems) + 2), squeeze=False
-    )
-    for ax, metric in zip(axes[0], metrics, strict=True):
-        mine = sorted((r for r in rows if r["metric"] == metric), key=lambda r: r["elo"])
-        ys = list(range(len(mine)))
+    Returns:
+        The :class:`matplotlib.figure.Figure`.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    metrics = [m for m in METRICS if m in result.ratings]  # a metric with no scored match: none
+    first = metrics[0]
+    by_first = {r["system"]: r["elo"] for r in rows if r["metric"] == first}
+    systems = sorted(result.systems, key=lambda s: (-by_first.get(s, float("-inf")), s))
+    height = {s: len(systems) - 1 - i for i, s in enumerate(systems)}  # best on top
+    fig = Figure(figsize=(5.5 * len(metrics) + 1.0, 0.45 * len(systems) + 2.4))
+    FigureCanvasAgg(fig)  # its own canvas: no pyplot state, drawable in tests
+    axes = fig.subplots(1, len(metrics), sharex=True, sharey=True, squeeze=False)
+    for index, (ax, metric) in enumerate(zip(axes[0], metrics, strict=True)):
+        mine = sorted(
+            (r for r in rows if r["metric"] == metric and r["system"] in height),
+            key=lambda r: -height[r["system"]],
+        )
         for offset, key, label, color in (
-            (0.15, "elo", "Elo (mean over orders)", "tab:blue"),
+            (0.15, "elo", "Elo (mean over match orders)", "tab:blue"),
             (-0.15, "bt", "Bradley-Terry", "tab:orange"),
         ):
-            vals = [r[key] for r in mine]
             err = [
                 [max(0.0, r[key] - r[f"{key}_low"]) for r in mine],
                 [max(0.0, r[f"{key}_high"] - r[key]) for r in mine],
             ]
             ax.errorbar(
-                vals,
-                [y + offset for y in ys],
+                [r[key] for r in mine],
+                [height[r["system"]] + offset for r in mine],
                 xerr=err,
                 fmt="o",
                 color=color,
                 capsize=3,
-                label=label,
+                label=label if index == 0 else None,
             )
-        ax.axvline(result.params.initial, color="grey", lw=0.8, ls=":")
-        ax.set_yticks(ys)
-        ax.set_yticklabels([r["system"] for r in mine])
-        ax.set_title(f"CREAM {metric}")
+        ax.axvline(
+            result.params.initial,
+            color="grey",
+            lw=0.8,
+            ls=":",
+            label=f"initial rating ({result.params.initial:g})" if index == 0 else None,
+        )
+        for r in mine:  # this metric's own rank, beside the panel
+            ax.annotate(
+                f"#{r['rank']}",
+                xy=(1.0, height[r["system"]]),
+                xycoords=("axes fraction", "data"),
+                xytext=(4, 0),
+                textcoords="offset points",
+                va="center",
+                fontsize=8,
+            )
+        ax.set_yticks([height[s] for s in systems], systems)
+        ax.tick_params(axis="y", labelleft=index == 0)
+        ax.set_ylim(-0.6, len(systems) - 0.4)
+        ax.set_title(f"CREAM {metric} (#: rank by Elo)", fontsize=10)
         ax.set_xlabel("rating (Elo scale)")
-        ax.legend(loc="lower right", fontsize=8)
+        ax.grid(axis="x", alpha=0.3)
+    axes[0][0].set_ylabel("system")
     level = round(100 * next(iter(result.ratings.values())).level)
     fig.suptitle(
         f"{len(result.systems)} systems, {len(result.meetings)} meetings; bars: {level}% "
-        "bootstrap over meetings",
+        f"bootstrap over meetings; rows in order of {first} Elo",
         fontsize=9,
     )
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    fig.tight_layout(rect=(0.0, 0.07, 1.0, 1.0))
+    fig.legend(loc="lower center", ncol=3, fontsize=8, frameon=False)
+    return fig
+
+
+def plot_leaderboard(result: ArenaResult, rows: Sequence[Mapping[str, Any]], path: Path) -> None:
+    """Write :func:`leaderboard_figure` as a PNG."""
+    leaderboard_figure(result, rows).savefig(path, dpi=120, bbox_inches="tight")
 
 
 def write_outputs(

@@ -141,7 +141,7 @@ def run_check(args: argparse.Namespace) -> dict[str, Any]:
             tables.heatmap(
                 rows,
                 out / "table9_heatmap.png",
-                f"Pairwise accuracy, {len(systems)} systems",
+                f"Pairwise accuracy, {len(systems)} system{'s' if len(systems) != 1 else ''}",
                 show_paper=sorted(systems) == sorted(TABLE9_SYSTEMS),
             )
         )

@@ -548,16 +548,46 @@ def _negated_note(rows: Sequence[MetaRow]) -> str:
     )
 
 
-def heatmap(rows: Sequence[MetaRow], path: Path, title: str, show_paper: bool = True) -> Path:
+#: Pairwise accuracy of a metric that orders pairs at random (AutoMin Sec. 7.1).
+CHANCE = 50.0
+
+
+def heatmap_norm(*panels: Any) -> Any:
+    """One colour scale for every panel, over the data's range and centred on chance.
+
+    The limits lie symmetrically around 50%, as far out as the value farthest from it
+    (both panels, so one colour is one value everywhere): red means below chance and
+    green above, a cell just under 50% is pale rather than alarming, and nothing is
+    clipped, so 0% and 30% no longer share a colour.
+    """
+    import numpy as np
+    from matplotlib.colors import Normalize
+
+    values = np.concatenate([np.ravel(p) for p in panels]) if panels else np.array([])
+    values = values[~np.isnan(values)]
+    reach = float(np.abs(values - CHANCE).max()) if values.size else CHANCE
+    reach = max(reach, 1.0)
+    return Normalize(vmin=CHANCE - reach, vmax=CHANCE + reach)
+
+
+def _tick_label(level: str, criterion: str) -> str:
+    """``adequacy`` over ``(document)``: the human column in words, two short lines."""
+    return f"{criterion}\n({level})"
+
+
+def heatmap_figure(rows: Sequence[MetaRow], title: str, show_paper: bool = True) -> Any:
     """Pairwise-accuracy heatmap (metrics x human columns), next to the paper's where printed.
 
-    ``show_paper`` is False when the compared systems are not the paper's seven.
+    ``show_paper`` is False when the compared systems are not the paper's seven. A cell
+    without a value (fewer than two systems: no pair to order) is grey and says ``n/a``.
+
+    Returns:
+        The :class:`matplotlib.figure.Figure`.
     """
     import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
     columns = [col for *_, col in HUMAN_COLUMNS]
     cell = {(r.metric, r.column): r.pairwise.accuracy for r in rows}
@@ -573,11 +603,12 @@ def heatmap(rows: Sequence[MetaRow], path: Path, title: str, show_paper: bool = 
         value = cell.get((metric, column))
         return math.nan if value is None else 100.0 * value
 
-    ours = np.array([[percent(m, c) for c in columns] for m in metrics])
+    ours = np.array([[percent(m, c) for c in columns] for m in metrics], dtype=float)
+    ours = ours.reshape(len(metrics), len(columns))
     printed = [m for m in metrics if m.partition("@")[0] in TABLE9] if show_paper else []
     panels: list[tuple[str, Any, list[str]]] = [(f"{title}: ours", ours, metrics)]
     if printed:
-        paper = np.array([list(TABLE9[m.partition("@")[0]]) for m in printed])
+        paper = np.array([list(TABLE9[m.partition("@")[0]]) for m in printed], dtype=float)
         panels.append(("AutoMin 2023 paper, Table 9 (as printed)", paper, printed))
     # Rows over fewer pairs than the others (a metric missing for some systems) and error
     # metrics that were negated say so, or their cells would read like the full ones.
@@ -590,24 +621,51 @@ def heatmap(rows: Sequence[MetaRow], path: Path, title: str, show_paper: bool = 
             notes.append(f"{pairs[metric]} pair{'s' if pairs[metric] != 1 else ''}")
         return metric_label(metric) + (f" ({', '.join(notes)})" if notes else "")
 
-    height = 1.2 + 0.42 * max(len(metrics), 2)
-    fig, axes = plt.subplots(1, len(panels), figsize=(7.5 * len(panels), height), squeeze=False)
+    norm = heatmap_norm(*(data for _, data, _ in panels))
+    cmap = matplotlib.colormaps["RdYlGn"].with_extremes(bad="0.88")
+    height = 1.9 + 0.42 * max(len(metrics), 2)
+    fig = Figure(figsize=(8.8 * len(panels) + 1.0, height))
+    FigureCanvasAgg(fig)  # its own canvas: no pyplot state, drawable in tests
+    axes = fig.subplots(1, len(panels), squeeze=False)
     image = None
+    labels_x = [_tick_label(level, criterion) for level, criterion, _ in HUMAN_COLUMNS]
     for index, (ax, (name, data, names)) in enumerate(zip(axes[0], panels, strict=True)):
-        image = ax.imshow(data, cmap="RdYlGn", vmin=30, vmax=100, aspect="auto")
-        ax.set_xticks(range(len(columns)), columns, rotation=35, ha="right")
+        image = ax.imshow(data, cmap=cmap, norm=norm, aspect="auto")
+        ax.set_xticks(range(len(columns)), labels_x, fontsize=7)
         labels = [row_label(m) if index == 0 else metric_label(m) for m in names]
         ax.set_yticks(range(len(names)), labels)
-        ax.set_title(name)
+        ax.set_xlabel("human score the metric is compared with")
+        if not (~np.isnan(data)).any():
+            name += "\n(no pair of systems to compare: pairwise accuracy needs two or more)"
+        ax.set_title(name, fontsize=10)
         for i in range(data.shape[0]):
             for j in range(data.shape[1]):
-                if not np.isnan(data[i, j]):
-                    ax.text(j, i, f"{data[i, j]:.1f}", ha="center", va="center", fontsize=8)
+                value = data[i, j]
+                if np.isnan(value):
+                    ax.text(j, i, "n/a", ha="center", va="center", fontsize=8, color="0.35")
+                    continue
+                red, green, blue, _ = cmap(norm(value))
+                light = 0.299 * red + 0.587 * green + 0.114 * blue > 0.5
+                ax.text(
+                    j,
+                    i,
+                    f"{value:.1f}",
+                    ha="center",
+                    va="center",
+                    fontsize=8,
+                    color="black" if light else "white",
+                )
     if image is not None:
-        fig.colorbar(image, ax=list(axes[0]), label="pairwise accuracy (%)", shrink=0.8)
+        bar = fig.colorbar(image, ax=list(axes[0]), label="pairwise accuracy (%)", shrink=0.8)
+        bar.ax.axhline(CHANCE, color="black", linewidth=0.8)
+    return fig
+
+
+def heatmap(rows: Sequence[MetaRow], path: Path, title: str, show_paper: bool = True) -> Path:
+    """Write :func:`heatmap_figure` as a PNG."""
+    fig = heatmap_figure(rows, title, show_paper)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
     return path
 
 
