@@ -34,6 +34,7 @@ from elitr_bench.judges.config import (
 from elitr_bench.judges.engine import Judge, JudgeItem, Judgement, judge_items, summarize
 from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.metrics import judge_metrics, parse_filtered
+from elitr_bench.judges.redact import scrub
 from elitr_bench.judges.rubrics import RUBRICS
 
 _FALLBACK_FILTER = "elitr_judge"
@@ -248,7 +249,8 @@ def _complete_results(
             original = {}
     if not isinstance(original.get("results"), dict):
         original = {}
-    payload = json.loads(json.dumps(original)) if original else {}
+    # Scrubbed: results written before credentials were concealed may hold them.
+    payload = scrub(json.loads(json.dumps(original))) if original else {}
     tasks = list(scored)
     subtasks = {
         g: kids
