@@ -39,17 +39,6 @@ from elitr_bench.judges.ratelimit import RateLimiter, backoff_delay
 
 log = logging.getLogger(__name__)
 
-#: What each usage counter means, for the docs and the printed usage line.
-USAGE_KEYS = {
-    "requests": "HTTP requests sent (every attempt, retries included)",
-    "answered": "requests the server answered with a usable completion",
-    "refused": "requests the server refused with an error status (401/403, 429, 5xx, ...)",
-    "failed": "requests without a usable reply (timeout, connection error, malformed 200)",
-    "not_sent": "requests never sent because the server had refused the credentials",
-    "cache_hits": "completions served without a request (the cache, or a duplicate in flight)",
-    "deduplicated": "cache hits that waited for an identical request already in flight",
-}
-
 _REJECTED: dict[str, str] = {}
 _REJECTED_LOCK = threading.Lock()
 
@@ -64,7 +53,22 @@ def forget_rejected_credentials() -> None:
 class Usage:
     """Counters for one judging run (what was paid now vs. served from the cache).
 
-    ``requests == answered + refused + failed``; see :data:`USAGE_KEYS`.
+    Attributes:
+        requests: HTTP requests sent, every attempt (retries included); always
+            ``answered + refused + failed``.
+        answered: Requests the server answered with a usable completion.
+        refused: Requests the server refused with an error status (401/403, 429, 5xx, ...).
+        failed: Requests without a usable reply (timeout, connection error, a 200 without
+            text).
+        not_sent: Requests never sent because the server had refused the credentials.
+        cache_hits: Completions served without a request: from the cache, or from an
+            identical request already in flight.
+        deduplicated: The cache hits that waited for an identical request in flight.
+        retries: Attempts repeated after a transient failure.
+        prompt_tokens: Prompt tokens paid in this run.
+        completion_tokens: Completion tokens paid in this run.
+        cached_prompt_tokens: Prompt tokens the cache hits saved.
+        cached_completion_tokens: Completion tokens the cache hits saved.
     """
 
     requests: int = 0
@@ -96,7 +100,7 @@ class Usage:
 
 
 def usage_line(usage: dict[str, Any]) -> str:
-    """One human line of a usage dict, saying answered vs refused (see :data:`USAGE_KEYS`)."""
+    """One human line of a usage dict (:meth:`Usage.as_dict`), saying answered vs refused."""
     hits = f"cache hits: {usage.get('cache_hits', 0)}"
     if usage.get("deduplicated"):
         hits += f" ({usage['deduplicated']} of them identical requests in flight)"

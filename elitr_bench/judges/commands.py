@@ -23,6 +23,7 @@ from typing import Any
 from elitr_bench.cli_errors import debug_enabled
 from elitr_bench.data.errors import ElitrBenchError
 from elitr_bench.data.run_files import parse_samples_name, results_file_of, stamp_of
+from elitr_bench.judges.client import usage_line
 from elitr_bench.judges.config import (
     KEYLESS_JUDGE,
     JudgeConfig,
@@ -475,6 +476,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
                 if k.startswith("judge_") and "_stderr" not in k
             }
             print(f"{task}: {shown}")
+            print(f"{task}: {usage_line(payload['judge_usage'][task])}")
         print(f"wrote {target}")
         failed += payload["judge_errors"]
     if failed:
