@@ -22,8 +22,9 @@ import asyncio
 import functools
 import logging
 import threading
+from collections.abc import Awaitable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from elitr_bench.judges.backends.base import (
     AuthenticationRejected,
@@ -38,9 +39,25 @@ from elitr_bench.judges.pricing import estimate_cost
 from elitr_bench.judges.ratelimit import RateLimiter, backoff_delay
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 _REJECTED: dict[str, str] = {}
 _REJECTED_LOCK = threading.Lock()
+
+
+async def gather_settled(*awaitables: Awaitable[T]) -> list[T]:
+    """:func:`asyncio.gather` that lets every awaitable finish before raising the first error.
+
+    With a plain ``gather`` the first failing request fails the item while its siblings
+    keep sending behind it; the run then reports usage without them and, when it ends,
+    cancels them after they were paid and before they were cached. Waiting for all keeps
+    the counts exact and every paid completion cached.
+    """
+    outcomes = await asyncio.gather(*awaitables, return_exceptions=True)
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
+    return cast("list[T]", outcomes)
 
 
 def forget_rejected_credentials() -> None:
@@ -59,7 +76,7 @@ class Usage:
         answered: Requests the server answered with a usable completion.
         refused: Requests the server refused with an error status (401/403, 429, 5xx, ...).
         failed: Requests without a usable reply (timeout, connection error, a 200 without
-            text).
+            text, or abandoned because the run was stopped or its item had already failed).
         not_sent: Requests never sent because the server had refused the credentials.
         cache_hits: Completions served without a request: from the cache, or from an
             identical request already in flight.
@@ -264,6 +281,9 @@ class JudgeClient:
                 self.usage.requests += 1
                 try:
                     completion = await self.backend.complete(request)
+                except asyncio.CancelledError:
+                    self.usage.failed += 1  # sent, but nobody waits for the reply any more
+                    raise
                 except RetryableError as exc:
                     if exc.status is None:
                         self.usage.failed += 1

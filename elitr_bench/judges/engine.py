@@ -27,7 +27,7 @@ from typing import Any, Literal, Protocol, TypeVar, cast
 from elitr_bench.data.records import ReleasedResponse
 from elitr_bench.judges.backends.base import CompletionBackend, CompletionRequest
 from elitr_bench.judges.cache import JudgeCache, open_cache
-from elitr_bench.judges.client import JudgeClient
+from elitr_bench.judges.client import JudgeClient, gather_settled
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.errors import JudgeConfigError, JudgeError, ReplayMatchError
 from elitr_bench.judges.pricing import price_for
@@ -256,7 +256,7 @@ class LLMJudge:
     async def judge(self, item: JudgeItem) -> Judgement:
         """Ask ``samples`` times (concurrently) and average the scored ones."""
         prompt = self.rubric.build_prompt(item.question, item.response, item.reference)
-        samples = await asyncio.gather(
+        samples = await gather_settled(
             *(self._sample(prompt, i) for i in range(self.config.samples))
         )
         return _aggregate(samples)

@@ -19,13 +19,13 @@ billed prompt tokens are in the usage block.
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from elitr_bench.judges.backends.base import CompletionRequest
+from elitr_bench.judges.client import gather_settled
 from elitr_bench.judges.minutes.prompts import build_filler_prompt, parse_filler_label
 
 if TYPE_CHECKING:
@@ -208,7 +208,7 @@ async def compress_transcript(
         completion = await client.complete(classification_request(turn, seed))
         return parse_filler_label(completion.text)
 
-    labels = await asyncio.gather(*(label(t) for t in turns))
+    labels = await gather_settled(*(label(t) for t in turns))
     return compress(transcript, turns, labels)
 
 

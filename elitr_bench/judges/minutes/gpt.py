@@ -20,6 +20,7 @@ import statistics
 from typing import TYPE_CHECKING, Any
 
 from elitr_bench.judges.backends.base import CompletionRequest
+from elitr_bench.judges.client import gather_settled
 from elitr_bench.judges.minutes.base import MinutesAssessment, MinutesItem, status_for
 from elitr_bench.judges.minutes.filler import (
     FILLER_MAX_TOKENS,
@@ -124,7 +125,7 @@ class GPTMinutesJudge:
             transcript = compression.text
             details["filler"] = compression.to_dict()
         prompt = self.prompt.build(transcript, item.minutes)
-        results = await asyncio.gather(
+        results = await gather_settled(
             *(self._sample(prompt, i, client) for i in range(self.config.samples))
         )
         scores: dict[str, float | None] = {}
