@@ -288,3 +288,32 @@ def test_many_queued_requests_stop_at_the_first_refusal(
     fresh = client_for(loopback)
     text = asyncio.run(fresh.complete(CompletionRequest("p0", 0.0, 1.0, 8, 1))).text
     assert text == "\\boxed{5}" and len(loopback.requests) == sent + 1
+
+
+def test_a_failing_mesa_item_waits_for_its_other_requests_so_counts_are_exact(
+    loopback: LoopbackOpenAI,
+) -> None:
+    from elitr_bench.judges.engine import run_coroutine
+    from elitr_bench.judges.minutes import MinutesItem
+    from elitr_bench.judges.minutes.registry import get_method
+    from tests.judges.test_mesa_script import make_script
+
+    script = make_script()
+
+    def handler(request: RecordedRequest) -> Reply | str:
+        if "Omission" in request.prompt:  # one error type's first step fails for good
+            return Reply(status=500)
+        return script(request)
+
+    loopback.handler = handler
+    config = parse_judge_spec(spec(loopback, ",method=mesa,retries=1"))
+    method = get_method(config)
+    item = MinutesItem("meeting_a", "sys1", "ALICE: we ship on Friday.\nBOB: agreed.", "- Ship.")
+    run = run_coroutine(lambda: assess_items_run([item], config, method=method, progress=False))
+    [assessment] = run.assessments
+    assert assessment.status == "error" and "HTTP 500" in assessment.reason
+    usage = run.usage
+    # The seven other types ran their three steps before the item failed: all counted.
+    assert usage["requests"] == len(loopback.requests) == 2 + 7 * 3
+    assert usage["requests"] == usage["answered"] + usage["refused"] + usage["failed"]
+    assert (usage["refused"], usage["answered"]) == (2, 21)
