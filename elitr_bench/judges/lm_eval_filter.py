@@ -40,6 +40,7 @@ from elitr_bench.judges.engine import (
     summarize,
 )
 from elitr_bench.judges.metrics import register_lm_eval_aggregations
+from elitr_bench.judges.redact import MASK
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +80,10 @@ def finish_hint(spec: str) -> str:
             "the answers were not saved because --log_samples --output_path DIR was not set; "
             "re-run with them (or with --predict_only) to keep answers when the judge fails"
         )
-    return f"finish with: elitr-bench score {shlex.quote(out)} --judge {shlex.quote(spec)}"
+    hint = f"finish with: elitr-bench score {shlex.quote(out)} --judge {shlex.quote(spec)}"
+    if MASK + "@" in spec:  # concealed credentials (judges/redact.py) cannot be copied
+        hint += f" (with the real user info in place of {MASK}, or in OPENAI_BASE_URL)"
+    return hint
 
 
 def record_failures(

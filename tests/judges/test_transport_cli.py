@@ -180,6 +180,7 @@ def test_after_a_401_nothing_more_is_sent_and_the_run_says_so(
         last = proc.stderr.strip().splitlines()[-1]
         assert "HTTP 401 from http://***@127.0.0.1" in last and "elitr-bench score" in last
         assert "nothing more is sent with these credentials" in last
+        assert "with the real user info in place of ***" in last
 
         # The key is fixed: `elitr-bench score` judges exactly the three failed answers.
         server.reset()
