@@ -3,16 +3,31 @@
 Reusable by every LLM judge in the project (ELITR-Bench, and later AutoMin, CREAM, MESA):
 callers hand in a prompt and sampling parameters and get text back, with each paid
 completion committed to the cache before it is returned.
+
+Three rules keep a run from paying for nothing:
+
+* An identical request (same cache key) that is already in flight is not sent again: the
+  later caller waits for the first one's completion (counted as a cache hit and as
+  ``deduplicated``). Filler classification of a transcript, for one, repeats short turns.
+* After the server refuses the credentials (HTTP 401/403), nothing more is sent with them
+  by any client of this process: queued and later requests fail at once with the same
+  reason (``not_sent``), without retries.
+* A 200 without usable text (no ``choices``, no ``message``, ``content: null``) is retried
+  like any transient fault and, when retries run out, fails the item with that reason.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+import threading
+from collections.abc import Awaitable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from elitr_bench.judges.backends.base import (
+    AuthenticationRejected,
     CompletionBackend,
     CompletionRequest,
     FatalBackendError,
@@ -25,14 +40,62 @@ from elitr_bench.judges.pricing import estimate_cost
 from elitr_bench.judges.ratelimit import RateLimiter, backoff_delay
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+_REJECTED: dict[str, str] = {}
+_REJECTED_LOCK = threading.Lock()
+
+
+async def gather_settled(*awaitables: Awaitable[T]) -> list[T]:
+    """:func:`asyncio.gather` that lets every awaitable finish before raising the first error.
+
+    With a plain ``gather`` the first failing request fails the item while its siblings
+    keep sending behind it; the run then reports usage without them and, when it ends,
+    cancels them after they were paid and before they were cached. Waiting for all keeps
+    the counts exact and every paid completion cached.
+    """
+    outcomes = await asyncio.gather(*awaitables, return_exceptions=True)
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
+    return cast("list[T]", outcomes)
+
+
+def forget_rejected_credentials() -> None:
+    """Let this process send again with credentials a server refused (tests, notebooks)."""
+    with _REJECTED_LOCK:
+        _REJECTED.clear()
 
 
 @dataclass
 class Usage:
-    """Counters for one judging run (what was paid now vs. served from the cache)."""
+    """Counters for one judging run (what was paid now vs. served from the cache).
+
+    Attributes:
+        requests: HTTP requests sent, every attempt (retries included); always
+            ``answered + refused + failed``.
+        answered: Requests the server answered with a usable completion.
+        refused: Requests the server refused with an error status (401/403, 429, 5xx, ...).
+        failed: Requests without a usable reply (timeout, connection error, a 200 without
+            text, or abandoned because the run was stopped or its item had already failed).
+        not_sent: Requests never sent because the server had refused the credentials.
+        cache_hits: Completions served without a request: from the cache, or from an
+            identical request already in flight.
+        deduplicated: The cache hits that waited for an identical request in flight.
+        retries: Attempts repeated after a transient failure.
+        prompt_tokens: Prompt tokens paid in this run.
+        completion_tokens: Completion tokens paid in this run.
+        cached_prompt_tokens: Prompt tokens the cache hits saved.
+        cached_completion_tokens: Completion tokens the cache hits saved.
+    """
 
     requests: int = 0
+    answered: int = 0
+    refused: int = 0
+    failed: int = 0
+    not_sent: int = 0
     cache_hits: int = 0
+    deduplicated: int = 0
     retries: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -54,11 +117,36 @@ class Usage:
         return out
 
 
+def usage_line(usage: dict[str, Any]) -> str:
+    """One human line of a usage dict (:meth:`Usage.as_dict`), saying answered vs refused."""
+    hits = f"cache hits: {usage.get('cache_hits', 0)}"
+    if usage.get("deduplicated"):
+        hits += f" ({usage['deduplicated']} of them identical requests in flight)"
+    line = (
+        f"judge requests sent: {usage.get('requests', 0)}, {hits}; of those sent: answered "
+        f"{usage.get('answered', 0)}, refused {usage.get('refused', 0)}, failed "
+        f"{usage.get('failed', 0)}"
+    )
+    if usage.get("not_sent"):
+        line += f"; not sent after the credentials were refused: {usage['not_sent']}"
+    return line
+
+
+@dataclass
+class _Flight:
+    """One request in flight and how many callers wait for it."""
+
+    task: asyncio.Future[Completion]
+    waiters: int = 0
+
+
 class JudgeClient:
     """Cached, rate-limited, retrying access to one completion backend.
 
     Args:
-        backend: Where completions come from.
+        backend: Where completions come from. A backend with credentials may carry an
+            ``auth_scope`` (an opaque in-memory id of credentials and endpoint): once a
+            server refuses it, no client of this process sends with it again.
         cache: Where completions are kept (written before use; errors never stored).
         limiter: Shared RPM/TPM limiter.
         concurrency: Maximum requests in flight.
@@ -90,6 +178,8 @@ class JudgeClient:
         self._concurrency = concurrency
         self._sem: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._flights: dict[str, _Flight] = {}
+        self._scope = str(getattr(backend, "auth_scope", "") or "")
 
     def key_for(self, request: CompletionRequest, draw: int) -> str:
         """Cache key: backend kind, model, endpoint, full prompt, sampling params, seed, draw."""
@@ -106,40 +196,111 @@ class JudgeClient:
             params["endpoint"] = self.backend.endpoint
         return cache_key(self.backend.kind, self.backend.model, request.prompt, params)
 
-    async def complete(self, request: CompletionRequest, draw: int = 0) -> Completion:
-        """Return a cached completion or fetch, store and return a new one.
-
-        Raises:
-            JudgeRequestError: The backend failed permanently or after all retries.
-            ContextWindowError: The prompt does not fit the judge's window (not sent).
-        """
-        key = self.key_for(request, draw)
+    def _hit(self, key: str) -> Completion | None:
         hit = self.cache.get(key)
         if hit is not None:
             self.usage.cache_hits += 1
             self.usage.cached_prompt_tokens += hit.prompt_tokens
             self.usage.cached_completion_tokens += hit.completion_tokens
+        return hit
+
+    def _rejected(self) -> str | None:
+        if not self._scope:
+            return None
+        with _REJECTED_LOCK:
+            return _REJECTED.get(self._scope)
+
+    def _not_sent(self, reason: str) -> JudgeRequestError:
+        self.usage.not_sent += 1
+        return JudgeRequestError(reason)
+
+    async def complete(self, request: CompletionRequest, draw: int = 0) -> Completion:
+        """A cached completion, an identical in-flight request's, or a new one (stored first).
+
+        Raises:
+            JudgeRequestError: The backend failed permanently or after all retries, or the
+                server had refused these credentials before (then nothing is sent).
+            ContextWindowError: The prompt does not fit the judge's window (not sent).
+        """
+        key = self.key_for(request, draw)
+        hit = self._hit(key)
+        if hit is not None:
             return hit
         if self.window is not None:  # the last check: an over-long prompt is never sent
             self.window.require(request)
         loop = asyncio.get_running_loop()
         if self._sem is None or self._loop is not loop:
             # asyncio primitives bind to one loop; a client reused by a later run gets new ones.
-            self._sem, self._loop = asyncio.Semaphore(self._concurrency), loop
+            self._sem, self._loop, self._flights = asyncio.Semaphore(self._concurrency), loop, {}
+        flight = self._flights.get(key)
+        owner = flight is None
+        if flight is None:
+            rejected = self._rejected()
+            if rejected is not None:
+                raise self._not_sent(rejected)
+            flight = _Flight(asyncio.ensure_future(self._fetch(key, request, draw)))
+            self._flights[key] = flight
+            flight.task.add_done_callback(functools.partial(self._landed, key, flight))
+        flight.waiters += 1
+        try:
+            completion = await asyncio.shield(flight.task)
+        except asyncio.CancelledError:
+            flight.waiters -= 1
+            if flight.waiters == 0:  # nobody wants it any more: do not leave it running
+                flight.task.cancel()
+            raise
+        flight.waiters -= 1
+        if owner:
+            return completion
+        # The same completion, paid once: for this caller it is as good as a cache hit.
+        self.usage.cache_hits += 1
+        self.usage.deduplicated += 1
+        self.usage.cached_prompt_tokens += completion.prompt_tokens
+        self.usage.cached_completion_tokens += completion.completion_tokens
+        return Completion(
+            completion.text, completion.prompt_tokens, completion.completion_tokens, True
+        )
+
+    def _landed(self, key: str, flight: _Flight, _done: object = None) -> None:
+        if self._flights.get(key) is flight:
+            del self._flights[key]
+        if not flight.task.cancelled():
+            flight.task.exception()  # retrieved here; every waiter gets it through shield
+
+    async def _fetch(self, key: str, request: CompletionRequest, draw: int) -> Completion:
+        """Send one request (with retries) under the concurrency bound; cache the result."""
+        assert self._sem is not None
         sent = len(request.prompt) + sum(len(content) for _, content in request.messages)
         estimate = sent // 4 + request.max_tokens
+        name = f"judge {self.backend.kind}:{self.backend.model}"
         async with self._sem:
+            # Another process sharing the cache may have answered it while this one queued.
+            hit = self._hit(key)
+            if hit is not None:
+                return hit
             for attempt in range(self.retries + 1):
+                rejected = self._rejected()
+                if rejected is not None:
+                    raise self._not_sent(rejected)
                 await self.limiter.acquire(estimate)
+                rejected = self._rejected()
+                if rejected is not None:
+                    raise self._not_sent(rejected)
                 self.usage.requests += 1
                 try:
                     completion = await self.backend.complete(request)
+                except asyncio.CancelledError:
+                    self.usage.failed += 1  # sent, but nobody waits for the reply any more
+                    raise
                 except RetryableError as exc:
+                    if exc.status is None:
+                        self.usage.failed += 1
+                    else:
+                        self.usage.refused += 1
                     if attempt >= self.retries:
                         raise JudgeRequestError(
-                            f"judge {self.backend.kind}:{self.backend.model}: gave up after "
-                            f"{self.retries} retries ({exc}); completed judgements are cached, "
-                            "re-run to resume"
+                            f"{name}: gave up after {self.retries} retries ({exc}); completed "
+                            "judgements are cached, re-run to resume"
                         ) from None
                     delay = backoff_delay(attempt, self.backoff, exc.retry_after)
                     if exc.retry_after is not None:
@@ -148,10 +309,24 @@ class JudgeClient:
                     log.debug("judge request retry %d in %.2fs: %s", attempt + 1, delay, exc)
                     await asyncio.sleep(delay)
                     continue
+                except AuthenticationRejected as exc:
+                    self.usage.refused += 1
+                    reason = (
+                        f"{name}: {exc}; nothing more is sent with these credentials in this "
+                        "run (fix the key or base_url, then re-run: completed judgements are "
+                        "cached)"
+                    )
+                    if self._scope:
+                        with _REJECTED_LOCK:
+                            reason = _REJECTED.setdefault(self._scope, reason)
+                    raise JudgeRequestError(reason) from None
                 except FatalBackendError as exc:
-                    raise JudgeRequestError(
-                        f"judge {self.backend.kind}:{self.backend.model}: {exc}"
-                    ) from None
+                    if exc.status is None:
+                        self.usage.failed += 1
+                    else:
+                        self.usage.refused += 1
+                    raise JudgeRequestError(f"{name}: {exc}") from None
+                self.usage.answered += 1
                 self.limiter.settle(
                     estimate, completion.prompt_tokens + completion.completion_tokens
                 )

@@ -23,6 +23,7 @@ from typing import Any
 from elitr_bench.cli_errors import debug_enabled
 from elitr_bench.data.errors import ElitrBenchError
 from elitr_bench.data.run_files import parse_samples_name, results_file_of, stamp_of
+from elitr_bench.judges.client import usage_line
 from elitr_bench.judges.config import (
     KEYLESS_JUDGE,
     JudgeConfig,
@@ -42,6 +43,7 @@ from elitr_bench.judges.engine import (
 )
 from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.metrics import judge_metrics, parse_filtered
+from elitr_bench.judges.redact import scrub
 from elitr_bench.judges.rubrics import RUBRICS
 
 _FALLBACK_FILTER = "elitr_judge"
@@ -256,7 +258,8 @@ def _complete_results(
             original = {}
     if not isinstance(original.get("results"), dict):
         original = {}
-    payload = json.loads(json.dumps(original)) if original else {}
+    # Scrubbed: results written before credentials were concealed may hold them.
+    payload = scrub(json.loads(json.dumps(original))) if original else {}
     tasks = list(scored)
     subtasks = {
         g: kids
@@ -533,6 +536,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
                 if k.startswith("judge_") and "_stderr" not in k
             }
             print(f"{task}: {shown}")
+            print(f"{task}: {usage_line(payload['judge_usage'][task])}")
         print(f"wrote {target}")
         failed += payload["judge_errors"]
     if failed:

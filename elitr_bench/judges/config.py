@@ -18,6 +18,13 @@ from typing import Any
 from urllib.parse import urlparse, urlsplit
 
 from elitr_bench.judges.errors import JudgeConfigError, JudgeNotReadyError
+from elitr_bench.judges.redact import (
+    MASK,
+    conceal_spec,
+    has_concealed_userinfo,
+    redact_text,
+    reveal_spec,
+)
 from elitr_bench.judges.rubrics import RUBRICS, Rubric
 
 DEFAULT_JUDGE_SPEC = "openai:gpt-4-0613"
@@ -187,8 +194,11 @@ class JudgeConfig:
         return ident
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict of all fields (for logs and result files; holds no secrets)."""
-        return asdict(self)
+        """Plain dict of all fields (for logs and result files; credentials masked)."""
+        out = asdict(self)
+        for name in ("base_url", "pool"):
+            out[name] = redact_text(out[name])
+        return out
 
 
 #: The AutoMin prompt methods (``rubric=gpt-art|gpt-afgr``), the only filler compressors.
@@ -280,7 +290,9 @@ def parse_judge_spec(spec: str, *, family: str | None = None) -> JudgeConfig:
         JudgeConfigError: Unknown backend, family or option, bad value, or an API key in
             the spec.
     """
-    text = spec.strip()
+    # Messages and config.spec show the concealed spec; the real one is used (redact.py).
+    text = reveal_spec(spec.strip())
+    spec = conceal_spec(text)
     if not text:
         raise JudgeConfigError("empty judge spec; name a judge, e.g. openai:gpt-4-0613 or replay")
     head, *option_parts = text.split(",")
@@ -350,7 +362,7 @@ def parse_judge_spec(spec: str, *, family: str | None = None) -> JudgeConfig:
         )
     if backend in _NEEDS_TARGET:  # sampling and methods mean nothing to replay/lexical
         values = {**FAMILY_DEFAULTS[chosen], **values}
-    config = JudgeConfig(backend=backend, model=model, spec=text, **values)
+    config = JudgeConfig(backend=backend, model=model, spec=spec, **values)
     _validate(config, spec)
     return config
 
@@ -388,6 +400,11 @@ def _validate(config: JudgeConfig, spec: str) -> None:
         raise bad(f"timeout={config.timeout} must be > 0")
     if config.backend != "openai" and (config.azure or config.base_url):
         raise bad("azure/base_url apply to the openai backend only")
+    if has_concealed_userinfo(config.base_url):
+        raise bad(
+            f"base_url user info is {MASK}, as written in results and logs; give the real "
+            "user:password@ in base_url= or in OPENAI_BASE_URL"
+        )
     if config.system and config.backend != "replay":
         raise bad("system= applies to the replay backend only")
     if config.filler_model:
@@ -646,8 +663,8 @@ def check_judge_ready(
                 parsed = urlparse(base)
                 if parsed.scheme not in ("http", "https") or not parsed.netloc:
                     raise JudgeNotReadyError(
-                        f"judge {config.spec or 'openai'}: base URL {base!r} is not an http(s) "
-                        "URL; fix OPENAI_BASE_URL or base_url="
+                        f"judge {config.spec or 'openai'}: base URL {redact_text(base)!r} is not "
+                        "an http(s) URL; fix OPENAI_BASE_URL or base_url="
                     )
             if not environ.get(config.api_key_env) and not (base and _is_loopback(base)):
                 raise JudgeNotReadyError(
@@ -747,8 +764,9 @@ def _on_hub(model: str, fix: str) -> None:
         raise JudgeNotReadyError(f"judge hf:{model}: the hub has no config.json for it; {fix}")
 
 
-#: Endpoints whose preflight passed in this process: (base URL, model, key variable).
-_PREFLIGHT_OK: set[tuple[str, str, str]] = set()
+#: Endpoints whose preflight passed in this process: the backend's in-memory
+#: ``auth_scope`` (endpoint, credentials and model) and the key variable.
+_PREFLIGHT_OK: set[tuple[str, str]] = set()
 
 
 def _preflight(
@@ -769,7 +787,7 @@ def _preflight(
     from elitr_bench.judges.engine import run_coroutine
 
     backend = OpenAIBackend(config, environ)
-    key = (backend.base_url, config.model, config.api_key_env)
+    key = (backend.auth_scope, config.api_key_env)
     if key in _PREFLIGHT_OK:
         return
 

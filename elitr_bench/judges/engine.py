@@ -27,7 +27,7 @@ from typing import Any, Literal, Protocol, TypeVar, cast
 from elitr_bench.data.records import ReleasedResponse
 from elitr_bench.judges.backends.base import CompletionBackend, CompletionRequest
 from elitr_bench.judges.cache import JudgeCache, open_cache
-from elitr_bench.judges.client import JudgeClient
+from elitr_bench.judges.client import JudgeClient, gather_settled
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.context_window import (
     ContextWindowError,
@@ -266,7 +266,7 @@ class LLMJudge:
     async def judge(self, item: JudgeItem) -> Judgement:
         """Ask ``samples`` times (concurrently) and average the scored ones."""
         prompt = self.rubric.build_prompt(item.question, item.response, item.reference)
-        samples = await asyncio.gather(
+        samples = await gather_settled(
             *(self._sample(prompt, i) for i in range(self.config.samples))
         )
         return _aggregate(samples)

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from elitr_bench.judges.client import usage_line
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.engine import Judge, JudgeItem, JudgeRun, judge_items
 
@@ -201,7 +202,6 @@ def format_report(report: dict[str, Any]) -> str:
         )
     usage = report.get("usage", {})
     lines.append(
-        f"usage: requests={usage.get('requests', 0)} cache_hits={usage.get('cache_hits', 0)} "
-        f"estimated_cost_usd={usage.get('estimated_cost_usd', 0.0)}"
+        f"usage: {usage_line(usage)}, estimated_cost_usd={usage.get('estimated_cost_usd', 0.0)}"
     )
     return "\n".join(lines)

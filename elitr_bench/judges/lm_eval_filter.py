@@ -48,6 +48,7 @@ from elitr_bench.judges.engine import (
     summarize,
 )
 from elitr_bench.judges.metrics import register_lm_eval_aggregations
+from elitr_bench.judges.redact import MASK
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +96,10 @@ def finish_hint(spec: str) -> str:
             f"or lexical: elitr-bench score {shlex.quote(out)} --judge openai:MODEL "
             "(or --judge lexical)"
         )
-    return f"finish with: elitr-bench score {shlex.quote(out)} --judge {shlex.quote(spec)}"
+    hint = f"finish with: elitr-bench score {shlex.quote(out)} --judge {shlex.quote(spec)}"
+    if MASK + "@" in spec:  # concealed credentials (judges/redact.py) cannot be copied
+        hint += f" (with the real user info in place of {MASK}, or in OPENAI_BASE_URL)"
+    return hint
 
 
 def record_failures(

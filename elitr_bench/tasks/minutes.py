@@ -51,6 +51,7 @@ from elitr_bench.data.minutes import (
 )
 from elitr_bench.data.records import MinutesMeeting
 from elitr_bench.judges.config import JudgeConfig
+from elitr_bench.judges.redact import scrub
 from elitr_bench.tasks import context, metrics
 from elitr_bench.tasks.minutes_metrics import (
     DEFAULT_BARTSCORE_MODEL,
@@ -220,10 +221,11 @@ def judge_for_minutes(metadata: Mapping[str, Any]) -> tuple[str, JudgeConfig | N
     config = parse_judge_spec(spec)
     if method_name(config) is None:
         raise OptionError(
-            f"--metadata judge={spec!r} is a QA judge; minutes tasks need a minutes method "
-            f"(rubric={'|'.join(MINUTES_RUBRICS)} or method=mesa) or judge=none"
+            f"--metadata judge={config.spec!r} is a QA judge; minutes tasks need a minutes "
+            f"method (rubric={'|'.join(MINUTES_RUBRICS)} or method=mesa) or judge=none"
         )
-    return spec, config
+    # Concealed: lm-eval writes the filter's spec into the results (see judges/redact.py).
+    return config.spec, config
 
 
 def meeting_doc(meeting: MinutesMeeting) -> dict[str, Any]:
@@ -268,7 +270,7 @@ class MinutesTask(LmEvalContract, ConfigurableTask):
         self._render_args: tuple[str | None, Callable[..., str] | None] = (None, None)
         self.judge_spec, self.judge_config = judge_for_minutes(metadata)
         identity = self.judge_config.identity() if self.judge_config else {"backend": "none"}
-        cfg["metadata"] = {**metadata, "judge_identity": identity}
+        cfg["metadata"] = {**scrub(metadata), "judge_identity": identity}
         cfg["filter_list"] = [{"name": "none", "filter": self._filters_spec(metadata)}]
         cfg["metric_list"] = self._metric_list()
         self._stderr_of = metrics.clustered(cfg["metric_list"])

@@ -23,6 +23,7 @@ from elitr_bench.data import Question, load_benchmark
 from elitr_bench.data.records import MODES, SETTINGS, SPLITS, Mode, Setting, Split
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.metrics import JUDGE_ERRORS, JUDGE_UNSCORED
+from elitr_bench.judges.redact import scrub
 from elitr_bench.tasks import context, metrics
 from elitr_bench.tasks.metrics import rouge_l, token_f1
 from elitr_bench.tasks.options import OptionError, TaskOptions
@@ -46,11 +47,13 @@ def judge_for(metadata: dict[str, Any]) -> tuple[str, JudgeConfig | None]:
     replay judge, because a few released answers are shared by two systems.
 
     Returns:
-        The spec handed to the ``elitr_judge`` filter and its parsed config (``"none"``
-        and None when judging is off).
+        The spec handed to the ``elitr_judge`` filter, concealed because lm-eval writes
+        it into the results file (the filter's parse finds the real one in this process),
+        and its parsed config (``"none"`` and None when judging is off).
     """
     import elitr_bench.judges.lm_eval_filter  # noqa: F401  (registers the filter)
     from elitr_bench.judges import parse_judge_spec, resolve_judge_spec
+    from elitr_bench.judges.redact import conceal_spec
 
     spec = resolve_judge_spec(str(metadata["judge"]) if metadata.get("judge") else None)
     if spec.lower() in ("none", "off", "skip"):
@@ -61,7 +64,7 @@ def judge_for(metadata: dict[str, Any]) -> tuple[str, JudgeConfig | None]:
 
         spec = f"{spec},system={canonical_system(str(metadata['system']), all_systems())}"
         config = parse_judge_spec(spec)
-    return spec, config
+    return conceal_spec(spec), config
 
 
 def record_noise(doc: dict[str, Any], noisy: NoisyTranscript) -> None:
@@ -300,9 +303,9 @@ class ElitrQATask(LmEvalContract, ConfigurableTask):
         #: (--system_instruction, chat template or None), as lm-eval builds requests.
         self._render_args: tuple[str | None, Callable[..., str] | None] = (None, None)
         self.judge_spec, self.judge_config = judge_for(cfg.get("metadata") or {})
-        # Recorded in the results file: what the scores depend on.
+        # Recorded in the results file: what the scores depend on (no credentials).
         identity = self.judge_config.identity() if self.judge_config else {"backend": "none"}
-        cfg["metadata"] = {**(cfg.get("metadata") or {}), "judge_identity": identity}
+        cfg["metadata"] = {**scrub(cfg.get("metadata") or {}), "judge_identity": identity}
         cfg["filter_list"] = [
             {
                 "name": "none",

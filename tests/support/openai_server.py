@@ -4,8 +4,10 @@ Binds 127.0.0.1 on an ephemeral port and serves from a background thread:
 ``POST /v1/chat/completions`` and ``POST /v1/completions`` (plus ``GET /v1/models``).
 Every request is recorded; replies are scripted by a callable that receives the recorded
 request and returns a :class:`Reply` (or just the content string). Faults are replies
-too: HTTP 429 with ``Retry-After``, 500, slow or hanging responses (client timeouts),
-garbage or out-of-range judge outputs.
+too: HTTP 429 with ``Retry-After``, 500, 401/403 (:func:`unauthorized`), slow or hanging
+responses (client timeouts), garbage or out-of-range judge outputs, and HTTP 200s without
+usable text as OpenAI-compatible servers send them under load (:func:`malformed_ok`: no
+``choices``, an empty ``choices`` list, a choice without ``message``, ``content: null``).
 
 Usable for lm-eval's ``local-chat-completions`` / ``local-completions`` models by pointing
 ``base_url`` at :attr:`LoopbackOpenAI.chat_url` / :attr:`LoopbackOpenAI.completions_url`.
@@ -98,6 +100,41 @@ def too_many_requests(retry_after: float = 0.05) -> Reply:
 def server_error() -> Reply:
     """HTTP 500."""
     return Reply(status=500)
+
+
+def unauthorized(status: int = 401, message: str = "Incorrect API key provided") -> Reply:
+    """HTTP 401 (or 403) with OpenAI's error body."""
+    return Reply(
+        status=status,
+        body={"error": {"message": message, "type": "invalid_request_error", "code": status}},
+    )
+
+
+#: The 200 shapes without usable text that :func:`malformed_ok` sends.
+MALFORMED_SHAPES = ("no_choices", "empty_choices", "no_message", "null_content")
+
+
+def malformed_ok(shape: str) -> Reply:
+    """An HTTP 200 chat completion that carries no text, in one of :data:`MALFORMED_SHAPES`."""
+    choice: dict[str, Any] = {"index": 0, "finish_reason": "stop", "logprobs": None}
+    if shape == "null_content":
+        choice["message"] = {"role": "assistant", "content": None}
+    elif shape != "no_message":
+        choice = {}
+    body: dict[str, Any] = {
+        "id": f"chatcmpl-malformed-{shape}",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "loopback",
+        "usage": {"prompt_tokens": 1, "completion_tokens": 0, "total_tokens": 1},
+    }
+    if shape in ("no_message", "null_content"):
+        body["choices"] = [choice]
+    elif shape == "empty_choices":
+        body["choices"] = []
+    elif shape != "no_choices":
+        raise ValueError(f"unknown malformed shape {shape!r}; one of {MALFORMED_SHAPES}")
+    return Reply(body=body)
 
 
 class _Server(ThreadingHTTPServer):

@@ -41,7 +41,13 @@ class CompletionRequest:
 
 
 class RetryableError(Exception):
-    """A transient failure (429, 5xx, timeout, connection); ``retry_after`` in seconds."""
+    """A transient failure (429, 5xx, timeout, connection, a malformed 200).
+
+    Attributes:
+        retry_after: Seconds the server asked us to wait, if it said.
+        status: The HTTP status of a refusal; None when the server gave no status
+            (timeout, connection error) or answered 200 with an unusable body.
+    """
 
     def __init__(
         self, message: str, retry_after: float | None = None, status: int | None = None
@@ -52,7 +58,24 @@ class RetryableError(Exception):
 
 
 class FatalBackendError(Exception):
-    """A failure retrying cannot fix (bad key, unknown model, malformed request)."""
+    """A failure retrying cannot fix (bad key, unknown model, malformed request).
+
+    Attributes:
+        status: The HTTP status of the refusal, or None when no server refused it.
+    """
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class AuthenticationRejected(FatalBackendError):
+    """The server refused the credentials (HTTP 401/403).
+
+    Every further request with the same credentials would be refused too (and may count
+    against an account), so the client sends none after it: see
+    :class:`elitr_bench.judges.client.JudgeClient`.
+    """
 
 
 class CompletionBackend(Protocol):

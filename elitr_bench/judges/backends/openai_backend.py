@@ -3,30 +3,65 @@
 Uses the async ``openai`` SDK with its own retries disabled: retries and back-off are
 done by :mod:`elitr_bench.judges.client` so that a ``Retry-After`` pauses every request
 and retry counts are reported. The API key is read from the environment at start-up and
-is never written anywhere; error messages are scrubbed of it.
+is never written anywhere; error messages are scrubbed of it. User info in the base URL
+(``http://user:password@host/v1``) is sent as the HTTP Basic ``Authorization`` header it
+always was (httpx's behaviour) but taken out of the URL, so no log line or message holds it.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
 from collections.abc import Mapping
 from typing import Any
 
-from elitr_bench.judges.backends.base import CompletionRequest, FatalBackendError, RetryableError
+from elitr_bench.judges.backends.base import (
+    AuthenticationRejected,
+    CompletionRequest,
+    FatalBackendError,
+    RetryableError,
+)
 from elitr_bench.judges.cache import Completion
 from elitr_bench.judges.config import JudgeConfig, effective_base_url, judge_endpoint
 from elitr_bench.judges.ratelimit import parse_retry_after
+from elitr_bench.judges.redact import redact_text, split_userinfo
 
 _RETRYABLE_STATUS = {408, 409, 425, 429}
+_AUTH_STATUS = {401, 403}
 
 
-def redact(text: str, secret: str | None) -> str:
-    """Remove a secret (and its long prefix) from text meant for logs or errors."""
-    if secret and len(secret) >= 4:
-        text = text.replace(secret, "***")
-        if len(secret) > 12:
-            text = text.replace(secret[:12], "***")
-    return text
+def _field(obj: Any, name: str) -> Any:
+    """An attribute of an SDK object, or a key of a dict the SDK left unparsed."""
+    if isinstance(obj, Mapping):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
+def reply_text(response: Any) -> str:
+    """The assistant text of a chat-completion response.
+
+    OpenAI-compatible servers under load sometimes answer 200 with no ``choices``, a
+    choice without ``message``, or ``content: null``; the SDK does not validate
+    responses, so each shape is checked here.
+
+    Raises:
+        RetryableError: The reply holds no text (``status`` None: nothing was refused).
+    """
+    choices = _field(response, "choices")
+    if not isinstance(choices, (list, tuple)) or not choices:
+        raise RetryableError("200 without choices")
+    message = _field(choices[0], "message")
+    if message is None:
+        raise RetryableError("200 whose choice has no message")
+    content = _field(message, "content")
+    if content is None:
+        refusal = _field(message, "refusal")
+        detail = f" (refusal: {' '.join(str(refusal).split())[:120]})" if refusal else ""
+        raise RetryableError(f"200 whose message content is null{detail}")
+    if not isinstance(content, str):
+        raise RetryableError(f"200 whose message content is a {type(content).__name__}, not text")
+    return content
 
 
 class OpenAIBackend:
@@ -41,20 +76,37 @@ class OpenAIBackend:
         self.endpoint = judge_endpoint(config, environ)
         self._config = config
         key = environ.get(config.api_key_env) or ""
+        secrets = [key]
+        headers: dict[str, str] = {}
         if config.azure:
             key = key or environ.get("AZURE_OPENAI_API_KEY", "")
+            secrets.append(key)
             self.base_url = "azure"
             self._kwargs: dict[str, Any] = {
                 "azure_endpoint": environ.get("AZURE_OPENAI_ENDPOINT", ""),
                 "api_version": config.api_version,
             }
+            where = str(self._kwargs["azure_endpoint"])
         else:
-            base = effective_base_url(config, environ) or None
-            self.base_url = base or "https://api.openai.com/v1"
-            self._kwargs = {"base_url": base}
+            where = effective_base_url(config, environ)
+            base, userinfo = split_userinfo(where) if where else ("", None)
+            if userinfo is not None:
+                user, password = userinfo
+                secrets += [user, password]
+                token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+                headers["Authorization"] = f"Basic {token}"
+            #: For messages only: credentials masked.
+            self.base_url = redact_text(where) if where else "https://api.openai.com/v1"
+            self._kwargs = {"base_url": base or None}
         # Local OpenAI-compatible servers often need no key; the SDK insists on one.
-        self._secret = key
+        self._secrets = tuple(s for s in secrets if s)
         self._kwargs.update(api_key=key or "EMPTY", timeout=config.timeout, max_retries=0)
+        if headers:
+            self._kwargs["default_headers"] = headers
+        #: In-memory id of these credentials at this endpoint (see JudgeClient): never written.
+        self.auth_scope = hashlib.sha256(
+            "\0".join((self.kind, where, key, self.model)).encode()
+        ).hexdigest()
         self._client: Any = None
         self._loop: Any = None
 
@@ -95,22 +147,24 @@ class OpenAIBackend:
             message = f"HTTP {status} from {self.base_url}: {self._msg(exc)}"
             if status in _RETRYABLE_STATUS or status >= 500:
                 raise RetryableError(message, parse_retry_after(headers), status) from None
-            raise FatalBackendError(message) from None
+            if status in _AUTH_STATUS:
+                raise AuthenticationRejected(message, status) from None
+            raise FatalBackendError(message, status) from None
         except openai.OpenAIError as exc:
             raise FatalBackendError(f"{type(exc).__name__}: {self._msg(exc)}") from None
         except ValueError as exc:  # a 200 whose body is not JSON: a broken proxy or server hiccup
             raise RetryableError(
                 f"malformed response from {self.base_url}: {self._msg(exc)}"
             ) from None
-        choices = getattr(response, "choices", None) or []
-        if not choices:
-            raise RetryableError(f"empty choices from {self.base_url}")
-        text = choices[0].message.content or ""
-        usage = getattr(response, "usage", None)
+        try:
+            text = reply_text(response)
+        except RetryableError as exc:
+            raise RetryableError(f"malformed reply from {self.base_url}: {exc}") from None
+        usage = _field(response, "usage")
         return Completion(
             text=text,
-            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            prompt_tokens=_count(_field(usage, "prompt_tokens")),
+            completion_tokens=_count(_field(usage, "completion_tokens")),
         )
 
     async def preflight(self) -> str | None:
@@ -180,7 +234,7 @@ class OpenAIBackend:
         )
 
     def _msg(self, exc: BaseException) -> str:
-        return redact(str(exc), self._secret)[:300]
+        return redact_text(str(exc), self._secrets)[:300]
 
     async def aclose(self) -> None:
         """Close the HTTP connection pool of the current loop's client."""
@@ -189,3 +243,11 @@ class OpenAIBackend:
         if self._client is not None and self._loop is asyncio.get_running_loop():
             await self._client.close()
         self._client = self._loop = None
+
+
+def _count(value: Any) -> int:
+    """A token count from a usage object (0 when missing or not a number)."""
+    try:
+        return max(0, int(value or 0))
+    except (TypeError, ValueError):
+        return 0

@@ -14,6 +14,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from elitr_bench.judges.client import usage_line
 from elitr_bench.judges.config import (
     KEYLESS_JUDGE,
     JudgeConfig,
@@ -168,11 +169,7 @@ def arena_command(args: argparse.Namespace) -> int:
 
         failed = run_coroutine(go)
         usage = usage_of(config, client)
-        print(
-            f"judge requests sent: {usage.get('requests', 0)}, cache hits: "
-            f"{usage.get('cache_hits', 0)}, "
-            f"estimated cost ${usage.get('estimated_cost_usd', 0):.4f}"
-        )
+        print(f"{usage_line(usage)}, estimated cost ${usage.get('estimated_cost_usd', 0):.4f}")
     params = EloParams(args.elo_initial, args.elo_k, args.elo_scale)
     result = analyse(state, args.tolerance, params, args.orders, args.bootstrap, args.seed)
     paths = write_outputs(result, out, usage)

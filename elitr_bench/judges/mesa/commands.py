@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from elitr_bench.judges.client import usage_line
 from elitr_bench.judges.config import JudgeConfig, parse_judge_spec, with_options
 from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.minutes.base import MinutesAssessment, MinutesItem
@@ -49,7 +50,7 @@ def mesa_config(
     config = parse_judge_spec(spec, family="mesa")  # method=mesa, MADP-S, greedy
     if config.method and config.method != "mesa":
         raise JudgeConfigError(
-            f"--judge {spec!r} selects method={config.method}; drop it (MESA is implied)"
+            f"--judge {config.spec!r} selects method={config.method}; drop it (MESA is implied)"
         )
     changes: dict[str, Any] = {"method": "mesa"}
     if error_types is not None:
@@ -265,8 +266,8 @@ def _print_summary(
         print(f"{system:<12} {len(values):>6} {mean}")
     statuses = {s: sum(a.status == s for a in assessments) for s in ("ok", "partial")}
     print(
-        f"requests {usage.get('requests', 0)}, cache hits {usage.get('cache_hits', 0)}, "
-        f"tokens {usage.get('prompt_tokens', 0)}+{usage.get('completion_tokens', 0)}, "
+        f"{usage_line(usage)}; tokens {usage.get('prompt_tokens', 0)}+"
+        f"{usage.get('completion_tokens', 0)}, "
         f"cost ${usage.get('estimated_cost_usd', 0.0)}; ok {statuses['ok']}, partial "
         f"{statuses['partial']}, of {len(assessments)}; wrote {out / RESULTS_FILE}"
     )

@@ -14,13 +14,12 @@ moderator reads it, but the step's outcome is only ever a validated synthesis.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from elitr_bench.judges.backends.base import CompletionRequest
-from elitr_bench.judges.client import JudgeClient
+from elitr_bench.judges.client import JudgeClient, gather_settled
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.mesa.parsing import Parsed
 from elitr_bench.judges.mesa.prompts import challenge_prompt, synthesis_prompt
@@ -110,7 +109,7 @@ async def run_step(
         return reply.parsed, [_trace("single", moderator, reply)]
     draft = await ask(moderator, prompt, parse, reask)
     trace = [_trace("draft", moderator, draft)]
-    answers = await asyncio.gather(
+    answers = await gather_settled(
         *(
             ask(agent, challenge_prompt(prompt, draft.raw, i, len(challengers)), parse, 0)
             for i, agent in enumerate(challengers)

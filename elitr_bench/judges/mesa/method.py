@@ -10,14 +10,13 @@ in the lm-eval minutes tasks, ``elitr-bench score`` and ``elitr-bench mesa``.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from elitr_bench.judges.client import JudgeClient
+from elitr_bench.judges.client import JudgeClient, gather_settled
 from elitr_bench.judges.config import JudgeConfig, judge_endpoint
 from elitr_bench.judges.context_window import JudgeWindow, Overlong, judge_window
 from elitr_bench.judges.mesa.aggregate import overall
@@ -373,7 +372,7 @@ class MesaMethod:
             )
         moderator = Agent(self.config, client)
         challengers = self._challengers(client)
-        results = await asyncio.gather(
+        results = await gather_settled(
             *(
                 self.assess_type(etype, item, fitted.transcript, moderator, challengers)
                 for etype in self.types

@@ -25,13 +25,13 @@ download is possible offline); the judge's billed prompt tokens are in the usage
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from elitr_bench.judges.backends.base import CompletionRequest
+from elitr_bench.judges.client import gather_settled
 from elitr_bench.judges.minutes.prompts import build_filler_prompt, parse_filler_label
 
 if TYPE_CHECKING:
@@ -273,7 +273,7 @@ async def compress_transcript(
                 return parsed, attempt + 1
         return None, reask + 1
 
-    answers = await asyncio.gather(*(label(t) for t in turns))
+    answers = await gather_settled(*(label(t) for t in turns))
     return compress(
         transcript,
         turns,

@@ -32,6 +32,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from elitr_bench.judges.backends.base import CompletionRequest
+from elitr_bench.judges.client import gather_settled
 from elitr_bench.judges.context_window import CONTEXT_DETAIL, Overlong, judge_window
 from elitr_bench.judges.minutes.base import (
     MinutesAssessment,
@@ -272,7 +273,7 @@ class GPTMinutesJudge:
                 ),
                 details={**details, CONTEXT_DETAIL: {"prompt_tokens": tokens}},
             )
-        results = await asyncio.gather(
+        results = await gather_settled(
             *(self._sample(prompt, i, client) for i in range(self.config.samples))
         )
         scores: dict[str, float | None] = {}

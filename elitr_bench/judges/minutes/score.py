@@ -19,6 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from elitr_bench.judges.client import usage_line
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.lm_eval_filter import judged_json
 from elitr_bench.judges.metrics import JUDGE_ERRORS, JUDGE_UNSCORED
@@ -174,6 +175,7 @@ def cmd_score_minutes(args: argparse.Namespace, config: JudgeConfig) -> int:
             k.split(",")[0]: v for k, v in metrics.items() if k != "alias" and "_stderr" not in k
         }
         print(f"{task}: {shown}")
+        print(f"{task}: {usage_line(payload['judge_usage'][task])}")
         errors += int(payload["judge_usage"][task].get("error", 0))
         for meeting, note in payload["judge_usage"][task].get("filler_flagged", {}).items():
             print(f"{task}: {meeting} flagged: {note}; its judge scores are kept")
