@@ -1,5 +1,3 @@
-import time
-
 import pytest
 
 from elitr_bench.judges import (
@@ -70,10 +68,9 @@ def test_spec_errors_are_one_clear_line(spec: str, fragment: str) -> None:
 
 def test_missing_key_fails_fast(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY")
-    start = time.monotonic()
+    # Without network=True nothing leaves the machine: a missing key is found locally.
     with pytest.raises(JudgeNotReadyError, match="export OPENAI_API_KEY"):
         check_judge_ready(parse_judge_spec("openai:gpt-4-0613"))
-    assert time.monotonic() - start < 1.0
     # A loopback endpoint needs no key; a bad base URL is caught.
     check_judge_ready(parse_judge_spec("openai:m,base_url=http://127.0.0.1:9/v1"))
     with pytest.raises(JudgeNotReadyError, match="not an http"):
