@@ -128,8 +128,8 @@ def exit_with_error_after_run(message: str, source: str = "") -> None:
     status of each item is in the results either way.
     """
     line = message if message.startswith(PREFIX) else PREFIX + message
-    log.warning("%s", line)
-    if not running_as_cli():
+    if not running_as_cli():  # the CLI prints the line once, last; a library user logs it
+        log.warning("%s", line)
         return
     _PENDING[source] = line
     if not _STATE["armed"]:

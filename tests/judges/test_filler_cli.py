@@ -52,7 +52,7 @@ def test_lm_eval_unread_turn_is_reasked_counted_flagged_and_filler_model_used(
 
     loopback.handler = handler
     spec = (
-        f"openai:gpt-4-0613,rubric=gpt-afgr,base_url={loopback.base_url},"
+        f"openai:gpt-4-32k,rubric=gpt-afgr,base_url={loopback.base_url},"
         "filler_model=gpt-3.5-turbo-0125,reask=1"
     )
     out = tmp_path / "run"
@@ -73,7 +73,7 @@ def test_lm_eval_unread_turn_is_reasked_counted_flagged_and_filler_model_used(
     classified = [r for r in loopback.requests if is_classification(r)]
     judged = [r for r in loopback.requests if "\nMinutes:\n" in r.prompt]
     assert classified and {r.body["model"] for r in classified} == {"gpt-3.5-turbo-0125"}
-    assert len(judged) == 1 and judged[0].body["model"] == "gpt-4-0613"
+    assert len(judged) == 1 and judged[0].body["model"] == "gpt-4-32k"
     assert turn in judged[0].prompt  # an unread turn is kept whole, never dropped
 
     [results_file] = out.rglob("results_*.json")

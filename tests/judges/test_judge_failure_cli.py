@@ -58,6 +58,7 @@ def test_judge_failing_mid_run_keeps_answers_and_score_finishes(tmp_path: Path) 
         assert "Traceback" not in proc.stderr
         last = proc.stderr.strip().splitlines()[-1]
         assert last.startswith("elitr-bench: error: the judge failed on 2 of 6 answers"), last
+        assert proc.stderr.count("elitr-bench: error:") == 1, proc.stderr[-3000:]  # once, last
         assert "HTTP 503" in last and TEST_KEY not in proc.stderr + proc.stdout
 
         # Every answer is in the samples; the unjudged ones say why, with no score.
