@@ -20,6 +20,7 @@ from elitr_bench.cli_errors import install_excepthook
 from elitr_bench.data import Question, load_benchmark
 from elitr_bench.data.records import MODES, SETTINGS, SPLITS, Mode, Setting, Split
 from elitr_bench.judges.config import JudgeConfig
+from elitr_bench.judges.metrics import judge_filter_name, with_score_metric
 from elitr_bench.tasks import context
 from elitr_bench.tasks.metrics import rouge_l, token_f1
 from elitr_bench.tasks.options import OptionError, TaskOptions
@@ -143,7 +144,7 @@ class ElitrQATask(ConfigurableTask):
         cfg["metadata"] = {**(cfg.get("metadata") or {}), "judge_identity": identity}
         cfg["filter_list"] = [
             {
-                "name": "none",
+                "name": judge_filter_name(identity),  # the key says who judged
                 "filter": [
                     {"function": "take_first"},
                     {"function": JUDGE_FILTER, "judge": self.judge_spec},
@@ -153,7 +154,9 @@ class ElitrQATask(ConfigurableTask):
         # Our process_results computes every metric; saying so in the config stops
         # lm-eval from looking metric names up in HF `evaluate` (a network call).
         cfg["process_results"] = type(self).process_results
-        cfg["metric_list"] = _with_judge_errors(cfg.get("metric_list"))
+        cfg["metric_list"] = with_score_metric(  # lexical writes lexical_score
+            _with_judge_errors(cfg.get("metric_list")), identity.get("backend")
+        )
         # lm-eval ignores --num_fewshot silently for a task whose config says 0; leaving
         # it unset makes lm-eval hand the value to set_config, which refuses it.
         cfg.pop("num_fewshot", None)
