@@ -310,7 +310,28 @@ class ElitrQATask(ConfigurableTask):
         counter = context.token_counter(context.active_model())
         if counter is None:
             return
+        self._other_ranks = self._docs_of_other_ranks(kwargs)
         self._fit_to_context(counter)
+
+    def _docs_of_other_ranks(self, kwargs: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+        """The run's documents that other ranks ask about, by meeting ({} in one process).
+
+        Under ``accelerate launch`` lm-eval deals a single-turn task's documents out
+        across ranks; a meeting's transcript cut (``truncate_middle``) must still be sized
+        for all of its questions in the run, or prompts (and answers) would depend on the
+        number of processes.
+        """
+        if int(kwargs.get("world_size") or 1) <= 1:
+            return {}
+        mine = {doc_key(inst.doc) for inst in getattr(self, "_instances", None) or []}
+        everyone = self.doc_iterator(
+            rank=0, limit=kwargs.get("limit"), world_size=1, samples=kwargs.get("samples")
+        )
+        others: dict[str, list[dict[str, Any]]] = {}
+        for _, doc in everyone:
+            if doc_key(doc) not in mine:
+                others.setdefault(str(doc["meeting_id"]), []).append(doc)
+        return others
 
     def _excess(self, inst: Any, counter: context.TokenCounter) -> int:
         """Tokens by which a request's prompt overruns its budget (<= 0: it fits)."""
@@ -346,6 +367,11 @@ class ElitrQATask(ConfigurableTask):
         for meeting_id, insts in by_meeting.items():
             excess = {id(i): self._excess(i, counter) for i in insts}
             worst = max(excess.values())
+            if self.options.overlength == "truncate_middle":  # other ranks' questions too
+                budget = counter.budget(insts[0].args[1])
+                for doc in self._peers(meeting_id):
+                    n_tokens = len(counter.encode(self.initial_prompt(doc)))
+                    worst = max(worst, n_tokens - budget)
             if worst <= 0:
                 keep += insts
             elif self.options.overlength == "error":
@@ -362,7 +388,7 @@ class ElitrQATask(ConfigurableTask):
                     else:
                         keep.append(inst)
             else:  # truncate_middle: one cut per meeting, sized for its longest prompt
-                self._cut_to_fit(insts, counter, worst)
+                self._cut_to_fit(insts, counter, worst, self._peers(meeting_id))
                 keep += insts
         if over:
             raise context.ContextLengthError(
@@ -383,20 +409,34 @@ class ElitrQATask(ConfigurableTask):
                 self.options.overlength,
             )
 
-    def _cut_to_fit(self, insts: list[Any], counter: context.TokenCounter, excess: int) -> None:
+    def _peers(self, meeting_id: str) -> list[dict[str, Any]]:
+        return getattr(self, "_other_ranks", {}).get(meeting_id, [])
+
+    def _cut_to_fit(
+        self,
+        insts: list[Any],
+        counter: context.TokenCounter,
+        excess: int,
+        peers: list[dict[str, Any]] | None = None,
+    ) -> None:
         """Cut the middle of the requests' shared transcript until every prompt fits.
 
         All requests of a meeting get the same cut transcript, so they see the same
-        context and keep a common prefix (which ``hf-prefix`` and vLLM reuse).
+        context and keep a common prefix (which ``hf-prefix`` and vLLM reuse); ``peers``
+        (the meeting's documents on other ranks) must fit it too, so that every rank
+        cuts alike.
         """
         transcript = self.transcript(insts[0].doc)
         remove = excess
+        budget = counter.budget(insts[0].args[1])
         for _ in range(4):  # re-tokenising joined text can shift counts by a few tokens
             cut = context.middle_cut(counter, transcript, remove + 8)
             prompts_ = [self.render(self.messages(inst.doc, cut)) for inst in insts]
             counts = [len(counter.encode(p)) for p in prompts_]
+            others = [len(counter.encode(self.render(self.messages(d, cut)))) for d in peers or []]
             worst = max(
-                n - counter.budget(inst.args[1]) for n, inst in zip(counts, insts, strict=True)
+                [n - counter.budget(inst.args[1]) for n, inst in zip(counts, insts, strict=True)]
+                + [n - budget for n in others]
             )
             if worst <= 0:
                 for inst, prompt, n in zip(insts, prompts_, counts, strict=True):

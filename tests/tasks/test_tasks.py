@@ -138,7 +138,12 @@ def test_noisy_tasks_refuse_replay_and_record_their_noise() -> None:
     with pytest.raises(ReplayError, match="no responses on noisy transcripts were released"):
         evaluate("elitr-replay", "system=gpt-4", ["elitr_qa_wer20_dev"], metadata={"judge": "none"})
     with pytest.raises(OptionError, match=r"fixed WER of 0\.6"):
-        evaluate("elitr-replay", "system=gpt-4", ["elitr_qa_wer60_dev"], metadata={"judge": "none", "wer": 0.3})
+        evaluate(
+            "elitr-replay",
+            "system=gpt-4",
+            ["elitr_qa_wer60_dev"],
+            metadata={"judge": "none", "wer": 0.3},
+        )
     with pytest.raises(OptionError, match=r"wer='1.5': expected a word error rate in \(0, 1\]"):
         TaskOptions.from_metadata({"wer": "1.5"})
 
