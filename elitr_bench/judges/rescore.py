@@ -153,7 +153,14 @@ def _to_load(run: Mapping[str, Any], tasks: Sequence[str]) -> list[str]:
 
 
 def _load_tasks(names: list[str], metadata: dict[str, Any]) -> dict[str, Any]:
-    """lm-eval's tasks and groups for ``names`` (``{"tasks": ..., "groups": ...}``)."""
+    """lm-eval's tasks and groups for ``names`` (``{"tasks": ..., "groups": ...}``).
+
+    The plugin hook is installed first, as ``elitr-bench run`` does, so the tasks are
+    found also where ``.pth`` start-up files are off (``ELITR_BENCH_NO_HOOK=1``).
+    """
+    from elitr_bench._hook import install
+
+    install(force=True)
     from lm_eval.tasks import TaskManager
 
     manager = TaskManager(include_defaults=False, metadata=metadata)

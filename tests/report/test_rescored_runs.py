@@ -73,7 +73,8 @@ def test_a_rescoring_by_another_judge_adds_its_scores_only(
     assert score_main(["score", str(folder), "--judge", "lexical"]) == 0
     loaded = load_runs([tmp_path / "runs"])
     original, other = loaded.runs
-    assert "_rescored_" not in original.samples_path.name and original.has("f1")
+    assert original.results_path.name.startswith("results_2") and original.has("f1")
+    assert other.results_path.name.startswith("results_rescored_")
     assert original.judge is not None and original.judge.identity == JUDGE_A
     assert other.judge is not None and other.judge.identity["backend"] == "lexical"
     assert other.has("judge_score") and not other.has("f1") and not other.has("rouge_l")
