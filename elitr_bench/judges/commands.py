@@ -47,6 +47,7 @@ from elitr_bench.judges.metrics import (
 from elitr_bench.judges.rescore import (
     JudgedTask,
     Rebuilt,
+    check_tasks,
     dump,
     dump_row,
     read_run_results,
@@ -238,6 +239,7 @@ def _score_run(
     usage: dict[str, Any] = {}
     judged: list[JudgedTask] = []
     errors = 0
+    check_tasks({task_name_of(path): path for path in files})  # before any judge call is paid
     for path in files:
         task = task_name_of(path)
         samples = read_samples(path)

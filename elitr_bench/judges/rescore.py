@@ -152,8 +152,8 @@ def _to_load(run: Mapping[str, Any], tasks: Sequence[str]) -> list[str]:
     return names
 
 
-def _load_tasks(names: list[str], metadata: dict[str, Any]) -> dict[str, Any]:
-    """lm-eval's tasks and groups for ``names`` (``{"tasks": ..., "groups": ...}``).
+def _task_manager(metadata: dict[str, Any] | None = None) -> Any:
+    """lm-eval's task index with our tasks.
 
     The plugin hook is installed first, as ``elitr-bench run`` does, so the tasks are
     found also where ``.pth`` start-up files are off (``ELITR_BENCH_NO_HOOK=1``).
@@ -163,13 +163,38 @@ def _load_tasks(names: list[str], metadata: dict[str, Any]) -> dict[str, Any]:
     install(force=True)
     from lm_eval.tasks import TaskManager
 
-    manager = TaskManager(include_defaults=False, metadata=metadata)
-    unknown = [n for n in names if n not in manager.all_tasks]
-    if unknown:
-        raise JudgeConfigError(
-            f"score: {', '.join(unknown)} is not an ELITR-Bench task; score judges the "
-            "samples of elitr_* and automin23_en tasks"
-        )
+    return TaskManager(include_defaults=False, metadata=metadata)
+
+
+def check_tasks(files: Mapping[str, Path | str], manager: Any = None) -> None:
+    """Refuse samples of anything but our tasks, before a judge is paid for them.
+
+    Args:
+        files: Task name -> the samples file it comes from (named in the error).
+        manager: A task index to use (default: a fresh one).
+
+    Raises:
+        JudgeConfigError: A name that is no task of ours (or a group: lm-eval writes
+            samples per task).
+    """
+    manager = manager or _task_manager()
+    for task, path in files.items():
+        if task not in manager.all_subtasks:
+            kind = (
+                "a group, whose samples lm-eval writes per task"
+                if task in manager.all_groups
+                else "not an ELITR-Bench task"
+            )
+            raise JudgeConfigError(
+                f"score: {path} holds samples of {task}, which is {kind}; score judges the "
+                "samples lm-eval wrote for elitr_* and automin23_en tasks"
+            )
+
+
+def _load_tasks(names: list[str], metadata: dict[str, Any], tasks: Sequence[str]) -> dict[str, Any]:
+    """lm-eval's tasks and groups for ``names`` (``{"tasks": ..., "groups": ...}``)."""
+    manager = _task_manager(metadata)
+    check_tasks({task: task for task in tasks}, manager)
     loaded: dict[str, Any] = manager.load(names)
     for task in loaded["tasks"].values():
         if task.get_config("num_fewshot") is None:  # what simple_evaluate does
@@ -248,7 +273,7 @@ def rebuild(
 
     keys = frozenset(judge_keys)
     names = [j.task for j in judged]
-    loaded = _load_tasks(_to_load(run, names), _run_metadata(run, names, judge_spec))
+    loaded = _load_tasks(_to_load(run, names), _run_metadata(run, names, judge_spec), names)
     accumulators: dict[str, Any] = {}
     rows: dict[str, list[dict[str, Any]]] = {}
     notes: list[str] = []
@@ -305,4 +330,12 @@ def dump_row(row: Mapping[str, Any]) -> str:
     return json.dumps(row, default=handle_non_serializable, ensure_ascii=False)
 
 
-__all__ = ["JudgedTask", "Rebuilt", "dump", "dump_row", "read_run_results", "rebuild"]
+__all__ = [
+    "JudgedTask",
+    "Rebuilt",
+    "check_tasks",
+    "dump",
+    "dump_row",
+    "read_run_results",
+    "rebuild",
+]

@@ -150,15 +150,27 @@ def test_score_refuses_empty_and_foreign_files_naming_them(
     assert main(["score", str(results), "--judge", "lexical"]) == 2
     assert f"{results} is not an lm-eval samples file" in _one_line(capsys)
 
-    other = tmp_path / "gsm" / f"samples_gsm8k_{stamp}.jsonl"
+    other = tmp_path / "gsm" / f"samples_gsm8k_{stamp}.jsonl"  # another benchmark's run
     other.parent.mkdir()
     other.write_text(json.dumps({"doc_id": 0, "doc": {"question": "2+2?"}, "resps": [["4"]]}))
     assert main(["score", str(other), "--judge", "lexical"]) == 2
-    assert f"{other}:1 is no ELITR-Bench sample (its doc has no 'meeting_id')" in _one_line(capsys)
+    assert f"{other} holds samples of gsm8k, which is not an ELITR-Bench task" in _one_line(capsys)
+    foreign = tmp_path / "gsm" / f"samples_elitr_qa_dev_{stamp}.jsonl"  # renamed, not ours
+    foreign.write_text(other.read_text())
+    assert main(["score", str(foreign), "--judge", "lexical"]) == 2
+    assert f"{foreign}:1 is no ELITR-Bench sample (its doc has no 'meeting_id')" in _one_line(
+        capsys
+    )
     notes = tmp_path / "notes" / f"samples_elitr_qa_dev_{stamp}.jsonl"
     notes.parent.mkdir()
     notes.write_text("just some text\n")
     assert main(["score", str(notes), "--judge", "lexical"]) == 2
     assert f"{notes}:1 is not JSON" in _one_line(capsys)
-    for folder in ("run", "gsm", "notes"):  # nothing written
+    group = tmp_path / "group" / f"samples_elitr_qa_{stamp}.jsonl"  # lm-eval writes per task
+    group.parent.mkdir()
+    doc = {"meeting_id": "meeting_en_dev_001", "question_id": "1", "question": "Who?"}
+    group.write_text(json.dumps({"doc_id": 0, "doc": doc, "resps": [["me"]]}) + "\n")
+    assert main(["score", str(group), "--judge", "lexical"]) == 2
+    assert f"{group} holds samples of elitr_qa, which is a group" in _one_line(capsys)
+    for folder in ("run", "gsm", "notes", "group"):  # nothing written
         assert not list((tmp_path / folder).glob("results_rescored_*"))

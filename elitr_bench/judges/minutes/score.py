@@ -61,7 +61,7 @@ def score_minutes_samples(
     )
     from elitr_bench.judges.errors import JudgeConfigError
     from elitr_bench.judges.minutes.inputs import run_system_name
-    from elitr_bench.judges.rescore import JudgedTask, read_run_results, rebuild
+    from elitr_bench.judges.rescore import JudgedTask, check_tasks, read_run_results, rebuild
 
     method = get_method(config)
     runs: dict[tuple[Path, str], list[Path]] = {}
@@ -79,6 +79,7 @@ def score_minutes_samples(
         usage: dict[str, Any] = {}
         identity: dict[str, Any] = {}
         judged: list[JudgedTask] = []
+        check_tasks({task_name_of(path): path for path in files})  # before any judge call is paid
         for path in files:
             task = task_name_of(path)
             samples = read_samples(path)
