@@ -700,6 +700,8 @@ def run_name(model: str, model_args: str, settings: Mapping[str, str]) -> str:
     parts = [model]
     for arg in (a.strip() for a in model_args.split(",") if a.strip()):
         key, _, value = arg.partition("=")
+        if key == "model" and model == "elitr-replay":
+            continue  # the run name elitr-replay records: its system= is named already
         if key in ("pretrained", "model", "system", "base_url", "model_name"):
             parts.append(value.rstrip("/").rsplit("/", 1)[-1] if key == "pretrained" else value)
     parts.extend(f"{k}={v}" for k, v in sorted(settings.items()))

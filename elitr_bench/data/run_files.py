@@ -2,9 +2,12 @@
 
 lm-eval writes ``results_<stamp>.json`` and one ``samples_<task>_<stamp>.jsonl`` per task.
 ``elitr-bench score`` judges logged samples again (to finish a run whose judge failed, or
-with another judge) and writes ``samples_<task>_rescored_<stamp2>.jsonl`` next to each
-source samples file plus ``results_rescored_<stamp2>.json``, whose ``rescored_from`` maps
-each task to the samples file it re-judged. Both versions hold the same answers, so a
+with another judge) and writes ``samples_<task>_<stamp2>.jsonl`` next to each source
+samples file (lm-eval's own name, so that lm-eval's tools, e.g. its Hub logger, read it
+as the task) plus ``results_rescored_<stamp2>.json``, whose ``rescored_from`` maps each
+task to the samples file it re-judged. That results file beside it is what marks a
+samples file as a rescoring (older versions wrote ``samples_<task>_rescored_<stamp2>``,
+still read). Both versions hold the same answers, so a
 reader that took every file would count one run twice (two seeds in Table 9, or the
 same meeting's minutes twice). The readers (report, ``minutes-check --run``,
 :func:`~elitr_bench.data.minutes.load_run_minutes`) ask this module which file is
@@ -25,9 +28,9 @@ from typing import Any
 #: lm-eval's (and ``elitr-bench score``'s) file stamp: ``2026-11-22T22-21-47.123456``,
 #: ``score`` appends ``-2``, ``-3`` when one call writes several runs of one folder.
 _STAMP = r"\d{4}-\d{2}-\d{2}T[0-9.\-]+"
-_SAMPLES_RE = re.compile(
-    rf"^samples_(?P<task>.+?)(?P<rescored>_rescored)?_(?P<stamp>{_STAMP})\.jsonl$"
-)
+_SAMPLES_RE = re.compile(rf"^samples_(?P<task>.+)_(?P<stamp>{_STAMP})\.jsonl$")
+#: The name older versions of ``score`` gave rescored samples.
+_LEGACY_RESCORED = "_rescored"
 
 
 @dataclass(frozen=True)
@@ -37,7 +40,8 @@ class SamplesName:
     Attributes:
         task: lm-eval task name.
         stamp: Date stamp of the run (or of the rescoring).
-        rescored: Whether ``elitr-bench score`` wrote it.
+        rescored: Whether ``elitr-bench score`` wrote it (a ``results_rescored_<stamp>``
+            file lies beside it).
     """
 
     task: str
@@ -46,11 +50,19 @@ class SamplesName:
 
 
 def parse_samples_name(path: Path) -> SamplesName | None:
-    """Task, stamp and kind of a ``samples_*.jsonl`` name (None for other names)."""
+    """Task, stamp and kind of a ``samples_*.jsonl`` file (None for other names).
+
+    The kind is read from the folder: a rescoring's samples have a
+    ``results_rescored_<stamp>.json`` of their stamp beside them.
+    """
     match = _SAMPLES_RE.match(path.name)
     if not match:
         return None
-    return SamplesName(match["task"], match["stamp"], bool(match["rescored"]))
+    task, stamp = match["task"], match["stamp"]
+    if task.endswith(_LEGACY_RESCORED):
+        return SamplesName(task.removesuffix(_LEGACY_RESCORED), stamp, True)
+    rescored = path.with_name(f"results_rescored_{stamp}.json").is_file()
+    return SamplesName(task, stamp, rescored)
 
 
 def results_file_of(samples: Path) -> Path | None:
@@ -92,8 +104,8 @@ def rescored_sources(results: Path, payload: Mapping[str, Any]) -> dict[str, Pat
 def source_of(samples: Path) -> Path | None:
     """The samples file a rescored samples file re-judged (None for lm-eval's own files).
 
-    Read from the ``rescored_from`` of the rescoring's results file; without that file
-    (``score --output`` elsewhere), the folder's only lm-eval samples file of the task.
+    Read from the ``rescored_from`` of the rescoring's results file; for an old-style
+    rescoring without that file, the folder's only lm-eval samples file of the task.
     """
     name = parse_samples_name(samples)
     if name is None or not name.rescored:

@@ -4,10 +4,14 @@
 the generating model, so a run can be judged later, by another judge, or finished after
 a judge outage: items already judged by the same judge (same identity) are kept as
 they are, and only the others (status ``error`` or ``skipped``, or another judge) are
-sent, so a finished run costs nothing more. The results file it writes is the run's own
-``results_<date>.json`` with the judge metrics of the re-judged tasks (and their
-groups) recomputed over every item. ``judge-check`` meta-evaluates a judge against the
-released human scores.
+sent, so a finished run costs nothing more. What it writes follows lm-eval's rules
+(:mod:`elitr_bench.judges.rescore`): ``samples_<task>_<date>.jsonl`` per task, named as
+lm-eval names samples so that its tools read them as the task, and
+``results_rescored_<date>.json`` (same date), a complete results file of the re-judged
+tasks and their groups as lm-eval would have written it with this judge; the
+``results_rescored_`` name tells our readers that the samples of that date re-judge
+another file (``rescored_from``), so a run counts once. ``judge-check``
+meta-evaluates a judge against the released human scores.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from typing import Any
 
 from elitr_bench.cli_errors import debug_enabled
 from elitr_bench.data.errors import ElitrBenchError
-from elitr_bench.data.run_files import parse_samples_name, results_file_of, stamp_of
+from elitr_bench.data.run_files import parse_samples_name, run_results_of, stamp_of
 from elitr_bench.judges.client import usage_line
 from elitr_bench.judges.config import (
     KEYLESS_JUDGE,
@@ -39,14 +43,30 @@ from elitr_bench.judges.engine import (
     Judgement,
     check_items_fit,
     judge_items,
-    summarize,
 )
 from elitr_bench.judges.errors import JudgeConfigError
-from elitr_bench.judges.metrics import judge_metrics, parse_filtered
-from elitr_bench.judges.redact import scrub
+from elitr_bench.judges.metrics import (
+    JUDGE_ERRORS,
+    JUDGE_UNSCORED,
+    SCORE_METRICS,
+    judge_filter_name,
+    parse_filtered,
+)
+from elitr_bench.judges.rescore import (
+    JudgedTask,
+    Rebuilt,
+    check_tasks,
+    dump,
+    dump_row,
+    read_run_results,
+    rebuild,
+)
 from elitr_bench.judges.rubrics import RUBRICS
 
-_FALLBACK_FILTER = "elitr_judge"
+#: Per-sample metrics the QA judge produces (never kept from the log when re-judging).
+QA_JUDGE_METRICS = frozenset({*SCORE_METRICS, JUDGE_UNSCORED, JUDGE_ERRORS})
+#: Fields every ELITR-Bench document (QA and minutes) carries.
+_DOC_FIELDS = ("meeting_id",)
 
 
 def judge_config_from_args(judge: str | None, rubric: str | None) -> JudgeConfig:
@@ -68,13 +88,26 @@ def judge_config_from_args(judge: str | None, rubric: str | None) -> JudgeConfig
 
 
 def find_samples(paths: Iterable[str | Path]) -> list[Path]:
-    """Expand files and directories into lm-eval ``samples_*.jsonl`` files (rescores excluded)."""
+    """Expand files and directories into lm-eval ``samples_*.jsonl`` files.
+
+    A folder gives the samples lm-eval wrote (not earlier rescorings of them); a file
+    named otherwise is refused, as it is no lm-eval samples file.
+    """
     found: list[Path] = []
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            found += sorted(p for p in path.rglob("samples_*.jsonl") if "_rescored_" not in p.name)
+            found += sorted(
+                p
+                for p in path.rglob("samples_*.jsonl")
+                if (name := parse_samples_name(p)) is not None and not name.rescored
+            )
         elif path.is_file():
+            if parse_samples_name(path) is None:
+                raise JudgeConfigError(
+                    f"score: {path} is not an lm-eval samples file (lm_eval --log_samples "
+                    "writes samples_<task>_<date>.jsonl); pass those files or their folder"
+                )
             found.append(path)
         else:
             raise JudgeConfigError(
@@ -126,37 +159,31 @@ def read_samples(path: Path) -> list[dict[str, Any]]:
                 raise JudgeConfigError(
                     f"score: {path}:{number} is not JSON; is this an lm-eval samples file?"
                 ) from None
-            if not isinstance(sample, dict) or "doc" not in sample:
+            if not isinstance(sample, dict) or not isinstance(sample.get("doc"), dict):
                 raise JudgeConfigError(
                     f"score: {path}:{number} has no 'doc'; is this an lm-eval samples file?"
+                )
+            missing = [f for f in _DOC_FIELDS if f not in sample["doc"]]
+            if missing:
+                raise JudgeConfigError(
+                    f"score: {path}:{number} is no ELITR-Bench sample (its doc has no "
+                    f"{missing[0]!r}); score judges the samples of elitr_* and automin23_en tasks"
                 )
             key = sample.get("doc_id", number)
             if key in seen:
                 continue
             seen.add(key)
             out.append(sample)
+    if not out:
+        raise JudgeConfigError(
+            f"score: {path} holds no samples (empty file); re-run lm_eval with --log_samples "
+            "or leave this file out"
+        )
     return out
 
 
-_JUDGE_METRICS = ("judge_score", "judge_unscored", "judge_errors")
 #: Statuses that are a judge's final word on an item (kept when the judge is the same).
 _FINAL = ("scored", "unscored")
-
-
-def _lm_eval_metrics(summary: dict[str, Any], filter_key: str) -> dict[str, Any]:
-    """A task's judge metrics, named and shaped as lm-eval names and shapes them."""
-
-    def value(name: str) -> Any:
-        return summary[name] if summary.get(name) is not None else "N/A"
-
-    return {
-        f"judge_score,{filter_key}": value("judge_score"),
-        f"judge_score_stderr,{filter_key}": value("judge_score_stderr"),
-        f"judge_unscored,{filter_key}": float(summary["judge_unscored"]),
-        f"judge_unscored_stderr,{filter_key}": "N/A",
-        f"judge_errors,{filter_key}": float(summary["judge_errors"]),
-        f"judge_errors_stderr,{filter_key}": "N/A",
-    }
 
 
 def _canonical(value: Any) -> str:
@@ -174,139 +201,56 @@ def reusable_judgement(sample: dict[str, Any], identity: dict[str, Any]) -> Judg
     return Judgement.from_dict(judge)
 
 
-def original_results(samples_path: Path) -> Path | None:
-    """The ``results_<date>.json`` lm-eval wrote next to a ``samples_<task>_<date>.jsonl``.
+def spec_of(config: JudgeConfig) -> str:
+    """The judge as ``--metadata judge=`` takes it (a ``--rubric`` override included)."""
+    spec = config.spec or config.backend
+    if parse_judge_spec(spec).rubric != config.rubric:
+        spec += f",rubric={config.rubric}"
+    return spec
 
-    None for a rescoring's samples file (its ``results_rescored_*`` is no lm-eval file).
+
+def write_rescoring(
+    rebuilt: Rebuilt, judged: list[JudgedTask], stamp: str, output: Path | None
+) -> Path:
+    """Write the rescored samples and results; returns the results file.
+
+    The samples get lm-eval's own name (``samples_<task>_<stamp>.jsonl``) next to the
+    samples they re-judge; the results go beside them as ``results_rescored_<stamp>.json``
+    (the mark our readers know a rescoring by) and, with ``--output``, to that file too.
     """
-    name = parse_samples_name(samples_path)
-    return results_file_of(samples_path) if name is not None and not name.rescored else None
-
-
-def _leaves(name: str, subtasks: dict[str, list[str]]) -> list[str]:
-    out: list[str] = []
-    for child in subtasks.get(name, []):
-        out += _leaves(child, subtasks) if child in subtasks else [child]
-    return out
-
-
-def _regroup(payload: dict[str, Any], original: dict[str, Any], filter_key: str) -> None:
-    """Recompute the groups' ``judge_score`` from their re-judged tasks, as lm-eval does.
-
-    lm-eval weights subtasks by size or not per group (``weight_by_size``), which the
-    results file does not record; the choice that reproduces the original group value is
-    kept (our groups use the unweighted mean, Table 2's Mean column).
-    """
-    from lm_eval.api.metrics import (
-        aggregate_subtask_metrics,
-        pooled_sample_stderr,
-        unweighted_mean_stderr,
-    )
-
-    key, err = f"judge_score,{filter_key}", f"judge_score_stderr,{filter_key}"
-    subtasks: dict[str, list[str]] = payload.get("group_subtasks") or {}
-    for group in subtasks:
-        leaves = _leaves(group, subtasks)
-        if group not in payload["results"] or not leaves:
-            continue
-        if not all(t in payload["results"] for t in leaves):
-            continue
-        new = [payload["results"][t] for t in leaves]
-        old = [original["results"].get(t, {}) for t in leaves]
-        sizes = [int(r.get("sample_len", 0) or 0) for r in new]
-        weighted = False
-        old_values = [r.get(key) for r in old]
-        if all(isinstance(v, (int, float)) for v in old_values):
-            old_group = original["results"].get(group, {}).get(key)
-            by_size = aggregate_subtask_metrics(old_values, sizes, True)
-            plain = aggregate_subtask_metrics(old_values, sizes, False)
-            if isinstance(old_group, (int, float)):
-                weighted = abs(by_size - old_group) < abs(plain - old_group)
-        values = [r.get(key) for r in new]
-        entry = payload["results"][group]
-        if not all(isinstance(v, (int, float)) for v in values):
-            entry[key], entry[err] = "N/A", "N/A"
-            continue
-        entry[key] = aggregate_subtask_metrics(values, sizes, weighted)
-        stderrs = [r.get(err) for r in new]
-        if all(isinstance(v, (int, float)) for v in stderrs):
-            entry[err] = (
-                pooled_sample_stderr(stderrs, sizes)
-                if weighted
-                else unweighted_mean_stderr(stderrs)
-            )
-        else:
-            entry[err] = "N/A"
-        if isinstance(payload.get("groups"), dict) and group in payload["groups"]:
-            payload["groups"][group].update({key: entry[key], err: entry[err]})
-
-
-def _complete_results(
-    original_path: Path | None, scored: dict[str, dict[str, Any]], filter_key: str
-) -> dict[str, Any]:
-    """The run's results file with the re-judged tasks' judge metrics replaced.
-
-    Only the re-judged tasks and the groups made of them are kept, so that every number
-    in the file is about items this command saw. Without the original results file the
-    payload holds the judge metrics alone.
-    """
-    original: dict[str, Any] = {}
-    if original_path is not None:
-        try:
-            original = json.loads(original_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            original = {}
-    if not isinstance(original.get("results"), dict):
-        original = {}
-    # Scrubbed: results written before credentials were concealed may hold them.
-    payload = scrub(json.loads(json.dumps(original))) if original else {}
-    tasks = list(scored)
-    subtasks = {
-        g: kids
-        for g, kids in (payload.get("group_subtasks") or {}).items()
-        if all(t in tasks for t in _leaves(g, payload.get("group_subtasks") or {}))
-    }
-    keep = set(tasks) | set(subtasks)
-    results: dict[str, Any] = {}
-    for name, entry in (payload.get("results") or {}).items():
-        if name in keep:
-            results[name] = entry
-    for task, metrics in scored.items():
-        n = metrics.pop("_n")
-        results.setdefault(task, {"alias": task, "sample_len": n})
-        results[task].update(metrics)
-    payload["results"] = results
-    payload["group_subtasks"] = subtasks
-    if isinstance(payload.get("groups"), dict):
-        payload["groups"] = {g: v for g, v in payload["groups"].items() if g in subtasks}
-    for section in ("configs", "versions", "n-shot", "higher_is_better", "n-samples"):
-        if isinstance(payload.get(section), dict):
-            payload[section] = {k: v for k, v in payload[section].items() if k in keep}
-    if original:
-        _regroup(payload, original, filter_key)
-    return payload
+    for item in judged:
+        target = item.source.with_name(f"samples_{item.task}_{stamp}.jsonl")
+        with target.open("w", encoding="utf-8") as handle:
+            for row in rebuilt.rows[item.task]:
+                handle.write(dump_row(row) + "\n")
+    text = dump(rebuilt.results)
+    beside = judged[0].source.with_name(f"results_rescored_{stamp}.json")
+    beside.write_text(text, encoding="utf-8")
+    if output is not None and output.resolve() != beside.resolve():
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(text, encoding="utf-8")
+        return output
+    return beside
 
 
 def _score_run(
     files: list[Path],
     config: JudgeConfig,
     stamp: str,
-    target: Path,
+    output: Path | None,
     judge: Judge | None,
-) -> dict[str, Any]:
-    """Judge the samples files of one lm-eval run and write its results file to ``target``."""
+) -> tuple[Path, dict[str, Any]]:
+    """Judge the samples files of one lm-eval run; write its rescored files."""
+    from elitr_bench.judges.lm_eval_filter import judged_json
+
     identity: dict[str, Any] = config.identity()
-    scored: dict[str, dict[str, Any]] = {}
-    n_samples: dict[str, Any] = {}
     usage: dict[str, Any] = {}
-    sources: dict[str, str] = {}
-    filter_key = _FALLBACK_FILTER
+    judged: list[JudgedTask] = []
+    errors = 0
+    check_tasks({task_name_of(path): path for path in files})  # before any judge call is paid
     for path in files:
         task = task_name_of(path)
         samples = read_samples(path)
-        filter_key = (
-            str(samples[0].get("filter") or _FALLBACK_FILTER) if samples else _FALLBACK_FILTER
-        )
         items = [JudgeItem.from_doc(s["doc"], response_of(s)) for s in samples]
         judgements: list[Judgement | None] = [reusable_judgement(s, identity) for s in samples]
         todo = [i for i, j in enumerate(judgements) if j is None]
@@ -316,54 +260,31 @@ def _score_run(
         for i, judgement in zip(todo, run.judgements, strict=True):
             judgements[i] = judgement
         final = [j for j in judgements if j is not None]
-        summary = summarize(final)
-        scored[task] = {**_lm_eval_metrics(summary, filter_key), "_n": len(samples)}
-        n_samples[task] = {"original": len(samples), "effective": len(samples)}
+        errors += sum(j.status == "error" for j in final)
         usage[task] = {**run.usage, "judged_now": len(todo), "kept": len(samples) - len(todo)}
-        sources[task] = str(path)
-        rescored = path.with_name(f"samples_{task}_rescored_{stamp}.jsonl")
-        with rescored.open("w", encoding="utf-8") as fh:
-            for sample, item, judgement in zip(samples, items, final, strict=True):
-                judged = judgement.to_dict()
-                judged["identity"] = identity
-                row = dict(sample)
-                row["filtered_resps"] = [{"response": item.response, "judge": judged}]
-                row["filter"] = filter_key
-                for stale in _JUDGE_METRICS:
-                    row.pop(stale, None)
-                metrics = judge_metrics(row["filtered_resps"])
-                kept = [m for m in row.get("metrics") or [] if m not in _JUDGE_METRICS]
-                row.update(metrics)
-                row["metrics"] = [*kept, *metrics]
-                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-    payload = _complete_results(original_results(files[0]), scored, filter_key)
-    payload.setdefault("configs", {})
-    payload.setdefault("versions", {})
-    payload.setdefault("n-shot", {})
-    better = payload.get("higher_is_better") or {}
-    for task in scored:
-        better[task] = {
-            **better.get(task, {}),
-            "judge_score": True,
-            "judge_unscored": False,
-            "judge_errors": False,
-        }
-    payload["higher_is_better"] = better
-    payload["n-samples"] = {**(payload.get("n-samples") or {}), **n_samples}
-    for task in scored:
-        config_entry = payload["configs"].get(task)
-        if isinstance(config_entry, dict) and isinstance(config_entry.get("metadata"), dict):
-            config_entry["metadata"]["judge_identity"] = identity
-            config_entry["metadata"]["judge_usage"] = usage[task]
+        filtered = tuple(
+            [judged_json(item.response, {**j.to_dict(), "identity": identity})]
+            for item, j in zip(items, final, strict=True)
+        )
+        judged.append(JudgedTask(task, path, tuple(samples), filtered))
+    rebuilt = rebuild(
+        read_run_results(run_results_of(files[0])),
+        judged,
+        judge_spec=spec_of(config),
+        identity=identity,
+        filter_name=judge_filter_name(identity),
+        judge_keys=QA_JUDGE_METRICS,
+        usage=usage,
+    )
+    payload = rebuilt.results
     payload["judge"] = identity
     payload["judge_usage"] = usage
-    errors = [v.get(f"judge_errors,{filter_key}", 0) for v in scored.values()]
-    payload["judge_errors"] = int(sum(errors))
-    payload["rescored_from"] = sources
-    payload["date"] = stamp
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(payload, indent=2, ensure_ascii=False), encoding="utf-8")
-    return payload
+    payload["judge_errors"] = errors
+    payload["rescored_from"] = {item.task: str(item.source) for item in judged}
+    payload["rescored_date"] = stamp
+    if rebuilt.notes:
+        payload["rescore_notes"] = rebuilt.notes
+    return write_rescoring(rebuilt, judged, stamp, output), payload
 
 
 def score_runs(
@@ -375,10 +296,11 @@ def score_runs(
     """Judge logged samples; one results file (and rescored samples) per lm-eval run.
 
     A run is the samples files lm-eval wrote together (one folder, one date stamp); its
-    ``results_rescored_<date>.json`` completes that run's own results file. Items this
-    judge already judged (same identity, status scored/unscored) are kept; only the
-    rest is sent. Failed items get status ``error`` (``judge_errors`` counts them) and the
-    files are written anyway, so a second call finishes the job.
+    ``results_rescored_<date>.json`` is that run's results file as lm-eval would have
+    written it with this judge. Items this judge already judged (same identity, status
+    scored/unscored) are kept; only the rest is sent. Failed items get status ``error``
+    (``judge_errors`` counts them) and the files are written anyway, so a second call
+    finishes the job.
 
     Raises:
         JudgeConfigError: ``output`` names one file but the samples come from several runs.
@@ -397,8 +319,7 @@ def score_runs(
     for (folder, _), files in runs.items():
         count = per_folder[folder] = per_folder.get(folder, 0) + 1
         stamp = now if count == 1 else f"{now}-{count}"
-        target = output or folder / f"results_rescored_{stamp}.json"
-        written.append((target, _score_run(files, config, stamp, target, judge)))
+        written.append(_score_run(files, config, stamp, output, judge))
     return written
 
 
@@ -533,10 +454,12 @@ def _cmd_score(args: argparse.Namespace) -> int:
             shown = {
                 k.split(",")[0]: v
                 for k, v in metrics.items()
-                if k.startswith("judge_") and "_stderr" not in k
+                if k.split(",")[0] in QA_JUDGE_METRICS
             }
             print(f"{task}: {shown}")
             print(f"{task}: {usage_line(payload['judge_usage'][task])}")
+        for note in payload.get("rescore_notes", []):
+            print(f"score: note: {note}", file=sys.stderr)
         print(f"wrote {target}")
         failed += payload["judge_errors"]
     if failed:
@@ -581,7 +504,9 @@ def register(subparsers: Any) -> None:
         description=(
             "Judge lm-eval samples_*.jsonl files without loading the generating model. Answers "
             "this judge already scored are kept; only failed, skipped or differently judged "
-            "ones are sent. Writes the run's results file with complete judge metrics. "
+            "ones are sent. Writes samples_<task>_<date>.jsonl and results_rescored_<date>.json "
+            "next to the samples: the run's tasks and groups with every metric, as lm-eval "
+            "would have written them with this judge (also for --predict_only runs). "
             "Prompts that do not fit the judge's context window (known for OpenAI models "
             "and hf judges, context=N in the spec for others) stop the command before any "
             "request."
@@ -605,7 +530,8 @@ def register(subparsers: Any) -> None:
     score.add_argument(
         "--output",
         default=None,
-        help="results file (default: results_rescored_<date>.json next to the samples)",
+        help="also write the results file here (it is always written as "
+        "results_rescored_<date>.json next to the samples)",
     )
     score.set_defaults(handler=_cmd_score)
 

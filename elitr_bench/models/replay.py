@@ -8,7 +8,10 @@ systems (``system=gpt4``, ``ntr``, ..., ``annot`` = the human reference).
 
 from __future__ import annotations
 
+import difflib
 import logging
+import sys
+from collections.abc import Mapping
 from typing import Any
 
 from lm_eval.api.model import LM
@@ -20,6 +23,19 @@ from elitr_bench.data.errors import ElitrBenchError
 from elitr_bench.data.loaders import RELEASED_FILES
 
 _Key = tuple[str, str, str, str, str]  # setting, split, mode, meeting_id, question_id
+
+log = logging.getLogger(__name__)
+
+#: The only ``--model_args`` key of a replay.
+SYSTEM_ARG = "system"
+#: The key lm-eval names a run after (``GeneralConfigTracker._get_model_name`` looks for
+#: ``peft``, ``delta``, ``pretrained``, ``model``, ``path``, ``engine``, else a random id).
+NAME_ARG = "model"
+#: Keys lm-eval itself may add to any model's arguments (``--trust_remote_code``).
+_LM_EVAL_ARGS = frozenset({"trust_remote_code"})
+#: lm-eval options that shape prompts, which a replay does not read.
+PROMPT_FLAGS = ("--apply_chat_template", "--system_instruction", "--fewshot_as_multiturn")
+_said_ignored: set[str] = set()
 
 
 class ReplayError(ElitrBenchError):
@@ -51,31 +67,103 @@ def all_systems() -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def run_name(system: str) -> str:
+    """lm-eval's run name of a replay: ``elitr-replay/<system>``.
+
+    lm-eval turns it into the output folder ``elitr-replay__<system>`` and the Hub card
+    title, so two systems never share a folder, and a seed changes neither. The prefix
+    keeps a replay apart from a fresh run of the same model through an API.
+    """
+    return f"elitr-replay/{system}"
+
+
+def replay_system(args: Mapping[str, Any]) -> str:
+    """The ``system=`` of ``--model_args``, refusing missing, unknown or misspelt keys.
+
+    A typo used to fall back silently to GPT-4, so ``sytem=vicuna`` replayed GPT-4's
+    answers under a run that looked like Vicuna's.
+
+    Raises:
+        ReplayError: No ``system=``, or a key a replay does not take (with the closest
+            known key).
+    """
+    for key, value in args.items():
+        if key in (SYSTEM_ARG, NAME_ARG) or key in _LM_EVAL_ARGS:
+            continue
+        close = difflib.get_close_matches(key, [SYSTEM_ARG], n=1, cutoff=0.5)
+        hint = f"did you mean {SYSTEM_ARG}={value}?" if close else "it takes only system=NAME"
+        raise ReplayError(
+            f"--model_args {key}={value}: elitr-replay has no argument {key!r}; {hint} "
+            "(`elitr-bench data info` lists the released systems)"
+        )
+    system = args.get(SYSTEM_ARG)
+    if system is None or not str(system).strip():
+        given = args.get(NAME_ARG)
+        hint = f"; did you mean system={given}?" if given else ""
+        raise ReplayError(
+            "--model_args system=NAME is required: the released system to replay, e.g. "
+            f"system=gpt-4 (`elitr-bench data info` lists them){hint}"
+        )
+    return str(system)
+
+
+def _prompt_flags_in(argv: list[str]) -> list[str]:
+    """The prompt options of lm-eval's command line that were given."""
+    return [f for f in PROMPT_FLAGS if any(a == f or a.startswith(f + "=") for a in argv)]
+
+
+def say_prompt_flags_ignored(flags: list[str]) -> None:
+    """Log once per process that prompt options do not change a replay."""
+    if not flags or _said_ignored:
+        return
+    _said_ignored.update(flags)
+    log.warning(
+        "elitr-replay: %s ignored: a replay returns the released answers whatever the "
+        "prompt (the logged prompts show the option; answers and scores are unchanged)",
+        ", ".join(flags),
+    )
+
+
 @register_model("elitr-replay")
 class ReplayLM(LM):
     """Replays one system's released answers for ELITR-Bench documents.
 
     Args:
         system: Released system name, e.g. ``gpt-4`` or ``Vicuna-13B-v1.5``.
+        model: The run name lm-eval logged for an earlier replay (``elitr-replay/<system>``),
+            accepted when it names the same system.
     """
 
-    def __init__(self, system: str = "gpt-4", **kwargs: Any) -> None:
+    def __init__(self, system: str | None = None, **kwargs: Any) -> None:
         super().__init__()
         from elitr_bench.data.minutes import AUTOMIN_SYSTEMS
 
-        self.requested = str(system)
+        system = replay_system({**kwargs, SYSTEM_ARG: system} if system else kwargs)
+        self.requested = system
         self._minutes: dict[str, str] | None = None
         self._answers: dict[_Key, str] = {}
-        if self.requested.strip().lower() in AUTOMIN_SYSTEMS:
-            # An AutoMin system: serves the minutes task automin23_en only.
+        automin = self.requested.strip().lower() in AUTOMIN_SYSTEMS
+        if automin:
             self.system = self.requested.strip().lower()
-            return
-        try:
-            self.system = canonical_system(self.requested, all_systems())
-        except ReplayError as exc:
+        else:
+            try:
+                self.system = canonical_system(self.requested, all_systems())
+            except ReplayError as exc:
+                raise ReplayError(
+                    f"{exc}; or, on the minutes task automin23_en, one of "
+                    f"{', '.join(AUTOMIN_SYSTEMS)}"
+                ) from None
+        self.run_name = run_name(self.system)
+        named = kwargs.get(NAME_ARG)
+        if named is not None and str(named).lower() != self.run_name.lower():
             raise ReplayError(
-                f"{exc}; or, on the minutes task automin23_en, one of {', '.join(AUTOMIN_SYSTEMS)}"
-            ) from None
+                f"--model_args model={named}: elitr-replay picks the replayed system with "
+                f"system= and names its run {self.run_name}; drop model= (did you mean "
+                f"system={named}?)"
+            )
+        say_prompt_flags_ignored(_prompt_flags_in(sys.argv[1:]))
+        if automin:
+            return  # an AutoMin system: serves the minutes task automin23_en only
         for setting, split, mode, source in RELEASED_FILES:
             if source != "gpt-4-eval":
                 continue
@@ -88,7 +176,12 @@ class ReplayLM(LM):
     def create_from_arg_string(
         cls, arg_string: str, additional_config: dict[str, Any] | None = None
     ) -> ReplayLM:
-        """Build from ``--model_args``; batch size, device and the like are ignored."""
+        """Build from a ``k=v,...`` string; batch size, device and the like are ignored.
+
+        lm-eval names a run from this same string, which a model cannot change: Python
+        callers who want the run named after the system pass a dict (see
+        :meth:`create_from_arg_obj`) or ``model=elitr-replay/<system>`` themselves.
+        """
         from lm_eval.utils import simple_parse_args_string
 
         args = simple_parse_args_string(arg_string) if arg_string else {}
@@ -98,8 +191,42 @@ class ReplayLM(LM):
     def create_from_arg_obj(
         cls, arg_dict: dict[str, Any], additional_config: dict[str, Any] | None = None
     ) -> ReplayLM:
-        """Build from an argument dict (lm-eval's programmatic path)."""
-        return cls(**arg_dict)
+        """Build from the ``--model_args`` dict (lm-eval's CLI path) and name the run.
+
+        lm-eval names the output folder and the Hub card after a ``model`` key of this very
+        dict (``GeneralConfigTracker._get_model_name``) and draws a random id without
+        one, which differed per ``--seed`` and said nothing of the system. Recording
+        ``model=elitr-replay/<system>`` in it is how an lm-eval model names its run; the
+        results file's ``config.model_args`` then shows it next to ``system``.
+        """
+        lm = cls(**arg_dict)
+        arg_dict[NAME_ARG] = lm.run_name
+        return lm
+
+    # -------------------------------------------------- prompt options (irrelevant)
+    @property
+    def tokenizer_name(self) -> str:
+        """Part of lm-eval's request-cache key under ``--apply_chat_template``."""
+        return "elitr-replay"
+
+    def chat_template(self, chat_template: bool | str = False) -> str | None:
+        """No template: a replay reads no prompt (lm-eval logs None)."""
+        if chat_template:
+            say_prompt_flags_ignored(["--apply_chat_template"])
+        return None
+
+    def apply_chat_template(
+        self, chat_history: list[dict[str, str]], add_generation_prompt: bool = True
+    ) -> str:
+        """The turns as plain text, as without ``--apply_chat_template``.
+
+        The released answers do not depend on the prompt; rendering it as a run without
+        the flag does keeps the logged prompts (and lm-eval's prompt hashes) identical.
+        """
+        from elitr_bench.prompts import TURN_SEPARATOR
+
+        say_prompt_flags_ignored(["--apply_chat_template"])
+        return TURN_SEPARATOR.join(str(turn.get("content", "")) for turn in chat_history)
 
     def generate_until(self, requests: list[Any], disable_tqdm: bool = False) -> list[str]:
         """Look every request's question up in the released files."""

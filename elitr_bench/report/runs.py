@@ -34,6 +34,9 @@ from elitr_bench.report.errors import ReportError
 
 #: Per-sample metrics a report can use; judge_score first because it is the paper's score.
 METRICS: tuple[str, ...] = ("judge_score", "f1", "rouge_l")
+#: Scores of other scorers that the report shows in its judge column, labelled with the
+#: scorer (the results files keep them apart: ``lexical_score`` is no judge score).
+_SCORE_ALIASES = {"lexical_score": "judge_score"}
 
 #: Keys of ``model_args`` that pick the model (lm-eval's own order, see
 #: ``GeneralConfigTracker._get_model_name``); the first present one names the row.
@@ -291,6 +294,8 @@ def model_id(config: Mapping[str, Any]) -> ModelId:
     """Seed-free model identity and display label from a results file's ``config``."""
     model = str(config.get("model", "?"))
     args = parse_args_string(config.get("model_args"))
+    if model == "elitr-replay":  # `model` is the run name the replay records (same system)
+        args = {k: v for k, v in args.items() if k != "model"}
     kept = tuple(sorted((k, v) for k, v in args.items() if k not in _SEED_KEYS))
     if model == "elitr-replay":
         label = _replay_label(args.get("system", "gpt-4"))
@@ -337,6 +342,10 @@ def parse_sample(
     for metric in METRICS:
         value = _float(line.get(metric))
         if value is not None:
+            scores[metric] = value
+    for alias, metric in _SCORE_ALIASES.items():
+        value = _float(line.get(alias))
+        if value is not None and metric not in scores:
             scores[metric] = value
     status = str(judge_info.get("status", "")) if judge_info else ""
     if "judge_score" not in scores and judge_info and status == "scored":
@@ -459,10 +468,16 @@ def _load_json(path: Path) -> dict[str, Any]:
 
 
 def _samples_file(results_path: Path, task: str) -> Path | None:
-    stamp = results_path.stem[len("results") :].lstrip("_")
-    exact = results_path.with_name(f"samples_{task}_{stamp}.jsonl")
-    if exact.exists():
-        return exact
+    """The samples of ``task`` written with a results file (rescorings: same stamp)."""
+    stamp = results_path.stem.removeprefix("results_")
+    rescored = stamp.startswith("rescored_")
+    stamp = stamp.removeprefix("rescored_")
+    names = [f"samples_{task}_{stamp}.jsonl"]
+    if rescored:  # written so by older versions of `elitr-bench score`
+        names.append(f"samples_{task}_rescored_{stamp}.jsonl")
+    for name in names:
+        if results_path.with_name(name).exists():
+            return results_path.with_name(name)
     return None
 
 
@@ -504,7 +519,8 @@ def _reported(results: Mapping[str, Any]) -> dict[str, float]:
     for key, value in results.items():
         number = _float(value)
         if "," in key and number is not None and "_stderr" not in key:
-            out[key.split(",", 1)[0]] = number
+            metric = key.split(",", 1)[0]
+            out[_SCORE_ALIASES.get(metric, metric)] = number
     return out
 
 

@@ -51,6 +51,7 @@ from elitr_bench.data.minutes import (
 )
 from elitr_bench.data.records import MinutesMeeting
 from elitr_bench.judges.config import JudgeConfig
+from elitr_bench.judges.metrics import judge_filter_name
 from elitr_bench.judges.redact import scrub
 from elitr_bench.tasks import context, metrics
 from elitr_bench.tasks.minutes_metrics import (
@@ -271,7 +272,9 @@ class MinutesTask(LmEvalContract, ConfigurableTask):
         self.judge_spec, self.judge_config = judge_for_minutes(metadata)
         identity = self.judge_config.identity() if self.judge_config else {"backend": "none"}
         cfg["metadata"] = {**scrub(metadata), "judge_identity": identity}
-        cfg["filter_list"] = [{"name": "none", "filter": self._filters_spec(metadata)}]
+        cfg["filter_list"] = [  # the filter name says who judged (judge_filter_name)
+            {"name": judge_filter_name(identity), "filter": self._filters_spec(metadata)}
+        ]
         cfg["metric_list"] = self._metric_list()
         self._stderr_of = metrics.clustered(cfg["metric_list"])
         cfg["process_results"] = type(self).process_results

@@ -22,7 +22,12 @@ from elitr_bench.cli_errors import install_excepthook
 from elitr_bench.data import Question, load_benchmark
 from elitr_bench.data.records import MODES, SETTINGS, SPLITS, Mode, Setting, Split
 from elitr_bench.judges.config import JudgeConfig
-from elitr_bench.judges.metrics import JUDGE_ERRORS, JUDGE_UNSCORED
+from elitr_bench.judges.metrics import (
+    JUDGE_ERRORS,
+    JUDGE_UNSCORED,
+    judge_filter_name,
+    with_score_metric,
+)
 from elitr_bench.judges.redact import scrub
 from elitr_bench.tasks import context, metrics
 from elitr_bench.tasks.metrics import rouge_l, token_f1
@@ -308,7 +313,7 @@ class ElitrQATask(LmEvalContract, ConfigurableTask):
         cfg["metadata"] = {**scrub(cfg.get("metadata") or {}), "judge_identity": identity}
         cfg["filter_list"] = [
             {
-                "name": "none",
+                "name": judge_filter_name(identity),  # the key says who judged
                 "filter": [
                     {"function": "take_first"},
                     {"function": JUDGE_FILTER, "judge": self.judge_spec},
@@ -318,8 +323,11 @@ class ElitrQATask(LmEvalContract, ConfigurableTask):
         # Our process_results computes every metric; saying so in the config stops
         # lm-eval from looking metric names up in HF `evaluate` (a network call).
         cfg["process_results"] = type(self).process_results
-        cfg["metric_list"] = metrics.qa_metric_list(
-            judged=self.judge_config is not None, noisy=self.target_wer is not None
+        cfg["metric_list"] = with_score_metric(  # lexical writes lexical_score
+            metrics.qa_metric_list(
+                judged=self.judge_config is not None, noisy=self.target_wer is not None
+            ),
+            identity.get("backend"),
         )
         self._stderr_of = metrics.clustered(cfg["metric_list"])
         self._selected_docs: datasets.Dataset | None = None
@@ -459,7 +467,28 @@ class ElitrQATask(LmEvalContract, ConfigurableTask):
         if counter is None:
             return
         self.declare_metric(metrics.PROMPT_TOKENS)
+        self._other_ranks = self._docs_of_other_ranks(kwargs)
         self._fit_to_context(counter)
+
+    def _docs_of_other_ranks(self, kwargs: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+        """The run's documents that other ranks ask about, by meeting ({} in one process).
+
+        Under ``accelerate launch`` lm-eval deals a single-turn task's documents out
+        across ranks; a meeting's transcript cut (``truncate_middle``) must still be sized
+        for all of its questions in the run, or prompts (and answers) would depend on the
+        number of processes.
+        """
+        if int(kwargs.get("world_size") or 1) <= 1:
+            return {}
+        mine = {doc_key(inst.doc) for inst in getattr(self, "_instances", None) or []}
+        everyone = self.doc_iterator(
+            rank=0, limit=kwargs.get("limit"), world_size=1, samples=kwargs.get("samples")
+        )
+        others: dict[str, list[dict[str, Any]]] = {}
+        for _, doc in everyone:
+            if doc_key(doc) not in mine:
+                others.setdefault(str(doc["meeting_id"]), []).append(doc)
+        return others
 
     def _excess(self, inst: Any, counter: context.TokenCounter) -> int:
         """Tokens by which a request's prompt overruns its budget (<= 0: it fits)."""
@@ -495,6 +524,11 @@ class ElitrQATask(LmEvalContract, ConfigurableTask):
         for meeting_id, insts in by_meeting.items():
             excess = {id(i): self._excess(i, counter) for i in insts}
             worst = max(excess.values())
+            if self.options.overlength == "truncate_middle":  # other ranks' questions too
+                budget = counter.budget(insts[0].args[1])
+                for doc in self._peers(meeting_id):
+                    n_tokens = len(counter.encode(self.initial_prompt(doc)))
+                    worst = max(worst, n_tokens - budget)
             if worst <= 0:
                 keep += insts
             elif self.options.overlength == "error":
@@ -511,7 +545,7 @@ class ElitrQATask(LmEvalContract, ConfigurableTask):
                     else:
                         keep.append(inst)
             else:  # truncate_middle: one cut per meeting, sized for its longest prompt
-                self._cut_to_fit(insts, counter, worst)
+                self._cut_to_fit(insts, counter, worst, self._peers(meeting_id))
                 keep += insts
         if over:
             raise context.ContextLengthError(
@@ -532,20 +566,34 @@ class ElitrQATask(LmEvalContract, ConfigurableTask):
                 self.options.overlength,
             )
 
-    def _cut_to_fit(self, insts: list[Any], counter: context.TokenCounter, excess: int) -> None:
+    def _peers(self, meeting_id: str) -> list[dict[str, Any]]:
+        return getattr(self, "_other_ranks", {}).get(meeting_id, [])
+
+    def _cut_to_fit(
+        self,
+        insts: list[Any],
+        counter: context.TokenCounter,
+        excess: int,
+        peers: list[dict[str, Any]] | None = None,
+    ) -> None:
         """Cut the middle of the requests' shared transcript until every prompt fits.
 
         All requests of a meeting get the same cut transcript, so they see the same
-        context and keep a common prefix (which ``hf-prefix`` and vLLM reuse).
+        context and keep a common prefix (which ``hf-prefix`` and vLLM reuse); ``peers``
+        (the meeting's documents on other ranks) must fit it too, so that every rank
+        cuts alike.
         """
         transcript = self.transcript(insts[0].doc)
         remove = excess
+        budget = counter.budget(insts[0].args[1])
         for _ in range(4):  # re-tokenising joined text can shift counts by a few tokens
             cut = context.middle_cut(counter, transcript, remove + 8)
             prompts_ = [self.render(self.messages(inst.doc, cut)) for inst in insts]
             counts = [len(counter.encode(p)) for p in prompts_]
+            others = [len(counter.encode(self.render(self.messages(d, cut)))) for d in peers or []]
             worst = max(
-                n - counter.budget(inst.args[1]) for n, inst in zip(counts, insts, strict=True)
+                [n - counter.budget(inst.args[1]) for n, inst in zip(counts, insts, strict=True)]
+                + [n - budget for n in others]
             )
             if worst <= 0:
                 for inst, prompt, n in zip(insts, prompts_, counts, strict=True):

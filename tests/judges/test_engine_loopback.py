@@ -180,7 +180,7 @@ def test_no_api_key_in_any_written_file(
 
     loopback.handler = boxed_by_response(score_of)
     caplog.set_level(logging.DEBUG)
-    samples = tmp_path / "out" / "samples_elitr_qa_2024-01-01T00-00-00.000001.jsonl"
+    samples = tmp_path / "out" / "samples_elitr_qa_dev_2024-01-01T00-00-00.000001.jsonl"
     samples.parent.mkdir()
     docs = [
         {

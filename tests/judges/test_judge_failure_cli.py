@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from elitr_bench.data.run_files import parse_samples_name
 from elitr_bench.judges.commands import main
 from elitr_bench.judges.metrics import parse_filtered
 from tests.conftest import run_lm_eval
@@ -26,12 +27,12 @@ pytestmark = pytest.mark.slow
 REPLAY = ["--model", "elitr-replay", "--model_args", "system=gpt-4"]
 
 
-def _samples(out: Path) -> dict[str, list[dict[str, Any]]]:
+def _samples(out: Path, rescored: bool = False) -> dict[str, list[dict[str, Any]]]:
     found = {}
     for path in out.rglob("samples_*.jsonl"):
-        if "_rescored_" not in path.name:
-            task = path.name.removeprefix("samples_").rsplit("_", 1)[0]
-            found[task] = [json.loads(line) for line in path.read_text().splitlines()]
+        name = parse_samples_name(path)
+        if name is not None and name.rescored == rescored:
+            found[name.task] = [json.loads(line) for line in path.read_text().splitlines()]
     return found
 
 
@@ -73,11 +74,12 @@ def test_judge_failing_mid_run_keeps_answers_and_score_finishes(tmp_path: Path) 
         assert len(errors) == 2 and all("HTTP 503" in j["judge"]["reason"] for j in errors)
         assert all(j["judge"]["score"] is None and j["response"] for j in errors)
         test = results["results"]["elitr_qa_test"]
+        by = "openai:gpt-4-0613"  # the filter name says who judged
         assert (
-            test["judge_errors,none"] == 2
-            and results["results"]["elitr_qa_dev"]["judge_errors,none"] == 0
+            test[f"judge_errors,{by}"] == 2
+            and results["results"]["elitr_qa_dev"][f"judge_errors,{by}"] == 0
         )
-        assert test["f1,none"] > 0 and results["n-shot"]["elitr_qa_test"] == 0
+        assert test[f"f1,{by}"] > 0 and results["n-shot"]["elitr_qa_test"] == 0
         for path in out.rglob("*"):
             if path.is_file():
                 assert TEST_KEY not in path.read_text(errors="ignore"), path
@@ -92,24 +94,25 @@ def test_judge_failing_mid_run_keeps_answers_and_score_finishes(tmp_path: Path) 
     assert sent == sorted(j["response"] for j in errors)
     done = json.loads(next(out.rglob("results_rescored_*.json")).read_text())
     for task in ("elitr_qa_dev", "elitr_qa_test"):
-        assert done["results"][task]["judge_errors,none"] == 0
-        assert done["results"][task]["f1,none"] == results["results"][task]["f1,none"]
-    final = {
-        t: [json.loads(line) for line in p.read_text().splitlines()]
-        for t in ("elitr_qa_dev", "elitr_qa_test")
-        for p in out.rglob(f"samples_{t}_rescored_*.jsonl")
-    }
+        assert done["results"][task][f"judge_errors,{by}"] == 0
+        assert done["results"][task][f"f1,{by}"] == results["results"][task][f"f1,{by}"]
+    final = _samples(out, rescored=True)
     test_scores = [row["judge_score"] for row in final["elitr_qa_test"]]
     assert len(test_scores) == 3
-    assert done["results"]["elitr_qa_test"]["judge_score,none"] == pytest.approx(
+    assert done["results"]["elitr_qa_test"][f"judge_score,{by}"] == pytest.approx(
         sum(test_scores) / 3
     )
-    dev_score = done["results"]["elitr_qa_dev"]["judge_score,none"]
-    assert dev_score == results["results"]["elitr_qa_dev"]["judge_score,none"]  # kept as is
-    assert done["results"]["elitr_qa"]["judge_score,none"] == pytest.approx(
+    dev_score = done["results"]["elitr_qa_dev"][f"judge_score,{by}"]
+    assert dev_score == results["results"]["elitr_qa_dev"][f"judge_score,{by}"]  # kept as is
+    assert done["results"]["elitr_qa"][f"judge_score,{by}"] == pytest.approx(
         (dev_score + sum(test_scores) / 3) / 2
     )
     assert done["config"]["model"] == "elitr-replay"
+    # A complete results file: the run's own sections, every metric, the real directions.
+    for section in ("n-samples", "n-shot", "versions", "task_hashes", "group_subtasks"):
+        assert done[section] == results[section], section
+    assert set(done["results"]["elitr_qa_test"]) == set(results["results"]["elitr_qa_test"])
+    assert done["higher_is_better"] == results["higher_is_better"]
 
 
 def test_misspelt_option_is_one_line_without_traceback() -> None:

@@ -157,11 +157,12 @@ def test_score_judges_exactly_the_missing_items(
     newest = max(run.glob("results_rescored_*.json"), key=lambda p: p.stat().st_mtime)
     data = json.loads(newest.read_text())
     test = data["results"]["elitr_qa_test"]
-    assert test["judge_errors,none"] == 0 and test["judge_score,none"] != "N/A"
-    assert test["f1,none"] == 0.5  # the run's other metrics are kept
-    dev = data["results"]["elitr_qa_dev"]["judge_score,none"]
-    group = data["results"]["elitr_qa"]["judge_score,none"]
-    assert group == pytest.approx((dev + test["judge_score,none"]) / 2)  # unweighted, Table 2
+    key = "openai:gpt-4-0613"  # the filter names the judge
+    assert test[f"judge_errors,{key}"] == 0 and test[f"judge_score,{key}"] != "N/A"
+    assert test[f"f1,{key}"] == 0.5  # the run's other metrics are kept
+    dev = data["results"]["elitr_qa_dev"][f"judge_score,{key}"]
+    group = data["results"]["elitr_qa"][f"judge_score,{key}"]
+    assert group == pytest.approx((dev + test[f"judge_score,{key}"]) / 2)  # unweighted, Table 2
     assert data["config"]["model"] == "elitr-replay" and data["judge_errors"] == 0
     assert data["judge_usage"]["elitr_qa_test"]["kept"] == 0
     assert data["judge_usage"]["elitr_qa_dev"]["kept"] == 3
@@ -335,7 +336,10 @@ def test_a_judge_that_cannot_start_keeps_every_answer(monkeypatch: pytest.Monkey
 def test_score_writes_one_results_file_per_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    docs = [{"question": f"Q{i}?", "answer": "r", "question_id": str(i)} for i in range(3)]
+    docs = [
+        {"question": f"Q{i}?", "answer": "r", "meeting_id": "m", "question_id": str(i)}
+        for i in range(3)
+    ]
     filtered = judge_responses([[f"answer {i}"] for i in range(6)], [*docs, *docs], None)
     runs = [_write_run(tmp_path / "out" / name, filtered, docs) for name in ("a", "b")]
     assert main(["score", str(tmp_path / "out"), "--judge", "lexical,progress=false"]) == 0
@@ -344,7 +348,7 @@ def test_score_writes_one_results_file_per_run(
         data = json.loads(written.read_text())
         assert set(data["rescored_from"]) == {"elitr_qa_dev", "elitr_qa_test"}
         assert all(str(run) in p for p in data["rescored_from"].values())
-        assert data["results"]["elitr_qa_test"]["judge_score,none"] != "N/A"
+        assert data["results"]["elitr_qa_test"]["lexical_score,lexical"] != "N/A"
     assert capsys.readouterr().out.count("wrote ") == 2
     one = str(tmp_path / "one.json")
     assert main(["score", str(tmp_path / "out"), "--judge", "lexical", "--output", one]) == 2

@@ -92,7 +92,7 @@ def test_score_command_reads_lm_eval_samples(tmp_path: Path, loopback: LoopbackO
     loopback.handler = boxed_by_response(lambda r: 1 if "wrong" in r else 8)
     out_dir = tmp_path / "results" / "model"
     out_dir.mkdir(parents=True)
-    samples = out_dir / "samples_elitr_qa_dev_st_2024-05-01T10-00-00.123456.jsonl"
+    samples = out_dir / "samples_elitr_qa_dev_2024-05-01T10-00-00.123456.jsonl"
     lines = []
     for i, doc in enumerate(_docs(4)):
         text = "wrong" if i == 0 else f"answer {i}"
@@ -122,20 +122,19 @@ def test_score_command_reads_lm_eval_samples(tmp_path: Path, loopback: LoopbackO
     assert main(["score", str(tmp_path / "results"), "--judge", judge]) == 0
     result_file = next(out_dir.glob("results_rescored_*.json"))
     data = json.loads(result_file.read_text())
-    metrics = data["results"]["elitr_qa_dev_st"]
-    assert metrics["judge_score,judge"] == pytest.approx((1 + 8 + 8 + 8) / 4)
-    assert metrics["judge_unscored,judge"] == 0
-    assert (
-        data["judge"]["model"] == "gpt-4-0613"
-        and data["n-samples"]["elitr_qa_dev_st"]["original"] == 4
-    )
+    metrics = data["results"]["elitr_qa_dev"]
+    assert metrics["judge_score,openai:gpt-4-0613"] == pytest.approx((1 + 8 + 8 + 8) / 4)
+    assert metrics["judge_unscored,openai:gpt-4-0613"] == 0
+    assert data["judge"]["model"] == "gpt-4-0613"
+    assert data["n-samples"]["elitr_qa_dev"] == {"original": 141, "effective": 4}  # lm-eval's
     assert len(loopback.requests) == 4
+    stamp = result_file.stem.removeprefix("results_rescored_")
     rescored = [
         json.loads(x)
-        for x in next(out_dir.glob("samples_*_rescored_*.jsonl")).read_text().splitlines()
+        for x in (out_dir / f"samples_elitr_qa_dev_{stamp}.jsonl").read_text().splitlines()
     ]
     assert (
-        rescored[0]["filtered_resps"][0]["judge"]["score"] == 1.0
+        json.loads(rescored[0]["filtered_resps"][0][0])["judge"]["score"] == 1.0
         and rescored[0]["judge_score"] == 1.0
     )
     # Re-scoring again is free (cache), and the rescored file is not picked up as input.

@@ -173,8 +173,9 @@ def test_mesa_judges_a_minutes_task_through_lm_eval(loopback: LoopbackOpenAI) ->
     assert result is not None
     res = result["results"]["automin23_en"]
     quality = 1 + (5 - 14.24 / 6.19) * 9 / 5
-    assert res["mesa_quality,none"] == pytest.approx(quality)
-    assert res["mesa_OM,none"] == 4.0 and res["mesa_COR,none"] == 0.0
+    by = "openai:loop-m:mesa"  # the filter name says who judged
+    assert res[f"mesa_quality,{by}"] == pytest.approx(quality)
+    assert res[f"mesa_OM,{by}"] == 4.0 and res[f"mesa_COR,{by}"] == 0.0
     assert len(loopback.requests) == 24
     (sample,) = result["samples"]["automin23_en"]
     logged = json.loads(sample["filtered_resps"][0][0])

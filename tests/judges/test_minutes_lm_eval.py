@@ -64,10 +64,11 @@ def test_lm_eval_afgr_run_logs_assessments_and_keeps_minutes(
     assert ok["details"]["filler"]["tokens_saved"] > 0
     # Nothing lost: both minutes are logged, the unscored ones included.
     assert all(j["response"].strip() for j in judged.values() if j is not None)
-    assert results["afgr_adequacy,none"] == 8.0  # mean over the scored sample only
-    assert results["judge_unscored,none"] == 1.0
-    assert results["filler_tokens_saved,none"] > 0
-    assert results["rouge1,none"] > 0
+    by = "openai:gpt-4-0613:gpt-afgr"  # the filter name says who judged
+    assert results[f"afgr_adequacy,{by}"] == 8.0  # mean over the scored sample only
+    assert results[f"judge_unscored,{by}"] == 1.0
+    assert results[f"filler_tokens_saved,{by}"] > 0
+    assert results[f"rouge1,{by}"] > 0
 
     # elitr-bench score with the same judge: everything comes from the cache.
     loopback.reset()
@@ -80,6 +81,12 @@ def test_lm_eval_afgr_run_logs_assessments_and_keeps_minutes(
     assert judge_prompts == []  # (a readiness probe of the endpoint may be sent)
     assert "afgr_adequacy" in capsys.readouterr().out
     assert paid > 2
+    # The rescoring's results file is the run's own, every metric included.
+    [rescored_file] = out.rglob("results_rescored_*.json")
+    rescored = json.loads(rescored_file.read_text())["results"]["automin23_en"]
+    assert {k: v for k, v in rescored.items() if "stderr" not in k} == {
+        k: v for k, v in results.items() if "stderr" not in k
+    }
 
     # minutes-check reads the run: its values count for the replayed system gpt4.
     check_out = tmp_path / "check"

@@ -49,7 +49,7 @@ def test_report_reads_the_newest_rescoring_instead_of_the_run(
     (run,) = loaded.runs
     assert run.results_path == second.resolve()
     stamp = second.stem.removeprefix("results_rescored_")
-    assert run.samples_path.name == f"samples_elitr_qa_dev_rescored_{stamp}.jsonl"
+    assert run.samples_path.name == f"samples_elitr_qa_dev_{stamp}.jsonl"  # lm-eval's name
     assert run.model.model == "hf" and run.seeds["random_seed"] == "0"  # the run's own config
     assert run.has("f1") and run.has("judge_score")
     left_out = [n for n in loaded.notes if "left out" in n]
@@ -73,7 +73,8 @@ def test_a_rescoring_by_another_judge_adds_its_scores_only(
     assert score_main(["score", str(folder), "--judge", "lexical"]) == 0
     loaded = load_runs([tmp_path / "runs"])
     original, other = loaded.runs
-    assert "_rescored_" not in original.samples_path.name and original.has("f1")
+    assert original.results_path.name.startswith("results_2") and original.has("f1")
+    assert other.results_path.name.startswith("results_rescored_")
     assert original.judge is not None and original.judge.identity == JUDGE_A
     assert other.judge is not None and other.judge.identity["backend"] == "lexical"
     assert other.has("judge_score") and not other.has("f1") and not other.has("rouge_l")
@@ -95,8 +96,11 @@ def test_newest_versions_follow_chains_and_siblings(tmp_path: Path) -> None:
     assert other.resolve() not in stale
 
 
-def _minutes_run(folder: Path) -> tuple[Path, Path]:
-    """A replayed automin23_en run of two meetings and a later rescoring of it."""
+def _minutes_run(folder: Path, legacy: bool = False) -> tuple[Path, Path]:
+    """A replayed automin23_en run of two meetings and a later rescoring of it.
+
+    ``legacy``: the rescored samples named as older versions of ``score`` named them.
+    """
     folder.mkdir(parents=True)
     task, stamp, later = "automin23_en", "2026-01-01T00-00-00.000001", "2026-01-02T00-00-00.5"
     identity = {"backend": "openai", "model": "judge-x", "rubric": "gpt-afgr"}
@@ -130,7 +134,7 @@ def _minutes_run(folder: Path) -> tuple[Path, Path]:
     (folder / f"results_{stamp}.json").write_text(
         json.dumps({"results": {task: {}}, "configs": {task: {}}, "config": config})
     )
-    rescored = folder / f"samples_{task}_rescored_{later}.jsonl"
+    rescored = folder / f"samples_{task}_{'rescored_' if legacy else ''}{later}.jsonl"
     rescored.write_text("".join(json.dumps(r) + "\n" for r in rescored_rows))
     (folder / f"results_rescored_{later}.json").write_text(
         json.dumps(
@@ -145,9 +149,10 @@ def _minutes_run(folder: Path) -> tuple[Path, Path]:
     return original, rescored
 
 
-def test_minutes_readers_take_the_rescoring_once(tmp_path: Path) -> None:
+@pytest.mark.parametrize("legacy", [False, True])
+def test_minutes_readers_take_the_rescoring_once(tmp_path: Path, legacy: bool) -> None:
     folder = tmp_path / "run"
-    original, rescored = _minutes_run(folder)
+    original, rescored = _minutes_run(folder, legacy)
     assert run_results_of(rescored) == run_results_of(original) == next(folder.glob("results_2*"))
 
     run = read_run(folder)

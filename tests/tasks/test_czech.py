@@ -132,7 +132,7 @@ def test_czech_multiturn_through_elitr_bench_run_with_the_hook_off(
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = json.loads(next(out.rglob("results_*.json")).read_text())["results"]
-    assert 1 <= results["elitr_conv_cs_dev"]["judge_score,none"] <= 10
+    assert 1 <= results["elitr_conv_cs_dev"]["lexical_score,lexical"] <= 10
     rows = [json.loads(line) for line in next(out.rglob("samples_elitr_conv_cs_dev_*")).open()]
     turn1, turn2 = sorted(rows, key=lambda r: r["doc"]["turn"])
     czech = load_questions("conv", "dev", "cs")

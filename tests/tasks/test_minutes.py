@@ -436,6 +436,7 @@ def test_chat_api_model_chunked_and_judged_against_loopback(
     assert row["lines"] == 2 * len(chats)
     assert (row["afgr_adequacy"], row["afgr_relevance"]) == (7.0, 6.0)
     res = result["results"]["automin23_en"]
-    assert res["afgr_fluency,none"] == 8.0 and res["judge_unscored,none"] == 0
+    by = "openai:judge-model:gpt-afgr"
+    assert res[f"afgr_fluency,{by}"] == 8.0 and res[f"judge_unscored,{by}"] == 0
     judged = [r for r in requests if r.body["model"] == "judge-model" and "minutes" in r.prompt]
     assert any("- another point" in r.prompt for r in judged)

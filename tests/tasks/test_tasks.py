@@ -26,7 +26,7 @@ def test_replay_serves_exactly_the_released_answers() -> None:
     assert len(samples) == 141
     for row in samples:
         assert row["resps"][0][0] == released[(row["doc"]["meeting_id"], row["doc"]["question_id"])]
-    assert 0 < result["results"]["elitr_qa_dev"]["f1,none"] < 1
+    assert 0 < result["results"]["elitr_qa_dev"]["f1,lexical"] < 1
 
 
 def test_replay_rejects_unknown_system() -> None:
@@ -135,8 +135,8 @@ def test_replay_judge_reproduces_table_2_single_turn_dev() -> None:
     result = evaluate(
         "elitr-replay", "system=gpt-3.5", ["elitr_qa_dev"], metadata={"judge": "replay"}
     )
-    assert round(result["results"]["elitr_qa_dev"]["judge_score,none"], 2) == 7.04
-    assert result["results"]["elitr_qa_dev"]["judge_unscored,none"] == 0
+    assert round(result["results"]["elitr_qa_dev"]["judge_score,replay"], 2) == 7.04
+    assert result["results"]["elitr_qa_dev"]["judge_unscored,replay"] == 0
 
 
 def test_noisy_tasks_refuse_replay_and_record_their_noise() -> None:
@@ -145,7 +145,12 @@ def test_noisy_tasks_refuse_replay_and_record_their_noise() -> None:
     with pytest.raises(ReplayError, match="no responses on noisy transcripts were released"):
         evaluate("elitr-replay", "system=gpt-4", ["elitr_qa_wer20_dev"], metadata={"judge": "none"})
     with pytest.raises(OptionError, match=r"fixed WER of 0\.6"):
-        evaluate("elitr-replay", "", ["elitr_qa_wer60_dev"], metadata={"judge": "none", "wer": 0.3})
+        evaluate(
+            "elitr-replay",
+            "system=gpt-4",
+            ["elitr_qa_wer60_dev"],
+            metadata={"judge": "none", "wer": 0.3},
+        )
     with pytest.raises(OptionError, match=r"wer='1.5': expected a word error rate in \(0, 1\]"):
         TaskOptions.from_metadata({"wer": "1.5"})
 
@@ -169,7 +174,7 @@ def test_replay_multiturn_reproduces_released_means() -> None:
         metadata={"judge": "replay"},
     )
     for task in ("elitr_qa_mt_dev", "elitr_conv_dev"):
-        assert round(result["results"][task]["judge_score,none"], 2) == 8.52
+        assert round(result["results"][task]["judge_score,replay"], 2) == 8.52
         assert len(result["samples"][task]) == 141
 
 
