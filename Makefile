@@ -12,11 +12,12 @@ install:
 	$(PIP) install "$(TORCH_SPEC)"
 	$(PIP) install -e ".[dev]"
 
+# -n auto: one pytest worker per core (the lm_eval subprocess tests are CPU-bound).
 test:
-	$(PYTHON) -m pytest
+	$(PYTHON) -m pytest -n auto
 
 test-fast:
-	$(PYTHON) -m pytest -m "not slow"
+	$(PYTHON) -m pytest -n auto -m "not slow"
 
 lint:
 	$(PYTHON) -m ruff check elitr_bench tests bench
