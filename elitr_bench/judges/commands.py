@@ -383,7 +383,9 @@ def _cmd_score(args: argparse.Namespace) -> int:
     config = judge_config_from_args(args.judge, args.rubric)
     judge = config.spec or config.backend
     minutes_judge = method_name(config) is not None
-    qa_files, minutes_files = _split_by_kind(find_samples(args.paths))
+    found = find_samples(args.paths)
+    check_tasks({task_name_of(path): path for path in found})  # names first, then contents
+    qa_files, minutes_files = _split_by_kind(found)
     # Each judge scores the runs it fits and skips the others with a note; it refuses
     # only when nothing fits. A QA judge used to mark every minutes item 'error' and
     # then say "run it again", which could never succeed.
@@ -457,7 +459,9 @@ def _cmd_score(args: argparse.Namespace) -> int:
                 if k.split(",")[0] in QA_JUDGE_METRICS
             }
             print(f"{task}: {shown}")
-            print(f"{task}: {usage_line(payload['judge_usage'][task])}")
+            usage = payload["judge_usage"][task]
+            if usage.get("requests") or usage.get("cache_hits") or usage.get("not_sent"):
+                print(f"{task}: {usage_line(usage)}")
         for note in payload.get("rescore_notes", []):
             print(f"score: note: {note}", file=sys.stderr)
         print(f"wrote {target}")

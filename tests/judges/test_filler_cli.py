@@ -79,9 +79,10 @@ def test_lm_eval_unread_turn_is_reasked_counted_flagged_and_filler_model_used(
     [results_file] = out.rglob("results_*.json")
     payload = json.loads(results_file.read_text())
     results = payload["results"]["automin23_en"]
-    assert results["filler_unclassified_turns,none"] == 1.0
-    assert results["filler_flagged,none"] == 1.0
-    assert results["afgr_adequacy,none"] == 8.0  # kept, flagged
+    by = "openai:gpt-4-32k:gpt-afgr"  # the filter is named after the judge
+    assert results[f"filler_unclassified_turns,{by}"] == 1.0
+    assert results[f"filler_flagged,{by}"] == 1.0
+    assert results[f"afgr_adequacy,{by}"] == 8.0  # kept, flagged
     usage = payload["configs"]["automin23_en"]["metadata"]["judge_usage"]
     assert list(usage["filler_flagged"]) == [MEETING]
     assert usage["filler_classifier"]["requests"] == len(classified)

@@ -64,7 +64,7 @@ def test_lm_eval_afgr_run_logs_assessments_and_keeps_minutes(
     assert ok["details"]["filler"]["tokens_saved"] > 0
     # Nothing lost: both minutes are logged, the unscored ones included.
     assert all(j["response"].strip() for j in judged.values() if j is not None)
-    by = "openai:gpt-4-0613:gpt-afgr"  # the filter name says who judged
+    by = "openai:gpt-4-32k:gpt-afgr"  # the filter name says who judged
     assert results[f"afgr_adequacy,{by}"] == 8.0  # mean over the scored sample only
     assert results[f"judge_unscored,{by}"] == 1.0
     assert results[f"filler_tokens_saved,{by}"] > 0

@@ -306,7 +306,7 @@ def test_a_failing_mesa_item_waits_for_its_other_requests_so_counts_are_exact(
         return script(request)
 
     loopback.handler = handler
-    config = parse_judge_spec(spec(loopback, ",method=mesa,retries=1"))
+    config = parse_judge_spec(spec(loopback, ",method=mesa,debate=none,retries=1,context=32768"))
     method = get_method(config)
     item = MinutesItem("meeting_a", "sys1", "ALICE: we ship on Friday.\nBOB: agreed.", "- Ship.")
     run = run_coroutine(lambda: assess_items_run([item], config, method=method, progress=False))

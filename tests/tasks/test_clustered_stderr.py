@@ -29,18 +29,18 @@ def test_results_stderr_is_the_reports_clustered_se(group: str) -> None:
     for metric in ("judge_score", "f1", "rouge_l"):
         strata = {t: _stratum(result["samples"][t], metric) for t in (dev, test)}
         for task, (values, clusters) in strata.items():
-            reported = result["results"][task][f"{metric}_stderr,none"]
+            reported = result["results"][task][f"{metric}_stderr,replay"]
             report = cluster_t_interval([(values, clusters)])
             assert reported == pytest.approx(report.se, rel=1e-9), (task, metric)
-            assert result["results"][task][f"{metric},none"] == pytest.approx(report.estimate)
+            assert result["results"][task][f"{metric},replay"] == pytest.approx(report.estimate)
         # The group (unweighted mean of dev and test) gets sqrt(se_dev^2 + se_test^2) / 2
         # through lm-eval's own group aggregation; the report's interval says the same.
         both = cluster_t_interval(list(strata.values()))
-        assert result["results"][group][f"{metric}_stderr,none"] == pytest.approx(both.se)
+        assert result["results"][group][f"{metric}_stderr,replay"] == pytest.approx(both.se)
     # Not the independent-questions value lm-eval would write for a plain mean.
     values, _ = _stratum(result["samples"][dev], "judge_score")
     independent = statistics.stdev(values) / math.sqrt(len(values))
-    clustered = result["results"][dev]["judge_score_stderr,none"]
+    clustered = result["results"][dev]["judge_score_stderr,replay"]
     assert abs(clustered - independent) > 0.02
     assert f"{clustered:.4f}" in make_table(result)
 

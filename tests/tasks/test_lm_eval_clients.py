@@ -99,7 +99,7 @@ def test_wandb_hub_logger_zeno_and_make_table_read_a_judged_run(tmp_path: Path) 
     assert unscored and scored and len(unscored) + len(scored) == len(rows)
     assert all(r["judge_score"] is None for r in unscored)
     dev = [r["judge_score"] for r in samples["elitr_qa_dev"] if r["judge_score"] is not None]
-    assert results["results"]["elitr_qa_dev"]["judge_score,none"] == pytest.approx(
+    assert results["results"]["elitr_qa_dev"]["judge_score,openai:judge-model"] == pytest.approx(
         statistics.fmean(dev)
     )
 
@@ -112,7 +112,7 @@ def test_wandb_hub_logger_zeno_and_make_table_read_a_judged_run(tmp_path: Path) 
         assert set(listed) <= set(table["columns"])
     # Its results table shows the clustered stderr of the results file.
     shown = {(row[0], row[4]): row[6] for row in tables["evaluation/eval_results"]["data"]}
-    stderr = results["results"]["elitr_qa_dev"]["judge_score_stderr,none"]
+    stderr = results["results"]["elitr_qa_dev"]["judge_score_stderr,openai:judge-model"]
     assert isinstance(stderr, float) and shown[("elitr_qa_dev", "judge_score")] == f"{stderr:.4f}"
 
     # The Hub logger's local details and results load with datasets.
