@@ -33,7 +33,7 @@ from elitr_bench.report.tables import Table, fmt
 
 if TYPE_CHECKING:
     from elitr_bench.judges.minutes.inputs import RunValues
-    from elitr_bench.report.build import Report, ReportInputs
+    from elitr_bench.report.records import Report, ReportInputs
 
 #: Table 7's column order (ROUGE-1/2/L, BART-F1, BERT-F1).
 REFERENCE_METRICS = ("rouge1", "rouge2", "rougeL", "bartscore", "bertscore_f1")

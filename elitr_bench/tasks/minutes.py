@@ -365,7 +365,7 @@ class MinutesTask(LmEvalContract, ConfigurableTask):
         """Check the judge, build requests as lm-eval does, then apply ``overlength``."""
         if not self.predict_only and self.judge_config is not None:
             from elitr_bench.judges import check_judge_ready
-            from elitr_bench.tasks.preflight import alternatives
+            from elitr_bench.tasks.replay_fit import alternatives
 
             # As the QA tasks do (the start-up hook checked it before the model was built);
             # the QA-only keyless judges (replay, lexical) are no way out here.

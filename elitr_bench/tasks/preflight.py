@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,13 +28,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from elitr_bench.judges.config import JudgeConfig
 
+from elitr_bench.tasks.replay_fit import alternatives, check_replay_fits
+
 log = logging.getLogger(__name__)
 
 #: Our task folder (kept free of imports: this module loads in every ``lm_eval`` run).
 _TASKS_DIR = Path(__file__).resolve().parent
-
-#: The model whose answers the ``replay`` judge has scores for.
-REPLAY_MODEL = "elitr-replay"
 
 
 def _kind_of(path: Path | None) -> str | None:
@@ -107,44 +105,6 @@ def task_metadata(
 
         merged.update(simple_parse_args_string(model_args))
     return merged | dict(metadata or {})
-
-
-def is_replay_model(model: Any) -> bool:
-    """Whether the model under test replays the released answers (``--model elitr-replay``)."""
-    if isinstance(model, str):
-        return model == REPLAY_MODEL
-    while type(model).__name__ == "CachingLM":  # --use_cache wraps the model
-        model = getattr(model, "lm", None)
-    replay = sys.modules.get("elitr_bench.models.replay")  # loaded if the model is one
-    return replay is not None and isinstance(model, replay.ReplayLM)
-
-
-def alternatives(kind: str, model: Any) -> str:
-    """The keyless ways out for this run, as ``lm_eval`` flags (replay only for replays)."""
-    from elitr_bench.judges.config import keyless_alternatives
-
-    return keyless_alternatives(kind, "lm_eval", replay=kind == "qa" and is_replay_model(model))
-
-
-def check_replay_fits(config: JudgeConfig | None, model: Any, kind: str = "qa") -> None:
-    """Refuse ``judge: replay`` for a model whose answers it has no scores for.
-
-    The replay judge scores only the released systems' answers; on any other model's
-    answers every item would end as ``error`` and the run would then suggest
-    ``elitr-bench score --judge replay``, which fails the same way.
-
-    Raises:
-        JudgeNotReadyError: One line naming the model and what works instead.
-    """
-    from elitr_bench.judges.errors import JudgeNotReadyError
-
-    if config is None or config.backend != "replay" or model is None or is_replay_model(model):
-        return
-    name = model if isinstance(model, str) else type(model).__name__
-    raise JudgeNotReadyError(
-        f"judge replay scores only the released systems' answers (--model {REPLAY_MODEL}); "
-        f"--model {name} writes new ones. Use an LLM judge, or {alternatives(kind, model)}"
-    )
 
 
 def check_run_judges(

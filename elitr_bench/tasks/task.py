@@ -457,7 +457,7 @@ class ElitrQATask(LmEvalContract, ConfigurableTask):
         """
         if not self.predict_only and self.judge_config is not None:
             from elitr_bench.judges import check_judge_ready
-            from elitr_bench.tasks.preflight import alternatives, check_replay_fits
+            from elitr_bench.tasks.replay_fit import alternatives, check_replay_fits
 
             lm = context.active_model()
             check_replay_fits(self.judge_config, lm)
