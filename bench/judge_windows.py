@@ -3,7 +3,7 @@
 For each judge example of the README this builds the prompts the judge would send on the
 released data (AutoMin 2023's 12 English test meetings and 9 systems' minutes, the released
 ELITR-Bench answers) and counts them as the judges' check does
-(:mod:`elitr_bench.judges.context_window`): prompt tokens plus the reserved ``max_tokens``
+(:mod:`elitr_bench.llm.context_window`): prompt tokens plus the reserved ``max_tokens``
 against the window. Nothing is sent.
 
 * Per meeting: the transcript's tokens (cl100k_base for GPT-4, o200k_base for GPT-4o),
@@ -22,10 +22,10 @@ from collections.abc import Sequence
 from elitr_bench.data import RELEASED_FILES, load_released_responses
 from elitr_bench.data.minutes import load_automin_meetings, load_automin_minutes
 from elitr_bench.judges.config import parse_judge_spec
-from elitr_bench.judges.context_window import openai_counter
 from elitr_bench.judges.minutes.base import MinutesItem
 from elitr_bench.judges.minutes.filler import cleaned_turns, compress
 from elitr_bench.judges.minutes.registry import context_over, context_unsure, get_method
+from elitr_bench.llm.context_window import openai_counter
 
 #: The README's judge examples (spec, what it judges).
 EXAMPLES: tuple[tuple[str, str], ...] = (
@@ -83,8 +83,8 @@ def _summary(spec: str, over: Sequence[object], unsure: Sequence[object], n: int
 
 def qa_check(spec: str) -> str:
     """The QA judge prompts of every released answer."""
-    from elitr_bench.judges.context_window import judge_window
     from elitr_bench.judges.engine import JudgeItem, judge_request, overlong_items
+    from elitr_bench.llm.context_window import judge_window
 
     config = parse_judge_spec(spec)
     items = [

@@ -27,7 +27,6 @@ from typing import Any
 from elitr_bench.cli_errors import debug_enabled
 from elitr_bench.data.errors import ElitrBenchError
 from elitr_bench.data.run_files import parse_samples_name, run_results_of, stamp_of
-from elitr_bench.judges.client import usage_line
 from elitr_bench.judges.config import (
     KEYLESS_JUDGE,
     JudgeConfig,
@@ -62,6 +61,7 @@ from elitr_bench.judges.rescore import (
     rebuild,
 )
 from elitr_bench.judges.rubrics import RUBRICS
+from elitr_bench.llm.client import usage_line
 
 #: Per-sample metrics the QA judge produces (never kept from the log when re-judging).
 QA_JUDGE_METRICS = frozenset({*SCORE_METRICS, JUDGE_UNSCORED, JUDGE_ERRORS})

@@ -15,17 +15,18 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse, urlsplit
+from urllib.parse import urlparse
 
 from elitr_bench.judges.errors import JudgeConfigError, JudgeNotReadyError
-from elitr_bench.judges.redact import (
+from elitr_bench.judges.rubrics import RUBRICS, Rubric
+from elitr_bench.llm.endpoint import effective_base_url, endpoint_key
+from elitr_bench.llm.redact import (
     MASK,
     conceal_spec,
     has_concealed_userinfo,
     redact_text,
     reveal_spec,
 )
-from elitr_bench.judges.rubrics import RUBRICS, Rubric
 
 DEFAULT_JUDGE_SPEC = "openai:gpt-4-0613"
 """The paper's judge (Sec. 4, footnote 9) with the Fig. 6/7 rubric."""
@@ -98,7 +99,7 @@ class JudgeConfig:
             ``truncate_middle`` (as the QA tasks' option).
         context: Every judge: its model's context window in tokens (prompt plus output).
             0 = known from the OpenAI model table or an hf judge's config, else not
-            checked (see ``judges/context_window.py``); a value overrides both.
+            checked (see ``llm/context_window.py``); a value overrides both.
     """
 
     backend: str
@@ -492,62 +493,9 @@ def _is_loopback(url: str) -> bool:
         return False
 
 
-def effective_base_url(config: JudgeConfig, env: Mapping[str, str] | None = None) -> str:
-    """Endpoint the openai backend will call ("" = the SDK's default)."""
-    environ = os.environ if env is None else env
-    return config.base_url or environ.get("OPENAI_BASE_URL", "")
-
-
-#: The OpenAI API the SDK calls when no base URL is set (normalised).
-DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
-
-_DEFAULT_PORTS = {"http": 80, "https": 443}
-
-
-def normalize_endpoint(url: str) -> str:
-    """Canonical form of an endpoint URL for cache keys and judge identities.
-
-    Scheme and host are lower-cased, a default port and trailing slashes dropped, so
-    ``HTTP://LocalHost:80/v1/`` and ``http://localhost/v1`` name one endpoint. User info,
-    query and fragment are dropped because they may carry credentials (``user:key@``,
-    ``?api-key=``), which must never reach a cache key, a cache row or a results file.
-    """
-    text = url.strip()
-    parts = urlsplit(text)
-    if not parts.scheme or not parts.netloc:
-        return text.rstrip("/")
-    scheme = parts.scheme.lower()
-    host = parts.hostname or ""
-    if ":" in host:  # IPv6 literal
-        host = f"[{host}]"
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    if port is not None and port != _DEFAULT_PORTS.get(scheme):
-        host = f"{host}:{port}"
-    return f"{scheme}://{host}{parts.path.rstrip('/')}"
-
-
 def judge_endpoint(config: JudgeConfig, env: Mapping[str, str] | None = None) -> str:
-    """The endpoint a judge calls when it is not the default OpenAI API, else ``""``.
-
-    Part of the cache key and the judge identity: a local or scripted OpenAI-compatible
-    server serving a model under the name ``gpt-4o`` must neither be answered from the
-    cache of the real ``gpt-4o`` nor fill it. ``""`` for the default endpoint keeps the
-    keys of existing caches valid. Azure is ``azure+<AZURE_OPENAI_ENDPOINT>`` (the
-    deployment is the judge's model name, already in the key). Never holds a secret.
-    """
-    if config.backend != "openai":
-        return ""
-    environ = os.environ if env is None else env
-    if config.azure:
-        return "azure+" + normalize_endpoint(environ.get("AZURE_OPENAI_ENDPOINT", ""))
-    base = effective_base_url(config, environ)
-    if not base:
-        return ""
-    endpoint = normalize_endpoint(base)
-    return "" if endpoint == DEFAULT_OPENAI_BASE_URL else endpoint
+    """The judge's endpoint in cache keys and identities (see ``llm.endpoint.endpoint_key``)."""
+    return endpoint_key(config, env)
 
 
 def judge_flag_hint(spec: str, command: str = "lm_eval") -> str:
@@ -621,7 +569,7 @@ def check_judge_ready(
     only after hours of model inference. Without ``network`` nothing is loaded and nothing
     leaves the machine; with it (and ``preflight`` left on in the spec) an API judge also
     gets one minimal authenticated request, once per process and endpoint (see
-    :meth:`~elitr_bench.judges.backends.openai_backend.OpenAIBackend.preflight`), and an
+    :meth:`~elitr_bench.llm.openai_backend.OpenAIBackend.preflight`), and an
     ``hf`` judge's config and tokenizer are resolved (local folder or hub cache, never the
     weights). A separate filler classifier (``filler_model=``) is checked the same way.
 
@@ -783,8 +731,8 @@ def _preflight(
     """
     if not config.preflight:
         return
-    from elitr_bench.judges.backends.openai_backend import OpenAIBackend
-    from elitr_bench.judges.engine import run_coroutine
+    from elitr_bench.llm.aio import run_coroutine
+    from elitr_bench.llm.openai_backend import OpenAIBackend
 
     backend = OpenAIBackend(config, environ)
     key = (backend.auth_scope, config.api_key_env)

@@ -17,29 +17,30 @@ import math
 import re
 import statistics
 import string
-import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar, cast
 
 from elitr_bench.data.records import ReleasedResponse
-from elitr_bench.judges.backends.base import CompletionBackend, CompletionRequest
-from elitr_bench.judges.cache import JudgeCache, open_cache
-from elitr_bench.judges.client import JudgeClient, gather_settled
 from elitr_bench.judges.config import JudgeConfig
-from elitr_bench.judges.context_window import (
+from elitr_bench.judges.errors import JudgeError, ReplayMatchError
+from elitr_bench.judges.rubrics import Rubric
+from elitr_bench.llm.aio import run_coroutine
+from elitr_bench.llm.base import CompletionBackend, CompletionRequest
+from elitr_bench.llm.cache import JudgeCache, open_cache
+from elitr_bench.llm.client import JudgeClient, gather_settled
+from elitr_bench.llm.context_window import (
     ContextWindowError,
     Overlong,
     judge_window,
     overlength_line,
     way_out,
 )
-from elitr_bench.judges.errors import JudgeConfigError, JudgeError, ReplayMatchError
-from elitr_bench.judges.pricing import price_for
-from elitr_bench.judges.ratelimit import RateLimiter
-from elitr_bench.judges.rubrics import Rubric
+from elitr_bench.llm.factory import make_backend
+from elitr_bench.llm.pricing import price_for
+from elitr_bench.llm.ratelimit import RateLimiter
 
 Status = Literal["scored", "unscored", "skipped", "error"]
 OnError = Literal["raise", "record"]
@@ -434,19 +435,6 @@ class LexicalJudge:
         return {"requests": 0, "estimated_cost_usd": 0.0, "priced": False}
 
 
-def make_backend(config: JudgeConfig) -> CompletionBackend:
-    """The completion backend of an LLM judge config."""
-    if config.backend == "openai":
-        from elitr_bench.judges.backends.openai_backend import OpenAIBackend
-
-        return OpenAIBackend(config)
-    if config.backend == "hf":
-        from elitr_bench.judges.backends.hf import HFBackend
-
-        return HFBackend(config)
-    raise JudgeConfigError(f"judge backend {config.backend!r} does not complete prompts")
-
-
 def make_judge(
     config: JudgeConfig,
     cache: JudgeCache | None = None,
@@ -661,28 +649,6 @@ async def judge_items_async(
     run = JudgeRun(judgements, config.identity(), active.usage(), time.perf_counter() - start)
     run.summary = summarize(judgements)
     return run
-
-
-def run_coroutine(factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
-    """Run a coroutine to completion from sync code, even if a loop already runs here."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(factory())
-    box: dict[str, Any] = {}
-
-    def worker() -> None:
-        try:
-            box["value"] = asyncio.run(factory())
-        except BaseException as exc:
-            box["error"] = exc
-
-    thread = threading.Thread(target=worker, name="elitr-judge")
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
 
 
 def judge_items(

@@ -1,29 +1,26 @@
 """Errors raised by the judge layer.
 
-All derive from the project's ``ElitrBenchError`` (a ``ValueError``) so that the CLI
-prints them as one line; each message names the setting at fault and the fix.
+The shared ones belong to the transport (:mod:`elitr_bench.llm.errors`), which judges
+build on; the judge families import them from here along with their own.
 """
 
 from __future__ import annotations
 
-from elitr_bench.data.errors import ElitrBenchError
+from elitr_bench.llm.errors import (
+    JudgeConfigError,
+    JudgeError,
+    JudgeNotReadyError,
+    JudgeRequestError,
+)
 
-
-class JudgeError(ElitrBenchError):
-    """Base class for judge configuration and run failures."""
-
-
-class JudgeConfigError(JudgeError):
-    """A judge spec string or option is malformed or unknown."""
-
-
-class JudgeNotReadyError(JudgeError):
-    """A judge cannot run here (missing API key, model path, optional package)."""
+__all__ = [
+    "JudgeConfigError",
+    "JudgeError",
+    "JudgeNotReadyError",
+    "JudgeRequestError",
+    "ReplayMatchError",
+]
 
 
 class ReplayMatchError(JudgeError):
     """A response has no (or an ambiguous) released score to replay."""
-
-
-class JudgeRequestError(JudgeError):
-    """Judge requests kept failing after all retries."""

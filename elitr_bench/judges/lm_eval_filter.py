@@ -30,12 +30,6 @@ from elitr_bench.judges.config import (
     get_run_judge,
     resolve_run_judge,
 )
-from elitr_bench.judges.context_window import (
-    judge_window,
-    larger_judge,
-    overlength_line,
-    way_out,
-)
 from elitr_bench.judges.engine import (
     SKIPPED,
     JudgeItem,
@@ -48,7 +42,13 @@ from elitr_bench.judges.engine import (
     summarize,
 )
 from elitr_bench.judges.metrics import register_lm_eval_aggregations
-from elitr_bench.judges.redact import MASK
+from elitr_bench.llm.context_window import (
+    judge_window,
+    larger_judge,
+    overlength_line,
+    way_out,
+)
+from elitr_bench.llm.redact import MASK
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +97,7 @@ def finish_hint(spec: str) -> str:
             "(or --judge lexical)"
         )
     hint = f"finish with: elitr-bench score {shlex.quote(out)} --judge {shlex.quote(spec)}"
-    if MASK + "@" in spec:  # concealed credentials (judges/redact.py) cannot be copied
+    if MASK + "@" in spec:  # concealed credentials (llm/redact.py) cannot be copied
         hint += f" (with the real user info in place of {MASK}, or in OPENAI_BASE_URL)"
     return hint
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from elitr_bench.judges.errors import JudgeConfigError
-from elitr_bench.judges.redact import scrub
+from elitr_bench.llm.redact import scrub
 
 #: Sections of a results file that the rebuild computes (the rest is the run's own).
 _REBUILT = (

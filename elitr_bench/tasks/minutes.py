@@ -52,7 +52,7 @@ from elitr_bench.data.minutes import (
 from elitr_bench.data.records import MinutesMeeting
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.metrics import judge_filter_name
-from elitr_bench.judges.redact import scrub
+from elitr_bench.llm.redact import scrub
 from elitr_bench.tasks import context, metrics
 from elitr_bench.tasks.minutes_metrics import (
     DEFAULT_BARTSCORE_MODEL,
@@ -225,7 +225,7 @@ def judge_for_minutes(metadata: Mapping[str, Any]) -> tuple[str, JudgeConfig | N
             f"--metadata judge={config.spec!r} is a QA judge; minutes tasks need a minutes "
             f"method (rubric={'|'.join(MINUTES_RUBRICS)} or method=mesa) or judge=none"
         )
-    # Concealed: lm-eval writes the filter's spec into the results (see judges/redact.py).
+    # Concealed: lm-eval writes the filter's spec into the results (see llm/redact.py).
     return config.spec, config
 
 

@@ -28,7 +28,7 @@ from elitr_bench.judges.metrics import (
     judge_filter_name,
     with_score_metric,
 )
-from elitr_bench.judges.redact import scrub
+from elitr_bench.llm.redact import scrub
 from elitr_bench.tasks import context, metrics
 from elitr_bench.tasks.metrics import rouge_l, token_f1
 from elitr_bench.tasks.options import OptionError, TaskOptions
@@ -58,7 +58,7 @@ def judge_for(metadata: dict[str, Any]) -> tuple[str, JudgeConfig | None]:
     """
     import elitr_bench.judges.lm_eval_filter  # noqa: F401  (registers the filter)
     from elitr_bench.judges import parse_judge_spec, resolve_judge_spec
-    from elitr_bench.judges.redact import conceal_spec
+    from elitr_bench.llm.redact import conceal_spec
 
     spec = resolve_judge_spec(str(metadata["judge"]) if metadata.get("judge") else None)
     if spec.lower() in ("none", "off", "skip"):

@@ -19,9 +19,10 @@ from pathlib import Path
 import pytest
 
 from elitr_bench.cli import main
-from elitr_bench.judges.backends.base import CompletionRequest
 from elitr_bench.judges.config import parse_judge_spec
-from elitr_bench.judges.context_window import (
+from elitr_bench.judges.engine import JudgeItem, check_items_fit
+from elitr_bench.llm.base import CompletionRequest
+from elitr_bench.llm.context_window import (
     OPENAI_MODELS,
     ContextWindowError,
     JudgeWindow,
@@ -30,7 +31,6 @@ from elitr_bench.judges.context_window import (
     known_model,
     openai_counter,
 )
-from elitr_bench.judges.engine import JudgeItem, check_items_fit
 from tests.conftest import run_lm_eval
 from tests.judges.test_cream_arena import write_run
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest
@@ -153,7 +153,7 @@ def test_counts_equal_tiktoken_on_the_automin_transcripts(encoding: str, sha256:
 def test_hf_window_comes_from_the_model_config(tiny_llama: Path, tmp_path: Path) -> None:
     from transformers import AutoTokenizer
 
-    from elitr_bench.judges.backends.hf import chat_text
+    from elitr_bench.llm.hf_backend import chat_text
 
     window = judge_window(parse_judge_spec(f"hf:{tiny_llama}"))
     assert (window.limit, window.source) == (32768, "config max_position_embeddings")
@@ -176,7 +176,7 @@ def test_hf_window_comes_from_the_model_config(tiny_llama: Path, tmp_path: Path)
 def test_hf_length_falls_back_to_nested_config_and_tokenizer() -> None:
     from types import SimpleNamespace
 
-    from elitr_bench.judges.context_window import hf_max_length
+    from elitr_bench.llm.context_window import hf_max_length
 
     nested = SimpleNamespace(text_config=SimpleNamespace(max_position_embeddings=4096))
     assert hf_max_length(nested, None) == (4096, "config max_position_embeddings")

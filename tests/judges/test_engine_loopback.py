@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from elitr_bench.judges import JudgeRequestError, parse_judge_spec
-from elitr_bench.judges.cache import SQLiteCache
 from elitr_bench.judges.engine import JudgeItem, judge_items
+from elitr_bench.llm.cache import SQLiteCache
 from tests.judges.conftest import TEST_KEY, boxed_by_response, response_in
 from tests.support.openai_server import (
     LoopbackOpenAI,

@@ -14,7 +14,7 @@ from elitr_bench.cli import main
 from elitr_bench.judges import JudgeConfigError, parse_judge_spec
 from elitr_bench.judges.config import check_judge_ready
 from elitr_bench.judges.engine import JudgeItem, judge_items
-from elitr_bench.judges.redact import (
+from elitr_bench.llm.redact import (
     conceal_spec,
     redact_text,
     reveal_spec,

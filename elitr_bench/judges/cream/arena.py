@@ -20,9 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from elitr_bench.data.errors import ElitrBenchError
-from elitr_bench.judges.backends.base import CompletionRequest, FatalBackendError
-from elitr_bench.judges.cache import Completion
-from elitr_bench.judges.client import JudgeClient
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.cream.compare import CALLS_PER_COMPARISON, CreamJudge, Entrant
 from elitr_bench.judges.cream.prompts import (
@@ -33,6 +30,9 @@ from elitr_bench.judges.cream.prompts import (
 from elitr_bench.judges.cream.scoring import Comparison
 from elitr_bench.judges.cream.segment import DEFAULT_UNIT, Summary
 from elitr_bench.judges.errors import JudgeError
+from elitr_bench.llm.base import CompletionRequest, FatalBackendError
+from elitr_bench.llm.cache import Completion
+from elitr_bench.llm.client import JudgeClient
 
 log = logging.getLogger(__name__)
 
@@ -260,7 +260,7 @@ class Plan:
 
 def plan(state: ArenaState, todo: Sequence[tuple[str, str, str]], config: JudgeConfig) -> Plan:
     """Count calls and estimate their cost (cache hits are not subtracted)."""
-    from elitr_bench.judges.pricing import estimate_cost, price_for
+    from elitr_bench.llm.pricing import estimate_cost, price_for
 
     max_kf = int(state.judge.get("max_key_facts", 16))
     unit = str(state.judge.get("unit", DEFAULT_UNIT))
@@ -301,7 +301,7 @@ def context_check(
     Raises:
         ContextWindowError: One line naming the meetings, their tokens and the way out.
     """
-    from elitr_bench.judges.context_window import (
+    from elitr_bench.llm.context_window import (
         ContextWindowError,
         Overlong,
         judge_window,

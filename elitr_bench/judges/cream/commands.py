@@ -14,7 +14,6 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from elitr_bench.judges.client import usage_line
 from elitr_bench.judges.config import (
     KEYLESS_JUDGE,
     JudgeConfig,
@@ -46,6 +45,7 @@ from elitr_bench.judges.cream.ratings import (
 )
 from elitr_bench.judges.cream.segment import DEFAULT_UNIT, UNITS
 from elitr_bench.judges.minutes.cli_args import add_budget_flags, check_budget, comma_list
+from elitr_bench.llm.client import usage_line
 
 DEFAULT_CREAM_JUDGE = "openai:gpt-4o-2024-05-13"
 """The paper's CREAM evaluator (Sec. 3.1 "gpt-4o-2024-05-13"; Sec. 4.1.2 "GPT-4o as
@@ -90,8 +90,8 @@ def arena_command(args: argparse.Namespace) -> int:
     """Handler of ``elitr-bench arena``."""
     from elitr_bench.data.minutes import AUTOMIN_MEETINGS, select_meetings
     from elitr_bench.judges.cream.report import analyse, write_outputs
-    from elitr_bench.judges.engine import run_coroutine
     from elitr_bench.judges.minutes.registry import make_client, usage_of
+    from elitr_bench.llm.aio import run_coroutine
 
     if args.systems and not args.automin:
         raise ArenaError("--systems picks AutoMin systems; add --automin (runs enter whole)")

@@ -20,8 +20,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from elitr_bench.judges.backends.base import CompletionRequest
-from elitr_bench.judges.client import JudgeClient
 from elitr_bench.judges.config import JudgeConfig, judge_endpoint
 from elitr_bench.judges.cream.parse import CreamParseError, parse_key_facts
 from elitr_bench.judges.cream.prompts import (
@@ -39,6 +37,8 @@ from elitr_bench.judges.cream.scoring import (
     unscored_side,
 )
 from elitr_bench.judges.cream.segment import DEFAULT_UNIT, Summary, check_unit
+from elitr_bench.llm.base import CompletionRequest
+from elitr_bench.llm.client import JudgeClient
 
 CALLS_PER_COMPARISON = 3
 """Extraction + one alignment per summary (re-asks of unusable replies come on top)."""

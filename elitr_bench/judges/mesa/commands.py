@@ -21,16 +21,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from elitr_bench.judges.client import usage_line
 from elitr_bench.judges.config import JudgeConfig, parse_judge_spec, with_options
 from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.minutes.base import MinutesAssessment, MinutesItem
 from elitr_bench.judges.minutes.cli_args import add_budget_flags, comma_list
+from elitr_bench.llm.client import usage_line
 
 if TYPE_CHECKING:
-    from elitr_bench.judges.client import JudgeClient
     from elitr_bench.judges.mesa.method import MesaMethod
     from elitr_bench.judges.mesa.plan import Plan
+    from elitr_bench.llm.client import JudgeClient
 
 RESULTS_FILE = "mesa.jsonl"
 DETAILS_FILE = "mesa_details.jsonl"
@@ -129,8 +129,8 @@ def _plan_and_check(
     Returns:
         The plan, or None when the command stops here (``--dry-run``).
     """
-    from elitr_bench.judges.engine import run_coroutine
     from elitr_bench.judges.mesa.plan import check_budget, make_plan
+    from elitr_bench.llm.aio import run_coroutine
 
     try:
         plan = make_plan(
@@ -164,8 +164,8 @@ def _check_context(method: MesaMethod, config: JudgeConfig, items: Sequence[Minu
     Raises:
         ContextWindowError: One line naming the meetings, their tokens and the way out.
     """
-    from elitr_bench.judges.context_window import judge_window
     from elitr_bench.judges.mesa.fit import check_all, window_budget
+    from elitr_bench.llm.context_window import judge_window
 
     pairs = [(i.meeting_id, i.transcript, i.minutes) for i in items]
     policy = method.options.overlength
@@ -188,10 +188,10 @@ def _cmd_mesa(args: argparse.Namespace) -> int:
     from elitr_bench.judges.config import (
         resolve_judge_spec,
     )
-    from elitr_bench.judges.engine import run_coroutine
     from elitr_bench.judges.mesa.automin import automin_items
     from elitr_bench.judges.mesa.method import MesaMethod
     from elitr_bench.judges.minutes.registry import assess_items_run, make_client
+    from elitr_bench.llm.aio import run_coroutine
 
     config = mesa_config(resolve_judge_spec(args.judge), args.error_types, args.guidance)
     method = MesaMethod(config)
@@ -278,10 +278,10 @@ def _cmd_train(args: argparse.Namespace) -> int:
     from elitr_bench.judges.config import (
         resolve_judge_spec,
     )
-    from elitr_bench.judges.engine import run_coroutine
     from elitr_bench.judges.mesa.method import MesaMethod
     from elitr_bench.judges.mesa.selftrain import automin_feedback_samples, split_meetings, train
     from elitr_bench.judges.minutes.registry import make_client
+    from elitr_bench.llm.aio import run_coroutine
 
     config = mesa_config(resolve_judge_spec(args.judge), args.error_types, args.guidance)
     method = MesaMethod(config)

@@ -18,11 +18,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from elitr_bench.judges.backends.base import CompletionRequest
-from elitr_bench.judges.client import JudgeClient, gather_settled
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.mesa.parsing import Parsed
 from elitr_bench.judges.mesa.prompts import challenge_prompt, synthesis_prompt
+from elitr_bench.llm.base import CompletionRequest
+from elitr_bench.llm.client import JudgeClient, gather_settled
 
 T = TypeVar("T")
 Parser = Callable[[str], Parsed[T]]

@@ -1,7 +1,7 @@
 """Fitting MESA's prompts into the judge's context, with the QA tasks' ``overlength`` policy.
 
 Every MESA prompt carries the whole transcript. The judge's window comes from
-:mod:`elitr_bench.judges.context_window` (``context=N``, the OpenAI model table, or an hf
+:mod:`elitr_bench.llm.context_window` (``context=N``, the OpenAI model table, or an hf
 judge's config); each summary's longest prompt is measured before any call and handled
 as the QA tasks handle over-long prompts: ``error`` stops with one line listing the
 meetings, ``skip`` leaves the summary unscored with the reason, ``truncate_middle`` cuts
@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from elitr_bench.judges.context_window import (
+from elitr_bench.llm.context_window import (
     ContextWindowError,
     JudgeWindow,
     Overlong,

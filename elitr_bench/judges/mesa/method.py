@@ -16,9 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from elitr_bench.judges.client import JudgeClient, gather_settled
 from elitr_bench.judges.config import JudgeConfig, judge_endpoint
-from elitr_bench.judges.context_window import JudgeWindow, Overlong, judge_window
 from elitr_bench.judges.mesa.aggregate import overall
 from elitr_bench.judges.mesa.debate import Agent, run_step
 from elitr_bench.judges.mesa.error_types import ErrorType
@@ -49,6 +47,8 @@ from elitr_bench.judges.mesa.prompts import (
 )
 from elitr_bench.judges.minutes.base import MinutesAssessment, MinutesItem, status_for
 from elitr_bench.judges.minutes.registry import register_method
+from elitr_bench.llm.client import JudgeClient, gather_settled
+from elitr_bench.llm.context_window import JudgeWindow, Overlong, judge_window
 
 METHOD = "mesa"
 

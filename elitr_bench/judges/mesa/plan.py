@@ -17,13 +17,13 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from elitr_bench.judges.client import JudgeClient
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.mesa.method import MesaMethod
 from elitr_bench.judges.mesa.options import CHALLENGERS
 from elitr_bench.judges.minutes.base import MinutesItem
 from elitr_bench.judges.minutes.cli_args import check_budget as budget_check
-from elitr_bench.judges.pricing import estimate_cost, price_for
+from elitr_bench.llm.client import JudgeClient
+from elitr_bench.llm.pricing import estimate_cost, price_for
 
 #: Typical characters per token (o200k on the 12 AutoMin 2023 transcripts: 3.72).
 TYPICAL_CHARS_PER_TOKEN = 3.7

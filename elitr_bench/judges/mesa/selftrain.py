@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from elitr_bench.data.errors import ElitrBenchError
-from elitr_bench.judges.client import JudgeClient
 from elitr_bench.judges.jsonparse import parse_json_reply
 from elitr_bench.judges.mesa.debate import Agent, ask
 from elitr_bench.judges.mesa.guidance import Guidance
@@ -39,6 +38,7 @@ from elitr_bench.judges.mesa.method import MesaMethod
 from elitr_bench.judges.mesa.parsing import Parsed
 from elitr_bench.judges.mesa.prompts import consolidation_prompt, feedback_prompt
 from elitr_bench.judges.minutes.base import MinutesAssessment, MinutesItem
+from elitr_bench.llm.client import JudgeClient
 
 ANNOTATIONS_NOTE = (
     "AutoMin 2023 human scores (1-5, 5 = best) of adequacy, fluency, grammaticality and "

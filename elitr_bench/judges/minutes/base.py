@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
-    from elitr_bench.judges.client import JudgeClient
     from elitr_bench.judges.config import JudgeConfig
+    from elitr_bench.llm.client import JudgeClient
 
 AssessmentStatus = Literal["ok", "partial", "unscored", "error", "skipped"]
 STATUSES: tuple[str, ...] = ("ok", "partial", "unscored", "error", "skipped")

@@ -30,12 +30,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from elitr_bench.judges.backends.base import CompletionRequest
-from elitr_bench.judges.client import gather_settled
 from elitr_bench.judges.minutes.prompts import build_filler_prompt, parse_filler_label
+from elitr_bench.llm.base import CompletionRequest
+from elitr_bench.llm.client import gather_settled
 
 if TYPE_CHECKING:
-    from elitr_bench.judges.client import JudgeClient
+    from elitr_bench.llm.client import JudgeClient
 
 # Speaker labels of the ELITR / AutoMin transcripts: "(PERSON7)", "(?PERSON10?)",
 # "(OTHER PERSONS)". Parenthesised speech such as "(Oh really?)" is not a label.

@@ -31,9 +31,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from elitr_bench.judges.backends.base import CompletionRequest
-from elitr_bench.judges.client import gather_settled
-from elitr_bench.judges.context_window import CONTEXT_DETAIL, Overlong, judge_window
 from elitr_bench.judges.minutes.base import (
     MinutesAssessment,
     MinutesItem,
@@ -57,10 +54,13 @@ from elitr_bench.judges.minutes.prompts import (
     parse_scores,
 )
 from elitr_bench.judges.minutes.registry import make_client, register_method, usage_of
+from elitr_bench.llm.base import CompletionRequest
+from elitr_bench.llm.client import gather_settled
+from elitr_bench.llm.context_window import CONTEXT_DETAIL, Overlong, judge_window
 
 if TYPE_CHECKING:
-    from elitr_bench.judges.client import JudgeClient
     from elitr_bench.judges.config import JudgeConfig
+    from elitr_bench.llm.client import JudgeClient
 
 
 class GPTMinutesJudge:

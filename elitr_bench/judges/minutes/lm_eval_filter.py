@@ -37,13 +37,6 @@ from elitr_bench.judges.config import (
     get_run_judge,
     resolve_run_judge,
 )
-from elitr_bench.judges.context_window import (
-    CONTEXT_DETAIL,
-    Overlong,
-    judge_window,
-    larger_judge,
-    way_out,
-)
 from elitr_bench.judges.lm_eval_filter import (
     finish_hint,
     first_text,
@@ -66,6 +59,13 @@ from elitr_bench.judges.minutes.registry import (
     get_method,
     plan,
     warn_unsure,
+)
+from elitr_bench.llm.context_window import (
+    CONTEXT_DETAIL,
+    Overlong,
+    judge_window,
+    larger_judge,
+    way_out,
 )
 
 log = logging.getLogger(__name__)
@@ -297,7 +297,7 @@ def _record(assessments: Sequence[MinutesAssessment], config: JudgeConfig, hint:
 
 def run_sync(items: Sequence[MinutesItem], config: JudgeConfig, method: Any) -> MinutesRun:
     """Run :func:`assess_items_run` from synchronous code (lm-eval filters are sync)."""
-    from elitr_bench.judges.engine import run_coroutine
+    from elitr_bench.llm.aio import run_coroutine
 
     return run_coroutine(
         lambda: assess_items_run(items, config, method=method, desc="minutes judge")

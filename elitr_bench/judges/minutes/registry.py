@@ -30,10 +30,10 @@ from elitr_bench.judges.minutes.base import (
 )
 
 if TYPE_CHECKING:
-    from elitr_bench.judges.cache import JudgeCache
-    from elitr_bench.judges.client import JudgeClient
     from elitr_bench.judges.config import JudgeConfig
-    from elitr_bench.judges.context_window import Overlong
+    from elitr_bench.llm.cache import JudgeCache
+    from elitr_bench.llm.client import JudgeClient
+    from elitr_bench.llm.context_window import Overlong
 
 log = logging.getLogger(__name__)
 
@@ -141,11 +141,11 @@ def make_client(config: JudgeConfig, cache: JudgeCache | None = None) -> JudgeCl
     Raises:
         JudgeConfigError: The backend does not complete prompts (replay, lexical).
     """
-    from elitr_bench.judges.cache import open_cache
-    from elitr_bench.judges.client import JudgeClient
-    from elitr_bench.judges.context_window import judge_window
-    from elitr_bench.judges.engine import make_backend
-    from elitr_bench.judges.ratelimit import RateLimiter
+    from elitr_bench.llm.cache import open_cache
+    from elitr_bench.llm.client import JudgeClient
+    from elitr_bench.llm.context_window import judge_window
+    from elitr_bench.llm.factory import make_backend
+    from elitr_bench.llm.ratelimit import RateLimiter
 
     if not config.is_llm:
         raise JudgeConfigError(
@@ -189,7 +189,7 @@ def context_line(
     what: str, over: Sequence[Overlong], method: MinutesMethod, config: JudgeConfig
 ) -> str:
     """The one line naming over-long meetings, their tokens, the limit and the ways out."""
-    from elitr_bench.judges.context_window import judge_window, overlength_line, way_out
+    from elitr_bench.llm.context_window import judge_window, overlength_line, way_out
 
     extra = getattr(method, "context_way_out", None)
     alternatives: tuple[str, ...] = tuple(extra()) if callable(extra) else ()
@@ -210,7 +210,7 @@ def check_context(
     Raises:
         ContextWindowError: One line naming every such meeting and the way out.
     """
-    from elitr_bench.judges.context_window import ContextWindowError
+    from elitr_bench.llm.context_window import ContextWindowError
 
     over = [o for o in context_over(items, method) if o is not None]
     if over:
@@ -220,7 +220,7 @@ def check_context(
 
 def warn_unsure(items: Sequence[MinutesItem], method: MinutesMethod, config: JudgeConfig) -> None:
     """Say which meetings fit the window only if filler compression removes enough."""
-    from elitr_bench.judges.context_window import judge_window, worst_by_label
+    from elitr_bench.llm.context_window import judge_window, worst_by_label
 
     unsure = [o for o in context_unsure(items, method) if o is not None]
     if unsure:
@@ -416,7 +416,7 @@ def plan(
     (``planned_side_calls``, e.g. a ``filler_model`` classifier) are counted in ``calls``
     and priced at that model; ``side`` lists them by label.
     """
-    from elitr_bench.judges.pricing import estimate_cost, price_for
+    from elitr_bench.llm.pricing import estimate_cost, price_for
 
     calls = 0
     prompt_tokens = 0

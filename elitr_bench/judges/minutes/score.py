@@ -19,7 +19,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from elitr_bench.judges.client import usage_line
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.lm_eval_filter import judged_json
 from elitr_bench.judges.metrics import JUDGE_ERRORS, JUDGE_UNSCORED, judge_filter_name
@@ -31,6 +30,7 @@ from elitr_bench.judges.minutes.lm_eval_filter import (
     run_sync,
 )
 from elitr_bench.judges.minutes.registry import get_method, plan
+from elitr_bench.llm.client import usage_line
 
 
 def minutes_text(sample: Mapping[str, Any]) -> str:

@@ -11,9 +11,9 @@ import asyncio
 import contextlib
 from typing import Any
 
-from elitr_bench.judges.backends.base import CompletionRequest, FatalBackendError
-from elitr_bench.judges.cache import Completion
-from elitr_bench.judges.config import JudgeConfig
+from elitr_bench.llm.base import CompletionRequest, FatalBackendError
+from elitr_bench.llm.cache import Completion
+from elitr_bench.llm.endpoint import EndpointSpec
 
 
 def chat_text(tok: Any, prompt: str, messages: tuple[tuple[str, str], ...] = ()) -> str:
@@ -37,7 +37,7 @@ class HFBackend:
     #: A local model path or hub id is already the model; the device does not change it.
     endpoint = ""
 
-    def __init__(self, config: JudgeConfig) -> None:
+    def __init__(self, config: EndpointSpec) -> None:
         self.model = config.model
         self._config = config
         self._batch_size = config.batch_size

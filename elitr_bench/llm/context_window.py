@@ -41,13 +41,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from elitr_bench.judges.backends.base import CompletionRequest
-from elitr_bench.judges.errors import JudgeError
-
-if TYPE_CHECKING:
-    from elitr_bench.judges.config import JudgeConfig
+from elitr_bench.llm.base import CompletionRequest
+from elitr_bench.llm.endpoint import EndpointSpec, endpoint_key
+from elitr_bench.llm.errors import JudgeError
 
 log = logging.getLogger(__name__)
 
@@ -243,7 +241,7 @@ def hf_window(model: str) -> tuple[int, str, TokenCounter | None, str]:
     try:
         from transformers import AutoConfig, AutoTokenizer
 
-        from elitr_bench.judges.backends.hf import chat_text
+        from elitr_bench.llm.hf_backend import chat_text
 
         tok = AutoTokenizer.from_pretrained(model)
         cfg = AutoConfig.from_pretrained(model)
@@ -340,7 +338,7 @@ class JudgeWindow:
             )
 
 
-def judge_label(config: JudgeConfig) -> str:
+def judge_label(config: EndpointSpec) -> str:
     """``backend:model`` of a judge (the spec may hold paths and options)."""
     return f"{config.backend}:{config.model}" if config.model else config.backend
 
@@ -348,7 +346,7 @@ def judge_label(config: JudgeConfig) -> str:
 _NOTED: set[str] = set()
 
 
-def judge_window(config: JudgeConfig) -> JudgeWindow:
+def judge_window(config: EndpointSpec) -> JudgeWindow:
     """The context window of a judge config (see the module docstring for the order).
 
     An API model that is neither in the table nor given ``context=`` is not checked; a
@@ -455,15 +453,13 @@ def overlength_line(what: str, over: Sequence[Overlong], window: JudgeWindow, wa
     )
 
 
-def larger_judge(config: JudgeConfig, needed: int) -> str | None:
+def larger_judge(config: EndpointSpec, needed: int) -> str | None:
     """A judge spec like ``config`` with an OpenAI model whose window holds ``needed`` tokens.
 
     Only for judges of OpenAI's own API (a model name means nothing to another server).
     ``context=`` is dropped from the suggestion, since it would override the window.
     """
-    from elitr_bench.judges.config import judge_endpoint
-
-    if config.backend != "openai" or config.azure or judge_endpoint(config):
+    if config.backend != "openai" or config.azure or endpoint_key(config):
         return None
     for name in _SUGGESTED:
         if OPENAI_MODELS[name].context >= needed:
@@ -476,7 +472,7 @@ def larger_judge(config: JudgeConfig, needed: int) -> str | None:
     return None
 
 
-def way_out(config: JudgeConfig, over: Sequence[Overlong], *alternatives: str) -> str:
+def way_out(config: EndpointSpec, over: Sequence[Overlong], *alternatives: str) -> str:
     """What to do: a larger judge (named when we know one), then method-specific options."""
     needed = max(o.tokens + o.max_tokens for o in over) if over else 0
     bigger = larger_judge(config, needed)

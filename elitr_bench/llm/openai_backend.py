@@ -1,7 +1,7 @@
 """OpenAI-compatible chat-completions backend (OpenAI, Azure OpenAI, vLLM, TGI, ...).
 
 Uses the async ``openai`` SDK with its own retries disabled: retries and back-off are
-done by :mod:`elitr_bench.judges.client` so that a ``Retry-After`` pauses every request
+done by :mod:`elitr_bench.llm.client` so that a ``Retry-After`` pauses every request
 and retry counts are reported. The API key is read from the environment at start-up and
 is never written anywhere; error messages are scrubbed of it. User info in the base URL
 (``http://user:password@host/v1``) is sent as the HTTP Basic ``Authorization`` header it
@@ -16,16 +16,16 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from elitr_bench.judges.backends.base import (
+from elitr_bench.llm.base import (
     AuthenticationRejected,
     CompletionRequest,
     FatalBackendError,
     RetryableError,
 )
-from elitr_bench.judges.cache import Completion
-from elitr_bench.judges.config import JudgeConfig, effective_base_url, judge_endpoint
-from elitr_bench.judges.ratelimit import parse_retry_after
-from elitr_bench.judges.redact import redact_text, split_userinfo
+from elitr_bench.llm.cache import Completion
+from elitr_bench.llm.endpoint import EndpointSpec, effective_base_url, endpoint_key
+from elitr_bench.llm.ratelimit import parse_retry_after
+from elitr_bench.llm.redact import redact_text, split_userinfo
 
 _RETRYABLE_STATUS = {408, 409, 425, 429}
 _AUTH_STATUS = {401, 403}
@@ -69,11 +69,11 @@ class OpenAIBackend:
 
     kind = "openai"
 
-    def __init__(self, config: JudgeConfig, env: Mapping[str, str] | None = None) -> None:
+    def __init__(self, config: EndpointSpec, env: Mapping[str, str] | None = None) -> None:
         environ = os.environ if env is None else env
         self.model = config.model
         #: Non-default endpoint (normalised, no secrets) for the cache key; "" = OpenAI's.
-        self.endpoint = judge_endpoint(config, environ)
+        self.endpoint = endpoint_key(config, environ)
         self._config = config
         key = environ.get(config.api_key_env) or ""
         secrets = [key]

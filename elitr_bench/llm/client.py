@@ -26,18 +26,18 @@ from collections.abc import Awaitable
 from dataclasses import asdict, dataclass
 from typing import Any, TypeVar, cast
 
-from elitr_bench.judges.backends.base import (
+from elitr_bench.llm.base import (
     AuthenticationRejected,
     CompletionBackend,
     CompletionRequest,
     FatalBackendError,
     RetryableError,
 )
-from elitr_bench.judges.cache import Completion, JudgeCache, cache_key
-from elitr_bench.judges.context_window import JudgeWindow
-from elitr_bench.judges.errors import JudgeRequestError
-from elitr_bench.judges.pricing import estimate_cost
-from elitr_bench.judges.ratelimit import RateLimiter, backoff_delay
+from elitr_bench.llm.cache import Completion, JudgeCache, cache_key
+from elitr_bench.llm.context_window import JudgeWindow
+from elitr_bench.llm.errors import JudgeRequestError
+from elitr_bench.llm.pricing import estimate_cost
+from elitr_bench.llm.ratelimit import RateLimiter, backoff_delay
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from elitr_bench.judges.errors import JudgeConfigError
+from elitr_bench.llm.errors import JudgeConfigError
 
 CACHE_SCHEMA_VERSION = 1
 

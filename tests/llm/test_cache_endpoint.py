@@ -13,16 +13,17 @@ from pathlib import Path
 import pytest
 
 from elitr_bench.judges import parse_judge_spec
-from elitr_bench.judges.backends.base import CompletionRequest
-from elitr_bench.judges.backends.hf import HFBackend
-from elitr_bench.judges.backends.openai_backend import OpenAIBackend
-from elitr_bench.judges.cache import MemoryCache, cache_key
-from elitr_bench.judges.client import JudgeClient
-from elitr_bench.judges.config import judge_endpoint, normalize_endpoint
+from elitr_bench.judges.config import judge_endpoint
 from elitr_bench.judges.cream.arena import ArenaError, ArenaState, merge
 from elitr_bench.judges.cream.compare import cream_identity
 from elitr_bench.judges.engine import JudgeItem, judge_items
 from elitr_bench.judges.mesa.method import _member
+from elitr_bench.llm.base import CompletionRequest
+from elitr_bench.llm.cache import MemoryCache, cache_key
+from elitr_bench.llm.client import JudgeClient
+from elitr_bench.llm.endpoint import normalize_endpoint
+from elitr_bench.llm.hf_backend import HFBackend
+from elitr_bench.llm.openai_backend import OpenAIBackend
 from tests.judges.conftest import TEST_KEY
 from tests.support.openai_server import LoopbackOpenAI
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from elitr_bench.judges.cache import Completion
+from elitr_bench.llm.cache import Completion
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ class AuthenticationRejected(FatalBackendError):
 
     Every further request with the same credentials would be refused too (and may count
     against an account), so the client sends none after it: see
-    :class:`elitr_bench.judges.client.JudgeClient`.
+    :class:`elitr_bench.llm.client.JudgeClient`.
     """
 
 

@@ -1,0 +1,28 @@
+"""Errors of the transport to a model used as a judge.
+
+All derive from the project's ``ElitrBenchError`` (a ``ValueError``) so that the CLI
+prints them as one line; each message names the setting at fault and the fix. Their
+names say "judge" because that is what users meet them as (they appear in logged
+reasons such as ``JudgeRequestError: ...``); the judge families raise them too, through
+:mod:`elitr_bench.llm.errors`.
+"""
+
+from __future__ import annotations
+
+from elitr_bench.data.errors import ElitrBenchError
+
+
+class JudgeError(ElitrBenchError):
+    """Base class for judge configuration and run failures."""
+
+
+class JudgeConfigError(JudgeError):
+    """A judge spec string or option is malformed or unknown."""
+
+
+class JudgeNotReadyError(JudgeError):
+    """A judge cannot run here (missing API key, model path, optional package)."""
+
+
+class JudgeRequestError(JudgeError):
+    """Judge requests kept failing after all retries."""
