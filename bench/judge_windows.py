@@ -22,9 +22,9 @@ from collections.abc import Sequence
 from elitr_bench.data import RELEASED_FILES, load_released_responses
 from elitr_bench.data.minutes import load_automin_meetings, load_automin_minutes
 from elitr_bench.judges.config import parse_judge_spec
-from elitr_bench.judges.minutes.base import MinutesItem
 from elitr_bench.judges.minutes.filler import cleaned_turns, compress
-from elitr_bench.judges.minutes.registry import context_over, context_unsure, get_method
+from elitr_bench.judges.summary.base import MinutesItem
+from elitr_bench.judges.summary.registry import context_over, context_unsure, get_method
 from elitr_bench.llm.context_window import openai_counter
 
 #: The README's judge examples (spec, what it judges).

@@ -378,7 +378,7 @@ def _check_qa_fit(files: list[Path], config: JudgeConfig) -> None:
 
 
 def _cmd_score(args: argparse.Namespace) -> int:
-    from elitr_bench.judges.minutes.registry import method_name
+    from elitr_bench.judges.summary.registry import method_name
 
     config = judge_config_from_args(args.judge, args.rubric)
     judge = config.spec or config.backend

@@ -8,10 +8,11 @@ what a reported score means.
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import ipaddress
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -78,7 +79,7 @@ class JudgeConfig:
         progress: Show a tqdm progress bar.
         preflight: Send one minimal authenticated request before any generation
             (openai backend), so a wrong key, URL or model fails in seconds.
-        method: Minutes method (``mesa``, ...; see ``judges/minutes/registry.py``); the
+        method: Minutes method (``mesa``, ...; see ``judges/summary/registry.py``); the
             AutoMin prompt methods are chosen with ``rubric=gpt-art`` / ``rubric=gpt-afgr``.
         filler: Minutes judges only: compress the transcript by dropping filler turns
             (AutoMin Sec. 6.3, Fig. 19) before judging.
@@ -368,22 +369,65 @@ def parse_judge_spec(spec: str, *, family: str | None = None) -> JudgeConfig:
     return config
 
 
+SpecCheck = Callable[["JudgeConfig", str], None]
+
+
+@dataclass(frozen=True)
+class FamilyHooks:
+    """What a judge family adds to spec parsing: its rubric names, methods, option check.
+
+    Attributes:
+        family: The family's name, as error messages name it (``minutes``, ``mesa``).
+        rubrics: Names ``rubric=`` may select besides the QA rubrics.
+        methods: Names ``method=`` may select (a function: a registry may grow).
+        check: Raises :class:`JudgeConfigError` for options of this family that are
+            wrong for the parsed spec (its own options, or ones given without it).
+    """
+
+    family: str
+    rubrics: tuple[str, ...] = ()
+    methods: Callable[[], Sequence[str]] | None = None
+    check: SpecCheck | None = None
+
+
+_HOOKS: dict[str, FamilyHooks] = {}
+
+#: Modules whose import registers the built-in families' hooks, loaded on first parse by
+#: name: the core names no family module in its imports, so a family depends on the core
+#: and never the other way round (a third-party family imports this module and calls
+#: :func:`register_family_hooks` itself).
+_BUILTIN_FAMILY_MODULES = ("elitr_bench.judges.summary.registry", "elitr_bench.judges.mesa.options")
+
+
+def register_family_hooks(hooks: FamilyHooks) -> None:
+    """Add (or replace) a judge family's hooks into spec parsing."""
+    _HOOKS[hooks.family] = hooks
+
+
+def family_hooks() -> tuple[FamilyHooks, ...]:
+    """Every family's hooks, in registration order (built-ins loaded first)."""
+    for module in _BUILTIN_FAMILY_MODULES:
+        importlib.import_module(module)
+    return tuple(_HOOKS.values())
+
+
 def _validate(config: JudgeConfig, spec: str) -> None:
     def bad(msg: str) -> JudgeConfigError:
         return JudgeConfigError(f"judge spec {spec!r}: {msg}")
 
-    from elitr_bench.judges.minutes.registry import MINUTES_RUBRICS, known_methods
-
-    if config.rubric not in RUBRICS and config.rubric not in MINUTES_RUBRICS:
+    hooks = family_hooks()
+    family_rubrics = [(h.family, h.rubrics) for h in hooks if h.rubrics]
+    if config.rubric not in RUBRICS and not any(config.rubric in r for _, r in family_rubrics):
+        others = " or ".join(f"{', '.join(r)} ({family})" for family, r in family_rubrics)
         raise bad(
-            f"unknown rubric {config.rubric!r}; use one of {', '.join(RUBRICS)} (QA) or "
-            f"{', '.join(MINUTES_RUBRICS)} (minutes)"
+            f"unknown rubric {config.rubric!r}; use one of {', '.join(RUBRICS)} (QA) or {others}"
         )
-    if config.method and config.method not in known_methods():
-        raise bad(f"unknown method {config.method!r}; use one of {', '.join(known_methods())}")
-    from elitr_bench.judges.mesa.options import validate_mesa_options
-
-    validate_mesa_options(config, spec)
+    methods = sorted({m for h in hooks if h.methods is not None for m in h.methods()})
+    if config.method and config.method not in methods:
+        raise bad(f"unknown method {config.method!r}; use one of {', '.join(methods)}")
+    for hook in hooks:
+        if hook.check is not None:
+            hook.check(config, spec)
     if not 0.0 <= config.temperature <= 2.0:
         raise bad(f"temperature={config.temperature} must be in [0, 2]")
     if not 0.0 < config.top_p <= 1.0:

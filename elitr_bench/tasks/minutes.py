@@ -206,7 +206,7 @@ def judge_for_minutes(metadata: Mapping[str, Any]) -> tuple[str, JudgeConfig | N
     """
     from elitr_bench.judges import parse_judge_spec
     from elitr_bench.judges.config import ENV_JUDGE
-    from elitr_bench.judges.minutes.registry import MINUTES_RUBRICS, method_name
+    from elitr_bench.judges.summary.registry import MINUTES_RUBRICS, method_name
 
     explicit = str(metadata.get("judge") or "").strip()
     spec = explicit
@@ -401,7 +401,7 @@ class MinutesTask(LmEvalContract, ConfigurableTask):
         for its generation.
         """
         from elitr_bench.judges.minutes.lm_eval_filter import item_from_doc
-        from elitr_bench.judges.minutes.registry import check_context, get_method
+        from elitr_bench.judges.summary.registry import check_context, get_method
 
         assert self.judge_config is not None
         docs = {str(i.doc["meeting_id"]): i.doc for i in getattr(self, "_instances", None) or []}

@@ -105,7 +105,7 @@ def test_bad_error_type_file_is_one_line(tmp_path: Path, body: str, needle: str)
 def test_custom_error_types_change_metrics(tmp_path: Path) -> None:
     path = tmp_path / "types.yaml"
     path.write_text("types:\n  ACT: {name: Action items, definition: Missing owners., weight: 2}\n")
-    from elitr_bench.judges.minutes.registry import get_method
+    from elitr_bench.judges.summary.registry import get_method
 
     method = get_method(parse_judge_spec(f"openai:m,method=mesa,error_types={path}"))
     assert method.metrics == ("mesa_quality", "mesa_ACT")

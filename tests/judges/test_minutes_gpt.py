@@ -36,8 +36,8 @@ from elitr_bench.judges.minutes.prompts import (
     parse_filler_label,
     parse_scores,
 )
-from elitr_bench.judges.minutes.registry import assess_items_run, plan
 from elitr_bench.judges.minutes.score_parsing import read_criteria
+from elitr_bench.judges.summary.registry import assess_items_run, plan
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest, Reply
 
 PAPER = next(Path("/work/shared/papers").glob("002_*.txt"), None)

@@ -18,7 +18,7 @@ import pytest
 
 from elitr_bench.judges import JudgeRequestError, parse_judge_spec
 from elitr_bench.judges.engine import JudgeItem, judge_items
-from elitr_bench.judges.minutes.registry import assess_items_run
+from elitr_bench.judges.summary.registry import assess_items_run
 from elitr_bench.llm.base import CompletionRequest
 from elitr_bench.llm.cache import NullCache, SQLiteCache
 from elitr_bench.llm.client import JudgeClient, usage_line
@@ -295,7 +295,7 @@ def test_a_failing_mesa_item_waits_for_its_other_requests_so_counts_are_exact(
     loopback: LoopbackOpenAI,
 ) -> None:
     from elitr_bench.judges.minutes import MinutesItem
-    from elitr_bench.judges.minutes.registry import get_method
+    from elitr_bench.judges.summary.registry import get_method
     from elitr_bench.llm.aio import run_coroutine
     from tests.judges.test_mesa_script import make_script
 

@@ -44,7 +44,7 @@ from elitr_bench.judges.cream.ratings import (
     EloParams,
 )
 from elitr_bench.judges.cream.segment import DEFAULT_UNIT, UNITS
-from elitr_bench.judges.minutes.cli_args import add_budget_flags, check_budget, comma_list
+from elitr_bench.judges.summary.budget import add_budget_flags, check_budget, comma_list
 from elitr_bench.llm.client import usage_line
 
 DEFAULT_CREAM_JUDGE = "openai:gpt-4o-2024-05-13"
@@ -90,7 +90,7 @@ def arena_command(args: argparse.Namespace) -> int:
     """Handler of ``elitr-bench arena``."""
     from elitr_bench.data.minutes import AUTOMIN_MEETINGS, select_meetings
     from elitr_bench.judges.cream.report import analyse, write_outputs
-    from elitr_bench.judges.minutes.registry import make_client, usage_of
+    from elitr_bench.judges.summary.registry import make_client, usage_of
     from elitr_bench.llm.aio import run_coroutine
 
     if args.systems and not args.automin:

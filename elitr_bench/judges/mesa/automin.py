@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from elitr_bench.judges.minutes.base import MinutesItem
+from elitr_bench.judges.summary.base import MinutesItem
 
 
 def automin_items(systems: Sequence[str] | None, meetings: Sequence[str]) -> list[MinutesItem]:

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from elitr_bench.judges.config import JudgeConfig, parse_judge_spec, with_options
 from elitr_bench.judges.errors import JudgeConfigError
-from elitr_bench.judges.minutes.base import MinutesAssessment, MinutesItem
-from elitr_bench.judges.minutes.cli_args import add_budget_flags, comma_list
+from elitr_bench.judges.summary.base import MinutesAssessment, MinutesItem
+from elitr_bench.judges.summary.budget import add_budget_flags, comma_list
 from elitr_bench.llm.client import usage_line
 
 if TYPE_CHECKING:
@@ -190,7 +190,7 @@ def _cmd_mesa(args: argparse.Namespace) -> int:
     )
     from elitr_bench.judges.mesa.automin import automin_items
     from elitr_bench.judges.mesa.method import MesaMethod
-    from elitr_bench.judges.minutes.registry import assess_items_run, make_client
+    from elitr_bench.judges.summary.registry import assess_items_run, make_client
     from elitr_bench.llm.aio import run_coroutine
 
     config = mesa_config(resolve_judge_spec(args.judge), args.error_types, args.guidance)
@@ -280,7 +280,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
     )
     from elitr_bench.judges.mesa.method import MesaMethod
     from elitr_bench.judges.mesa.selftrain import automin_feedback_samples, split_meetings, train
-    from elitr_bench.judges.minutes.registry import make_client
+    from elitr_bench.judges.summary.registry import make_client
     from elitr_bench.llm.aio import run_coroutine
 
     config = mesa_config(resolve_judge_spec(args.judge), args.error_types, args.guidance)

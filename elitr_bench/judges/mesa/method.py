@@ -45,8 +45,8 @@ from elitr_bench.judges.mesa.prompts import (
     TEMPLATES,
     step_prompt,
 )
-from elitr_bench.judges.minutes.base import MinutesAssessment, MinutesItem, status_for
-from elitr_bench.judges.minutes.registry import register_method
+from elitr_bench.judges.summary.base import MinutesAssessment, MinutesItem, status_for
+from elitr_bench.judges.summary.registry import register_method
 from elitr_bench.llm.client import JudgeClient, gather_settled
 from elitr_bench.llm.context_window import JudgeWindow, Overlong, judge_window
 
@@ -217,7 +217,7 @@ class MesaMethod:
             return (me,) * CHALLENGERS
         cached = self._pool.get(id(client))
         if cached is None:
-            from elitr_bench.judges.minutes.registry import make_client
+            from elitr_bench.judges.summary.registry import make_client
 
             # One cache for the whole debate: the members share the caller's.
             members = [

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from elitr_bench.data.errors import ElitrBenchError
+from elitr_bench.judges.config import FamilyHooks, register_family_hooks
 from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.mesa.error_types import ErrorTypes, load_error_types
 from elitr_bench.judges.mesa.fit import OVERLENGTH_POLICIES
@@ -159,3 +160,6 @@ def validate_mesa_options(config: JudgeConfig, spec: str) -> None:
         raise
     except ElitrBenchError as exc:
         raise JudgeConfigError(f"judge spec {spec!r}: {exc}") from None
+
+
+register_family_hooks(FamilyHooks("mesa", check=validate_mesa_options))

@@ -20,8 +20,8 @@ from typing import Any
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.mesa.method import MesaMethod
 from elitr_bench.judges.mesa.options import CHALLENGERS
-from elitr_bench.judges.minutes.base import MinutesItem
-from elitr_bench.judges.minutes.cli_args import check_budget as budget_check
+from elitr_bench.judges.summary.base import MinutesItem
+from elitr_bench.judges.summary.budget import check_budget as budget_check
 from elitr_bench.llm.client import JudgeClient
 from elitr_bench.llm.pricing import estimate_cost, price_for
 
@@ -174,7 +174,7 @@ def check_budget(plan: Plan, max_cost: float | None) -> None:
     """Refuse to start when the estimate exceeds ``max_cost`` (USD); as ``arena`` does.
 
     Raises:
-        elitr_bench.judges.minutes.cli_args.BudgetError: Over budget, or the cost is
+        elitr_bench.judges.summary.budget.BudgetError: Over budget, or the cost is
             unknown while a budget is set.
     """
     budget_check(plan.cost_usd, plan.calls, max_cost)

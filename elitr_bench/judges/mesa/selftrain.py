@@ -37,7 +37,7 @@ from elitr_bench.judges.mesa.guidance import Guidance
 from elitr_bench.judges.mesa.method import MesaMethod
 from elitr_bench.judges.mesa.parsing import Parsed
 from elitr_bench.judges.mesa.prompts import consolidation_prompt, feedback_prompt
-from elitr_bench.judges.minutes.base import MinutesAssessment, MinutesItem
+from elitr_bench.judges.summary.base import MinutesAssessment, MinutesItem
 from elitr_bench.llm.client import JudgeClient
 
 ANNOTATIONS_NOTE = (

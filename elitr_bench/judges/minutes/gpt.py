@@ -31,12 +31,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from elitr_bench.judges.minutes.base import (
-    MinutesAssessment,
-    MinutesItem,
-    SideCalls,
-    status_for,
-)
 from elitr_bench.judges.minutes.filler import (
     FILLER_MAX_TOKENS,
     Compression,
@@ -53,7 +47,13 @@ from elitr_bench.judges.minutes.prompts import (
     ParsedScores,
     parse_scores,
 )
-from elitr_bench.judges.minutes.registry import make_client, register_method, usage_of
+from elitr_bench.judges.summary.base import (
+    MinutesAssessment,
+    MinutesItem,
+    SideCalls,
+    status_for,
+)
+from elitr_bench.judges.summary.registry import make_client, register_method, usage_of
 from elitr_bench.llm.base import CompletionRequest
 from elitr_bench.llm.client import gather_settled
 from elitr_bench.llm.context_window import CONTEXT_DETAIL, Overlong, judge_window
@@ -64,7 +64,7 @@ if TYPE_CHECKING:
 
 
 class GPTMinutesJudge:
-    """A :class:`~elitr_bench.judges.minutes.base.MinutesMethod` for one AutoMin prompt.
+    """A :class:`~elitr_bench.judges.summary.base.MinutesMethod` for one AutoMin prompt.
 
     Args:
         prompt: :data:`ART` or :data:`AFGR`.

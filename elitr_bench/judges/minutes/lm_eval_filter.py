@@ -50,8 +50,8 @@ from elitr_bench.judges.metrics import (
     parse_filtered,
     register_lm_eval_aggregations,
 )
-from elitr_bench.judges.minutes.base import MinutesAssessment, MinutesItem, error_assessment
-from elitr_bench.judges.minutes.registry import (
+from elitr_bench.judges.summary.base import MinutesAssessment, MinutesItem, error_assessment
+from elitr_bench.judges.summary.registry import (
     MinutesRun,
     assess_items_run,
     context_line,
@@ -250,7 +250,7 @@ def _with_overlong(
     method: str,
 ) -> MinutesRun:
     """The run's assessments with an ``error`` for every item that was not sent, in order."""
-    from elitr_bench.judges.minutes.registry import summarize
+    from elitr_bench.judges.summary.registry import summarize
 
     window = judge_window(config)
     judged = iter(run.assessments)

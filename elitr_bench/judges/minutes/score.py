@@ -29,7 +29,7 @@ from elitr_bench.judges.minutes.lm_eval_filter import (
     item_from_doc,
     run_sync,
 )
-from elitr_bench.judges.minutes.registry import get_method, plan
+from elitr_bench.judges.summary.registry import get_method, plan
 from elitr_bench.llm.client import usage_line
 
 
@@ -57,7 +57,7 @@ def check_minutes_fit(paths: Iterable[str | Path], config: JudgeConfig) -> None:
     from elitr_bench.data.minutes import run_results
     from elitr_bench.judges.commands import find_samples, read_samples
     from elitr_bench.judges.minutes.inputs import run_system_name
-    from elitr_bench.judges.minutes.registry import check_context
+    from elitr_bench.judges.summary.registry import check_context
 
     method = get_method(config)
     items = []

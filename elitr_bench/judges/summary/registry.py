@@ -21,8 +21,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from elitr_bench.judges.config import FamilyHooks, register_family_hooks
 from elitr_bench.judges.errors import JudgeConfigError
-from elitr_bench.judges.minutes.base import (
+from elitr_bench.judges.summary.base import (
     MinutesAssessment,
     MinutesItem,
     MinutesMethod,
@@ -319,9 +320,9 @@ def identity_of(config: JudgeConfig, method: MinutesMethod) -> dict[str, Any]:
         ident["prompt_hash"] = prompt_hash
     if config.filler and method.name in MINUTES_RUBRICS:  # who classified the turns
         ident["filler_model"] = config.filler_model or config.model
-    from elitr_bench.judges.config import judge_endpoint
+    from elitr_bench.llm.endpoint import endpoint_key
 
-    endpoint = judge_endpoint(config)
+    endpoint = endpoint_key(config)
     if endpoint:  # a non-default server; absent for the default OpenAI API as before
         ident["endpoint"] = endpoint
     return ident
@@ -464,3 +465,6 @@ def plan(
             else {}
         ),
     }
+
+
+register_family_hooks(FamilyHooks("minutes", rubrics=MINUTES_RUBRICS, methods=known_methods))
