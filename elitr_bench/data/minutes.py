@@ -802,3 +802,23 @@ __all__ = [
     "select_meetings",
     "task_of",
 ]
+
+
+def _model_args(config: Mapping[str, Any]) -> dict[str, str]:
+    raw = config.get("model_args", "")
+    if isinstance(raw, Mapping):
+        return {str(k): str(v) for k, v in raw.items()}
+    pairs = (part.partition("=") for part in str(raw or "").split(",") if "=" in part)
+    return {k.strip(): v.strip() for k, _, v in pairs}
+
+
+def run_system_name(results: Mapping[str, Any], fallback: str) -> str:
+    """The system a run's minutes belong to: the replayed system, else a run name."""
+    config = results.get("config") if isinstance(results.get("config"), Mapping) else {}
+    assert isinstance(config, Mapping)
+    model = str(config.get("model", ""))
+    args = _model_args(config)
+    if model == "elitr-replay" and args.get("system"):
+        wanted = args["system"].strip().lower()
+        return wanted if wanted in AUTOMIN_SYSTEMS else args["system"]
+    return run_name(model or fallback, ",".join(f"{k}={v}" for k, v in args.items()), {})

@@ -2,7 +2,7 @@
 
 Public API: :func:`noisy_transcript` (cached) / :func:`generate` (uncached) inject noise;
 :func:`default_rules`, :func:`load_rules` and :func:`rules_from_pairs` give rule sets;
-:mod:`elitr_bench.noise.commands` holds the ``elitr-bench noise`` CLI.
+:mod:`elitr_bench.cli.noise` holds the ``elitr-bench noise`` CLI.
 """
 
 from elitr_bench.noise.build import read_pairs, red_ace_pairs, rules_from_pairs

@@ -12,7 +12,7 @@ For every lm-eval run of a minutes task (``automin23_en``, ``elitr_minutes_dev``
   ``automin23_en`` (``elitr-replay``), each metric against the release's document-level
   human Adequacy/Fluency/Grammaticality/Relevance, one point per meeting.
 
-Runs are read with :func:`elitr_bench.judges.minutes.inputs.read_run`, the reader
+Runs are read with :func:`elitr_bench.metaeval.minutes_inputs.read_run`, the reader
 ``minutes-check`` uses, so the report and the meta-evaluation see the same values.
 """
 
@@ -32,7 +32,7 @@ from elitr_bench.report.runs import read_samples
 from elitr_bench.report.tables import Table, fmt
 
 if TYPE_CHECKING:
-    from elitr_bench.judges.minutes.inputs import RunValues
+    from elitr_bench.metaeval.minutes_inputs import RunValues
     from elitr_bench.report.records import Report, ReportInputs
 
 #: Table 7's column order (ROUGE-1/2/L, BART-F1, BERT-F1).
@@ -59,7 +59,7 @@ def minutes_samples(paths: Sequence[Path]) -> tuple[list[Path], list[str]]:
 
 
 def _label(metric: str) -> str:
-    from elitr_bench.judges.minutes.tables import metric_label
+    from elitr_bench.metaeval.minutes_tables import metric_label
 
     return metric_label(metric)
 
@@ -73,7 +73,7 @@ def table7_layout(runs: Sequence[RunValues]) -> Table:
         *(m for m in STAT_METRICS if m in present),
         *judge,
     ]
-    from elitr_bench.judges.minutes.check import system_spread
+    from elitr_bench.metaeval.minutes import system_spread
 
     rows, records = [], []
     for run in sorted(runs, key=lambda r: (r.tasks, -_first_mean(r, metrics))):
@@ -140,7 +140,7 @@ def _judge_label(run: RunValues) -> str:
 
 
 def _system_label(name: str) -> str:
-    from elitr_bench.judges.minutes.tables import label
+    from elitr_bench.metaeval.minutes_tables import label
 
     return label(name)
 
@@ -244,7 +244,7 @@ def scatter_figures(runs: Sequence[RunValues], out: Path) -> tuple[list[Path], T
         for metric, cells in run.values.items():
             if metric not in STAT_METRICS:
                 values.setdefault(metric, {}).update(cells)
-    from elitr_bench.judges.minutes.check import lower_is_better
+    from elitr_bench.judges.summary.base import lower_is_better
 
     # Overall judge scores (mesa_quality, afgr_*) before MESA's per-type error ratings, so
     # the plotted ones are the headline metrics.
@@ -403,7 +403,7 @@ def _vs_human(
     metric: str, criterion: str, keys: Sequence[tuple[str, str]], xs: list[float], ys: list[float]
 ) -> dict[str, Any]:
     """One row of the metric-vs-human table: correlations over (meeting, system) points."""
-    from elitr_bench.judges.minutes.check import correlations
+    from elitr_bench.metaeval.minutes import correlations
 
     corr = correlations(xs, ys)
     return {
@@ -420,7 +420,7 @@ def _vs_human(
 
 def minutes_sections(inputs: ReportInputs, report: Report) -> None:
     """Add the minutes sections for the minutes runs below ``inputs.run_paths``."""
-    from elitr_bench.judges.minutes.inputs import read_run
+    from elitr_bench.metaeval.minutes_inputs import read_run
 
     files, notes = minutes_samples(list(inputs.run_paths))
     if not files:

@@ -176,7 +176,7 @@ def test_cached_rerun_sends_nothing(loopback: LoopbackOpenAI, tmp_path: Path) ->
 def test_no_api_key_in_any_written_file(
     loopback: LoopbackOpenAI, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from elitr_bench.judges.commands import score_samples
+    from elitr_bench.scoring.qa import score_samples
 
     loopback.handler = boxed_by_response(score_of)
     caplog.set_level(logging.DEBUG)

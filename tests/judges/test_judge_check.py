@@ -3,10 +3,10 @@ from pathlib import Path
 
 import pytest
 
+from elitr_bench.cli.score import main
 from elitr_bench.judges import ReplayMatchError, parse_judge_spec
-from elitr_bench.judges.commands import main
 from elitr_bench.judges.engine import JudgeItem, ReplayJudge, judge_items
-from elitr_bench.judges.judge_check import run_judge_check
+from elitr_bench.metaeval.qa import run_judge_check
 
 
 def test_replay_reproduces_table4_and_fig2b() -> None:

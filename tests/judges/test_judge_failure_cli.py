@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from elitr_bench.cli.score import main
 from elitr_bench.data.run_files import parse_samples_name
-from elitr_bench.judges.commands import main
 from elitr_bench.judges.metrics import parse_filtered
 from tests.conftest import run_lm_eval
 from tests.judges.conftest import TEST_KEY, response_in

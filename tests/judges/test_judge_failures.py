@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from elitr_bench.cli.score import main
 from elitr_bench.judges import JudgeNotReadyError, check_judge_ready, parse_judge_spec
-from elitr_bench.judges.commands import main
 from elitr_bench.judges.engine import BREAKER_FAILURES, JudgeItem, judge_items
 from elitr_bench.judges.lm_eval_filter import judge_responses
 from elitr_bench.judges.metrics import judge_metrics

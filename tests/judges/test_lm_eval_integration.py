@@ -9,8 +9,9 @@ from types import SimpleNamespace
 
 import pytest
 
+from elitr_bench.cli.score import main
 from elitr_bench.judges import judge_metrics, set_run_judge
-from elitr_bench.judges.commands import main, response_of
+from elitr_bench.scoring.qa import response_of
 from tests.judges.conftest import boxed_by_response
 from tests.support.openai_server import LoopbackOpenAI
 

@@ -58,7 +58,7 @@ def test_mesa_command_end_to_end(
 
     # minutes-check reads mesa.jsonl as a metric file; the script rates both systems alike,
     # so every metric is a tie, and a file of ties is refused with one line.
-    from elitr_bench.judges.minutes.inputs import read_metric_file
+    from elitr_bench.metaeval.minutes_inputs import read_metric_file
 
     assert {"quality", "impact", "types.OM.rating"} <= set(read_metric_file(out / "mesa.jsonl"))
     check = ["minutes-check", "--metric-file", str(out / "mesa.jsonl"), "--metrics", "none"]

@@ -11,23 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from elitr_bench.cli.minutes_check import parse_run, parse_systems
 from elitr_bench.data.errors import DataError
 from elitr_bench.data.records import HumanScores
-from elitr_bench.judges.minutes.check import (
-    add_derived,
-    bound_violations,
-    column_bounds,
-    correlations,
-    human_system_means,
-    meta_evaluate,
-    pairwise_accuracy,
-)
-from elitr_bench.judges.minutes.commands import parse_run, parse_systems
-from elitr_bench.judges.minutes.inputs import (
-    merge_values,
-    read_metric_file,
-    usable_metric_values,
-)
 from elitr_bench.judges.minutes.paper import (
     HUMAN_COLUMNS,
     TABLE6_EN,
@@ -37,7 +23,21 @@ from elitr_bench.judges.minutes.paper import (
     TABLE9,
     TABLE9_SYSTEMS,
 )
-from elitr_bench.judges.minutes.tables import table8
+from elitr_bench.metaeval.minutes import (
+    add_derived,
+    bound_violations,
+    column_bounds,
+    correlations,
+    human_system_means,
+    meta_evaluate,
+    pairwise_accuracy,
+)
+from elitr_bench.metaeval.minutes_inputs import (
+    merge_values,
+    read_metric_file,
+    usable_metric_values,
+)
+from elitr_bench.metaeval.minutes_tables import table8
 
 
 def test_pairwise_accuracy_counts_ties() -> None:
@@ -142,7 +142,7 @@ def test_conflicting_inputs_and_cli_parsing() -> None:
 
 @pytest.fixture(scope="module")
 def released_check(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, object]]:
-    from elitr_bench.judges.minutes.commands import run_check
+    from elitr_bench.cli.minutes_check import run_check
 
     out = tmp_path_factory.mktemp("minutes_check")
     args = argparse.Namespace(

@@ -139,7 +139,7 @@ def test_metric_file_rows_must_name_automin_systems_and_meetings(
 
 def test_table7_shows_system_level_values() -> None:
     """CREAM ratings (one value per system) used to leave Table 7 without rows."""
-    from elitr_bench.judges.minutes.tables import table7
+    from elitr_bench.metaeval.minutes_tables import table7
 
     values = {
         "cream_elo": {("gpt4", ""): 1010.0, ("ntr", ""): 990.0},
@@ -172,7 +172,7 @@ def test_report_lists_every_minutes_metric_even_beyond_the_plotted_ones(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """ROUGE x 3 + GPT-AFGR x 4 used to lose afgr_relevance from figures AND table."""
-    from elitr_bench.judges.minutes.inputs import RunValues
+    from elitr_bench.metaeval.minutes_inputs import RunValues
     from elitr_bench.report import minutes as report_minutes
 
     monkeypatch.setattr(report_minutes, "MAX_SCATTER_METRICS", 2)
@@ -242,9 +242,9 @@ def test_arena_help_explains_every_rating_option(capsys: pytest.CaptureFixture[s
 def test_table9_leaves_out_metrics_without_a_pair() -> None:
     """One run's lines/words (a single system) gave rows of dashes with '0' pairs."""
     from elitr_bench.data.minutes import load_automin_human_scores
-    from elitr_bench.judges.minutes.check import meta_evaluate
     from elitr_bench.judges.minutes.paper import TABLE9_SYSTEMS
-    from elitr_bench.judges.minutes.tables import table9
+    from elitr_bench.metaeval.minutes import meta_evaluate
+    from elitr_bench.metaeval.minutes_tables import table9
 
     meeting = "meeting_en_test2023_002"
     values = {
@@ -260,8 +260,8 @@ def test_table9_leaves_out_metrics_without_a_pair() -> None:
 def test_table9_states_the_resolution_of_few_systems() -> None:
     """Issue 12: CREAM's ranking of 3 systems is 3 pairs; say what one pair is worth."""
     from elitr_bench.data.minutes import load_automin_human_scores
-    from elitr_bench.judges.minutes.check import meta_evaluate
-    from elitr_bench.judges.minutes.tables import table9
+    from elitr_bench.metaeval.minutes import meta_evaluate
+    from elitr_bench.metaeval.minutes_tables import table9
 
     systems = ["gpt4", "ntr", "synapse"]
     values = {"cream_elo": {("gpt4", ""): 1050.0, ("ntr", ""): 990.0, ("synapse", ""): 960.0}}
@@ -272,7 +272,7 @@ def test_table9_states_the_resolution_of_few_systems() -> None:
 def test_minutes_check_refuses_bad_systems_before_computing_metrics(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from elitr_bench.judges.minutes import inputs
+    from elitr_bench.metaeval import minutes_inputs as inputs
 
     def never(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("released metrics computed before the inputs were checked")
@@ -293,13 +293,13 @@ def test_missing_guidance_file_names_the_real_command(tmp_path: Path) -> None:
 def test_error_ratings_are_oriented_before_meta_evaluation() -> None:
     """MESA ratings are errors (lower = better): unoriented, a perfect one scored 0%."""
     from elitr_bench.data.minutes import load_automin_human_scores
-    from elitr_bench.judges.minutes.check import (
+    from elitr_bench.judges.minutes.paper import TABLE9_SYSTEMS
+    from elitr_bench.metaeval.minutes import (
         human_system_means,
         lower_is_better,
         meta_evaluate,
     )
-    from elitr_bench.judges.minutes.paper import TABLE9_SYSTEMS
-    from elitr_bench.judges.minutes.tables import correlation_table, table9
+    from elitr_bench.metaeval.minutes_tables import correlation_table, table9
 
     assert lower_is_better("mesa_OM") and lower_is_better("types.HAL.rating@x")
     assert lower_is_better("impact") and not lower_is_better("mesa_quality")
@@ -322,8 +322,8 @@ def test_heatmap_rows_say_when_they_are_negated_or_over_fewer_pairs(
     import matplotlib.axes
 
     from elitr_bench.data.minutes import load_automin_human_scores
-    from elitr_bench.judges.minutes.check import meta_evaluate
-    from elitr_bench.judges.minutes.tables import heatmap
+    from elitr_bench.metaeval.minutes import meta_evaluate
+    from elitr_bench.metaeval.minutes_tables import heatmap
 
     labels: list[list[str]] = []
     original = matplotlib.axes.Axes.set_yticks
@@ -379,7 +379,7 @@ def test_lm_eval_marks_mesa_error_ratings_lower_is_better() -> None:
 
 def test_report_draws_no_empty_scatter_plot(tmp_path: Path) -> None:
     """A --limit run on a meeting without human scores drew four empty panels per metric."""
-    from elitr_bench.judges.minutes.inputs import RunValues
+    from elitr_bench.metaeval.minutes_inputs import RunValues
     from elitr_bench.report import minutes as report_minutes
 
     unscored = ("gpt4", "meeting_en_test2023_001")  # GPT-4 has no human score there
@@ -400,7 +400,7 @@ def test_report_draws_no_empty_scatter_plot(tmp_path: Path) -> None:
 
 def test_metric_file_row_with_a_missing_or_extra_field_is_named(tmp_path: Path) -> None:
     from elitr_bench.data.errors import DataError
-    from elitr_bench.judges.minutes.inputs import read_metric_file
+    from elitr_bench.metaeval.minutes_inputs import read_metric_file
 
     for name, row in (("short", "gpt4,meeting_en_test2023_001,m"), ("long", "gpt4,,m,1,5")):
         with pytest.raises(DataError, match=r":2: expected 4 comma-separated fields"):

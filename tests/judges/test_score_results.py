@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
+from elitr_bench.cli.score import main
 from elitr_bench.data.run_files import parse_samples_name
-from elitr_bench.judges.commands import main
 from elitr_bench.report import load_runs
 
 TASKS = ["elitr_qa", "elitr_qa_mt_dev"]

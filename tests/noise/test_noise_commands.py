@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from elitr_bench.cli.noise import CSV_FIELDS, register
 from elitr_bench.noise import load_rules
-from elitr_bench.noise.commands import CSV_FIELDS, register
 from elitr_bench.noise.text import PROTECTED_PATTERN
 
 

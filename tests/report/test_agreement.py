@@ -26,7 +26,7 @@ RELEASED = ["GPT-4 judge (released)", "Prometheus (released)", "Gold Human", "Si
 def check_file(tmp_path_factory: pytest.TempPathFactory, lm_eval_offline: None) -> Path:
     """``elitr-bench judge-check --judge replay`` output (the 390 human-scored answers)."""
     from elitr_bench.judges import parse_judge_spec
-    from elitr_bench.judges.judge_check import run_judge_check
+    from elitr_bench.metaeval.qa import run_judge_check
 
     path = tmp_path_factory.mktemp("check") / "check.json"
     path.write_text(json.dumps(run_judge_check(parse_judge_spec("replay,progress=false"))))

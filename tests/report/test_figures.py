@@ -203,7 +203,7 @@ def test_figure2_evaluators_in_words_and_the_full_correlation_scale(
     tmp_path: Path, drawn: dict[str, Figure]
 ) -> None:
     from elitr_bench.judges import parse_judge_spec
-    from elitr_bench.judges.judge_check import run_judge_check
+    from elitr_bench.metaeval.qa import run_judge_check
 
     check = tmp_path / "check.json"
     check.write_text(json.dumps(run_judge_check(parse_judge_spec("replay,progress=false"))))
@@ -263,7 +263,7 @@ def test_minutes_scatter_keeps_one_style_per_system_across_panels(n_systems: int
 def _meta_rows(systems: list[str]) -> list[Any]:
     """Meta-evaluation rows with an exact 0% metric, a partial one and a perfect one."""
     from elitr_bench.data.minutes import load_automin_human_scores
-    from elitr_bench.judges.minutes.check import human_system_means, meta_evaluate
+    from elitr_bench.metaeval.minutes import human_system_means, meta_evaluate
 
     human = load_automin_human_scores()
     adequacy = human_system_means(human, "document", "adequacy")
@@ -278,7 +278,7 @@ def _meta_rows(systems: list[str]) -> list[Any]:
 
 def test_minutes_check_heatmap_colours_cover_the_data_and_0_is_not_30() -> None:
     from elitr_bench.judges.minutes.paper import TABLE9_SYSTEMS
-    from elitr_bench.judges.minutes.tables import heatmap_figure
+    from elitr_bench.metaeval.minutes_tables import heatmap_figure
 
     rows = _meta_rows(list(TABLE9_SYSTEMS))
     fig = heatmap_figure(rows, "Pairwise accuracy, 7 systems", show_paper=True)
@@ -300,7 +300,7 @@ def test_minutes_check_heatmap_colours_cover_the_data_and_0_is_not_30() -> None:
 
 
 def test_minutes_check_heatmap_with_one_system_says_there_is_no_pair() -> None:
-    from elitr_bench.judges.minutes.tables import heatmap_figure
+    from elitr_bench.metaeval.minutes_tables import heatmap_figure
 
     fig = heatmap_figure(_meta_rows(["gpt4"]), "Pairwise accuracy, 1 system", show_paper=False)
     (ax,) = [ax for ax in fig.axes if ax.get_images()]

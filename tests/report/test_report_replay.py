@@ -99,8 +99,8 @@ def test_cli_with_judge_check_and_rescored_run(
 ) -> None:
     """A judge-check file plus a run re-judged by `elitr-bench score` feed Fig. 2."""
     from elitr_bench.judges import parse_judge_spec
-    from elitr_bench.judges.commands import score_samples
-    from elitr_bench.judges.judge_check import run_judge_check
+    from elitr_bench.metaeval.qa import run_judge_check
+    from elitr_bench.scoring.qa import score_samples
 
     check = tmp_path / "check.json"
     check.write_text(json.dumps(run_judge_check(parse_judge_spec("replay,progress=false"))))

@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
+from elitr_bench.cli.score import main as score_main
 from elitr_bench.data.errors import DataError
 from elitr_bench.data.minutes import load_run_minutes
 from elitr_bench.data.run_files import current_samples, newest_versions, run_results_of
 from elitr_bench.judges import parse_judge_spec
-from elitr_bench.judges.commands import main as score_main
-from elitr_bench.judges.minutes.inputs import read_run
+from elitr_bench.metaeval.minutes_inputs import read_run
 from elitr_bench.report import load_runs
 from elitr_bench.report.minutes import minutes_samples
 from tests.report.test_report_synthetic import JUDGE_A, base_score, qa_st

@@ -66,8 +66,7 @@ def test_a_minutes_judge_gets_only_the_minutes_runs(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from elitr_bench.judges import commands
-    from elitr_bench.judges.minutes import score
+    from elitr_bench.cli import score as commands
 
     qa, minutes = mixed(tmp_path / "runs", synthetic)
     given: list[list[str]] = []
@@ -77,7 +76,7 @@ def test_a_minutes_judge_gets_only_the_minutes_runs(
         return 0
 
     monkeypatch.setattr(commands, "check_judge_ready", lambda *a, **k: None)  # offline
-    monkeypatch.setattr(score, "cmd_score_minutes", fake_minutes_score)
+    monkeypatch.setattr(commands, "_score_minutes", fake_minutes_score)
     assert main(["score", str(tmp_path / "runs"), "--judge", MINUTES_JUDGE]) == 0
     assert given == [[str(next(minutes.glob("samples_automin23_en_*.jsonl")))]]
     err = capsys.readouterr().err

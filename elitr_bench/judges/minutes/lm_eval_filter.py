@@ -383,7 +383,7 @@ def metric_list(config: JudgeConfig | None) -> list[dict[str, Any]]:
     """
     if config is None:
         return []
-    from elitr_bench.judges.minutes.check import lower_is_better
+    from elitr_bench.judges.summary.base import lower_is_better
 
     method = get_method(config)
     register_lm_eval_aggregations()

@@ -11,6 +11,7 @@ mean never silently includes a guess.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -177,3 +178,13 @@ class MinutesMethod(Protocol):
     async def assess(self, item: MinutesItem, client: JudgeClient) -> MinutesAssessment:
         """Judge one item through the shared client (cached, rate-limited, retried)."""
         ...
+
+
+#: Metrics where a lower value is better: MESA's error ratings (0 = no error) and impact,
+#: as lm-eval metrics (``mesa_OM``) or ``elitr-bench mesa`` fields (``types.OM.rating``).
+_LOWER_IS_BETTER = re.compile(r"^(?:mesa_[A-Z][A-Z0-9_]*|types\.[^.]+\.rating|(?:mesa_)?impact)$")
+
+
+def lower_is_better(metric: str) -> bool:
+    """Whether ``metric`` (``@LABEL`` ignored) scores errors, so that lower is better."""
+    return bool(_LOWER_IS_BETTER.match(metric.partition("@")[0]))

@@ -1,37 +1,30 @@
-"""``elitr-bench score`` and ``elitr-bench judge-check`` (second-stage judging).
+"""Second-stage judging of QA runs: what ``elitr-bench score`` does, without argparse.
 
-``score`` judges the responses logged by ``lm_eval --log_samples`` without loading
+It judges the responses logged by ``lm_eval --log_samples`` without loading
 the generating model, so a run can be judged later, by another judge, or finished after
 a judge outage: items already judged by the same judge (same identity) are kept as
 they are, and only the others (status ``error`` or ``skipped``, or another judge) are
 sent, so a finished run costs nothing more. What it writes follows lm-eval's rules
-(:mod:`elitr_bench.judges.rescore`): ``samples_<task>_<date>.jsonl`` per task, named as
+(:mod:`elitr_bench.scoring.rescore`): ``samples_<task>_<date>.jsonl`` per task, named as
 lm-eval names samples so that its tools read them as the task, and
 ``results_rescored_<date>.json`` (same date), a complete results file of the re-judged
 tasks and their groups as lm-eval would have written it with this judge; the
 ``results_rescored_`` name tells our readers that the samples of that date re-judge
-another file (``rescored_from``), so a run counts once. ``judge-check``
-meta-evaluates a judge against the released human scores.
+another file (``rescored_from``), so a run counts once. The command itself is
+:mod:`elitr_bench.cli.score`.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from elitr_bench.cli_errors import debug_enabled
-from elitr_bench.data.errors import ElitrBenchError
 from elitr_bench.data.run_files import parse_samples_name, run_results_of, stamp_of
 from elitr_bench.judges.config import (
-    KEYLESS_JUDGE,
     JudgeConfig,
-    check_judge_ready,
-    keyless_alternatives,
     parse_judge_spec,
     resolve_judge_spec,
     with_options,
@@ -51,7 +44,8 @@ from elitr_bench.judges.metrics import (
     judge_filter_name,
     parse_filtered,
 )
-from elitr_bench.judges.rescore import (
+from elitr_bench.judges.rubrics import RUBRICS
+from elitr_bench.scoring.rescore import (
     JudgedTask,
     Rebuilt,
     check_tasks,
@@ -60,8 +54,6 @@ from elitr_bench.judges.rescore import (
     read_run_results,
     rebuild,
 )
-from elitr_bench.judges.rubrics import RUBRICS
-from elitr_bench.llm.client import usage_line
 
 #: Per-sample metrics the QA judge produces (never kept from the log when re-judging).
 QA_JUDGE_METRICS = frozenset({*SCORE_METRICS, JUDGE_UNSCORED, JUDGE_ERRORS})
@@ -333,7 +325,7 @@ def score_samples(
     return score_runs(paths, config, output, judge)[0]
 
 
-def _split_by_kind(files: list[Path]) -> tuple[list[Path], list[Path]]:
+def split_by_kind(files: list[Path]) -> tuple[list[Path], list[Path]]:
     """Samples files of QA tasks and of minutes tasks (``make demo`` writes both)."""
     from elitr_bench.data.minutes import MINUTES_TASKS
 
@@ -341,7 +333,7 @@ def _split_by_kind(files: list[Path]) -> tuple[list[Path], list[Path]]:
     return [f for f in files if f not in minutes], minutes
 
 
-def _model_of(samples: Path) -> str:
+def model_of(samples: Path) -> str:
     """The ``--model`` of the lm-eval run that wrote a samples file ("" if unknown)."""
     from elitr_bench.data.minutes import run_results
 
@@ -349,19 +341,20 @@ def _model_of(samples: Path) -> str:
     return str(config.get("model") or "") if isinstance(config, dict) else ""
 
 
-def _generated_runs(files: list[Path]) -> list[Path]:
+def generated_runs(files: list[Path]) -> list[Path]:
     """Samples files whose answers a model generated (replay has no scores for them).
 
     A file whose run cannot be told (no lm-eval results file next to it) is not counted.
     """
-    return [f for f in files if _model_of(f) not in ("elitr-replay", "")]
+    return [f for f in files if model_of(f) not in ("elitr-replay", "")]
 
 
-def _tasks_of(files: list[Path]) -> str:
+def tasks_of(files: list[Path]) -> str:
+    """The task names of samples files, for messages (``a, b``)."""
     return ", ".join(sorted({task_name_of(f) for f in files}))
 
 
-def _check_qa_fit(files: list[Path], config: JudgeConfig) -> None:
+def check_qa_fit(files: list[Path], config: JudgeConfig) -> None:
     """Stop before any request when an answer still to judge has a prompt over the window.
 
     Raises:
@@ -375,196 +368,3 @@ def _check_qa_fit(files: list[Path], config: JudgeConfig) -> None:
         if reusable_judgement(s, identity) is None
     ]
     check_items_fit(items, config, "score")
-
-
-def _cmd_score(args: argparse.Namespace) -> int:
-    from elitr_bench.judges.summary.registry import method_name
-
-    config = judge_config_from_args(args.judge, args.rubric)
-    judge = config.spec or config.backend
-    minutes_judge = method_name(config) is not None
-    found = find_samples(args.paths)
-    check_tasks({task_name_of(path): path for path in found})  # names first, then contents
-    qa_files, minutes_files = _split_by_kind(found)
-    # Each judge scores the runs it fits and skips the others with a note; it refuses
-    # only when nothing fits. A QA judge used to mark every minutes item 'error' and
-    # then say "run it again", which could never succeed.
-    if not minutes_judge and not qa_files:
-        raise JudgeConfigError(
-            f"--judge {judge}: a QA judge cannot score minutes ({_tasks_of(minutes_files)}); "
-            "use a minutes judge, e.g. --judge openai:gpt-4o,rubric=gpt-afgr (or "
-            "rubric=gpt-art, method=mesa)"
-        )
-    if minutes_judge and not minutes_files:
-        raise JudgeConfigError(
-            f"--judge {judge}: a minutes judge cannot score QA answers "
-            f"({_tasks_of(qa_files)}); use a QA judge, e.g. --judge replay, lexical or "
-            "openai:gpt-4-0613"
-        )
-    # Suggest only judges that can score these runs: replay has scores for the released
-    # systems' answers alone, and neither replay nor lexical scores minutes.
-    generated = [] if minutes_judge else _generated_runs(qa_files)
-    if config.backend == "replay" and generated:
-        raise JudgeConfigError(
-            f"--judge replay scores only the released systems' answers (lm_eval --model "
-            f"elitr-replay); {generated[0]} holds answers of --model "
-            f"{_model_of(generated[0])}. Use an LLM judge, or "
-            f"{keyless_alternatives('qa', 'elitr-bench')}"
-        )
-    # Judge prompts that cannot fit the judge's window stop here, before any request.
-    if minutes_judge:
-        from elitr_bench.judges.minutes.score import check_minutes_fit
-
-        check_minutes_fit([str(f) for f in minutes_files], config)
-    else:
-        _check_qa_fit(qa_files, config)
-    check_judge_ready(
-        config,
-        network=True,
-        command="elitr-bench",
-        alternative=(
-            KEYLESS_JUDGE
-            if minutes_judge
-            else keyless_alternatives("qa", "elitr-bench", replay=bool(qa_files) and not generated)
-        ),
-    )
-
-    if minutes_judge:  # a minutes judge (issue 11): minutes runs
-        from elitr_bench.judges.minutes.score import cmd_score_minutes
-
-        if qa_files:
-            print(
-                f"score: skipping {len(qa_files)} QA samples file(s) ({_tasks_of(qa_files)}): "
-                f"the minutes judge {judge} scores minutes only; score them with a QA judge "
-                "(--judge replay, lexical or openai:gpt-4-0613)",
-                file=sys.stderr,
-            )
-        paths = [str(f) for f in minutes_files]
-        return cmd_score_minutes(argparse.Namespace(**{**vars(args), "paths": paths}), config)
-    if minutes_files:
-        print(
-            f"score: skipping {len(minutes_files)} minutes samples file(s) "
-            f"({_tasks_of(minutes_files)}): the QA judge {judge} scores QA answers only; "
-            "score them with a minutes judge (--judge openai:gpt-4o,rubric=gpt-afgr)",
-            file=sys.stderr,
-        )
-    output = Path(args.output) if args.output else None
-    failed = 0
-    for target, payload in score_runs(qa_files, config, output):
-        for task in payload["judge_usage"]:
-            metrics = payload["results"].get(task, {})
-            shown = {
-                k.split(",")[0]: v
-                for k, v in metrics.items()
-                if k.split(",")[0] in QA_JUDGE_METRICS
-            }
-            print(f"{task}: {shown}")
-            usage = payload["judge_usage"][task]
-            if usage.get("requests") or usage.get("cache_hits") or usage.get("not_sent"):
-                print(f"{task}: {usage_line(usage)}")
-        for note in payload.get("rescore_notes", []):
-            print(f"score: note: {note}", file=sys.stderr)
-        print(f"wrote {target}")
-        failed += payload["judge_errors"]
-    if failed:
-        print(
-            f"elitr-bench: error: the judge failed on {failed} item(s) (status 'error' in "
-            "the files written); run the same command again to judge only those (finished "
-            "items are kept)",
-            file=sys.stderr,
-        )
-        return 3
-    return 0
-
-
-def _cmd_judge_check(args: argparse.Namespace) -> int:
-    from elitr_bench.judges.judge_check import format_report, run_judge_check
-
-    config = judge_config_from_args(args.judge, args.rubric)
-    alternative = keyless_alternatives("qa", "elitr-bench", replay=True)  # released answers
-    check_judge_ready(config, network=True, command="elitr-bench", alternative=alternative)
-    report = run_judge_check(config)
-    print(format_report(report))
-    if args.output:
-        out = Path(args.output)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
-        print(f"wrote {out}", file=sys.stderr)
-    return 0
-
-
-def register(subparsers: Any) -> None:
-    """Add the ``score`` and ``judge-check`` subcommands to an argparse subparsers object.
-
-    Each sets ``handler`` (``args -> exit code``) as its default.
-    """
-    judge_help = (
-        "judge spec, e.g. openai:gpt-4-0613, hf:/path, replay, lexical "
-        "(default: $ELITR_JUDGE or openai:gpt-4-0613)"
-    )
-    score = subparsers.add_parser(
-        "score",
-        help="judge responses logged by lm_eval --log_samples (finishes a run whose judge failed)",
-        description=(
-            "Judge lm-eval samples_*.jsonl files without loading the generating model. Answers "
-            "this judge already scored are kept; only failed, skipped or differently judged "
-            "ones are sent. Writes samples_<task>_<date>.jsonl and results_rescored_<date>.json "
-            "next to the samples: the run's tasks and groups with every metric, as lm-eval "
-            "would have written them with this judge (also for --predict_only runs). "
-            "Prompts that do not fit the judge's context window (known for OpenAI models "
-            "and hf judges, context=N in the spec for others) stop the command before any "
-            "request."
-        ),
-    )
-    score.add_argument(
-        "paths", nargs="+", help="samples_*.jsonl files or lm-eval output directories"
-    )
-    score.add_argument(
-        "--judge",
-        default=None,
-        help=judge_help + "; minutes runs need a minutes judge, e.g. "
-        "openai:gpt-4o,rubric=gpt-afgr (or rubric=gpt-art, method=mesa)",
-    )
-    score.add_argument(
-        "--rubric",
-        default=None,
-        choices=sorted(RUBRICS),
-        help="override the judge's QA rubric (minutes: rubric= in --judge)",
-    )
-    score.add_argument(
-        "--output",
-        default=None,
-        help="also write the results file here (it is always written as "
-        "results_rescored_<date>.json next to the samples)",
-    )
-    score.set_defaults(handler=_cmd_score)
-
-    check = subparsers.add_parser(
-        "judge-check",
-        help="correlate a judge with the released human scores (paper Sec. 6)",
-        description="Judge the 390 human-scored qa/test2/st responses; compare with humans.",
-    )
-    check.add_argument("--judge", default=None, help=judge_help)
-    check.add_argument(
-        "--rubric", default=None, choices=sorted(RUBRICS), help="override the judge's rubric"
-    )
-    check.add_argument("--output", default=None, help="also write the report as JSON here")
-    check.set_defaults(handler=_cmd_judge_check)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Stand-alone entry point (the project CLI calls :func:`register` instead)."""
-    parser = argparse.ArgumentParser(prog="elitr-bench")
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    try:
-        return int(args.handler(args))
-    except ElitrBenchError as exc:
-        if debug_enabled():
-            raise
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

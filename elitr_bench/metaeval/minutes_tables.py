@@ -17,15 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from elitr_bench.data.records import HumanScores, SystemHumanScore
-from elitr_bench.judges.minutes.check import (
-    MetaRow,
-    MetricValues,
-    bound_violations,
-    column_bounds,
-    human_system_means,
-    lower_is_better,
-    system_spread,
-)
 from elitr_bench.judges.minutes.paper import (
     HUMAN_COLUMNS,
     METRIC_LABELS,
@@ -38,6 +29,15 @@ from elitr_bench.judges.minutes.paper import (
     TABLE8_METRICS,
     TABLE9,
     TABLE9_SYSTEMS,
+)
+from elitr_bench.metaeval.minutes import (
+    MetaRow,
+    MetricValues,
+    bound_violations,
+    column_bounds,
+    human_system_means,
+    lower_is_better,
+    system_spread,
 )
 
 

@@ -33,6 +33,7 @@ from elitr_bench.data.minutes import (
     minutes_samples_files,
     read_results_file,
     run_results,
+    run_system_name,
     task_of,
 )
 from elitr_bench.data.run_files import parse_samples_name, results_file_of
@@ -173,30 +174,6 @@ def _samples_files(path: Path) -> tuple[list[Path], list[str]]:
         return minutes_samples_files(path)
     except DataError as exc:
         raise DataError(f"--run {exc}") from None
-
-
-def _model_args(config: Mapping[str, Any]) -> dict[str, str]:
-    raw = config.get("model_args", "")
-    if isinstance(raw, Mapping):
-        return {str(k): str(v) for k, v in raw.items()}
-    pairs = (part.partition("=") for part in str(raw or "").split(",") if "=" in part)
-    return {k.strip(): v.strip() for k, _, v in pairs}
-
-
-def run_system_name(results: Mapping[str, Any], fallback: str) -> str:
-    """The system a run's minutes belong to: the replayed system, else a run name."""
-    config = results.get("config") if isinstance(results.get("config"), Mapping) else {}
-    assert isinstance(config, Mapping)
-    model = str(config.get("model", ""))
-    args = _model_args(config)
-    if model == "elitr-replay" and args.get("system"):
-        from elitr_bench.data.minutes import AUTOMIN_SYSTEMS
-
-        wanted = args["system"].strip().lower()
-        return wanted if wanted in AUTOMIN_SYSTEMS else args["system"]
-    from elitr_bench.data.minutes import run_name
-
-    return run_name(model or fallback, ",".join(f"{k}={v}" for k, v in args.items()), {})
 
 
 def read_run(path: str | Path, label: str = "") -> RunValues:

@@ -60,9 +60,11 @@ def run_check(args: argparse.Namespace) -> dict[str, Any]:
         load_automin_overall_scores,
         select_meetings,
     )
-    from elitr_bench.judges.minutes import check, inputs, tables
     from elitr_bench.judges.minutes.filler import filler_flag
     from elitr_bench.judges.minutes.paper import TABLE9_SYSTEMS
+    from elitr_bench.metaeval import minutes as check
+    from elitr_bench.metaeval import minutes_inputs as inputs
+    from elitr_bench.metaeval import minutes_tables as tables
 
     meetings = select_meetings(args.meetings, AUTOMIN_MEETINGS) if args.meetings else None
     # Runs, metric files and --systems are read and checked first: a bad one is reported

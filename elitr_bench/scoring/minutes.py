@@ -1,18 +1,17 @@
 """``elitr-bench score`` for minutes runs: judge logged minutes again, later or with another judge.
 
-Reached from :func:`elitr_bench.judges.commands._cmd_score` when the judge spec names a
+Reached from :func:`elitr_bench.scoring.qa._cmd_score` when the judge spec names a
 minutes method (``rubric=gpt-afgr``, ``method=mesa``, ...). The logged minutes are never
 regenerated: they are read from the samples (the judge filter's ``response`` when the
 run was judged, else the raw response), judged through the shared client (the cache
 makes a repeat free), and written as QA rescorings are
-(:func:`elitr_bench.judges.commands.write_rescoring`): ``samples_<task>_<date>.jsonl`` and
+(:func:`elitr_bench.scoring.qa.write_rescoring`): ``samples_<task>_<date>.jsonl`` and
 ``results_rescored_<date>.json``, the run's complete results as lm-eval would have
-written them with this judge (:mod:`elitr_bench.judges.rescore`).
+written them with this judge (:mod:`elitr_bench.scoring.rescore`).
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Iterable, Mapping
 from datetime import datetime
@@ -30,7 +29,6 @@ from elitr_bench.judges.minutes.lm_eval_filter import (
     run_sync,
 )
 from elitr_bench.judges.summary.registry import get_method, plan
-from elitr_bench.llm.client import usage_line
 
 
 def minutes_text(sample: Mapping[str, Any]) -> str:
@@ -43,7 +41,7 @@ def minutes_text(sample: Mapping[str, Any]) -> str:
     return minutes_text_of(sample) or ""
 
 
-def _judge_keys(method: Any) -> frozenset[str]:
+def judge_keys(method: Any) -> frozenset[str]:
     """Per-sample metrics a minutes judge produces (never kept from the log)."""
     return frozenset({*method.metrics, JUDGE_UNSCORED, JUDGE_ERRORS, *FILLER_METRICS})
 
@@ -54,10 +52,9 @@ def check_minutes_fit(paths: Iterable[str | Path], config: JudgeConfig) -> None:
     Raises:
         ContextWindowError: One line naming the meetings, their tokens and the way out.
     """
-    from elitr_bench.data.minutes import run_results
-    from elitr_bench.judges.commands import find_samples, read_samples
-    from elitr_bench.judges.minutes.inputs import run_system_name
+    from elitr_bench.data.minutes import run_results, run_system_name
     from elitr_bench.judges.summary.registry import check_context
+    from elitr_bench.scoring.qa import find_samples, read_samples
 
     method = get_method(config)
     items = []
@@ -71,18 +68,17 @@ def score_minutes_samples(
     paths: Iterable[str | Path], config: JudgeConfig, output: Path | None = None
 ) -> list[tuple[Path, dict[str, Any]]]:
     """Judge the minutes of logged samples; per lm-eval run its results file and content."""
-    from elitr_bench.data.minutes import run_results
+    from elitr_bench.data.minutes import run_results, run_system_name
     from elitr_bench.data.run_files import run_results_of, stamp_of
-    from elitr_bench.judges.commands import (
+    from elitr_bench.judges.errors import JudgeConfigError
+    from elitr_bench.scoring.qa import (
         find_samples,
         read_samples,
         spec_of,
         task_name_of,
         write_rescoring,
     )
-    from elitr_bench.judges.errors import JudgeConfigError
-    from elitr_bench.judges.minutes.inputs import run_system_name
-    from elitr_bench.judges.rescore import JudgedTask, check_tasks, read_run_results, rebuild
+    from elitr_bench.scoring.rescore import JudgedTask, check_tasks, read_run_results, rebuild
 
     method = get_method(config)
     runs: dict[tuple[Path, str], list[Path]] = {}
@@ -132,7 +128,7 @@ def score_minutes_samples(
             judge_spec=spec_of(config),
             identity=identity,
             filter_name=judge_filter_name(config.identity()),
-            judge_keys=_judge_keys(method),
+            judge_keys=judge_keys(method),
             usage=usage,
         )
         payload = rebuilt.results
@@ -144,31 +140,3 @@ def score_minutes_samples(
             payload["rescore_notes"] = rebuilt.notes
         written.append((write_rescoring(rebuilt, judged, stamp, output), payload))
     return written
-
-
-def cmd_score_minutes(args: argparse.Namespace, config: JudgeConfig) -> int:
-    """``elitr-bench score`` with a minutes judge; exit 3 when the judge failed on some."""
-    names = _judge_keys(get_method(config))
-    errors = 0
-    for target, payload in score_minutes_samples(
-        args.paths, config, Path(args.output) if args.output else None
-    ):
-        for task in payload["judge_usage"]:
-            metrics = payload["results"].get(task, {})
-            shown = {k.split(",")[0]: v for k, v in metrics.items() if k.split(",")[0] in names}
-            print(f"{task}: {shown}")
-            print(f"{task}: {usage_line(payload['judge_usage'][task])}")
-            errors += int(payload["judge_usage"][task].get("error", 0))
-            for meeting, note in payload["judge_usage"][task].get("filler_flagged", {}).items():
-                print(f"{task}: {meeting} flagged: {note}; its judge scores are kept")
-        for note in payload.get("rescore_notes", []):
-            print(f"score: note: {note}", file=sys.stderr)
-        print(f"wrote {target}")
-    if errors:
-        print(
-            f"elitr-bench: error: the minutes judge failed on {errors} item(s) (status 'error' "
-            f"in the rescored samples); run the same command again (finished calls are cached)",
-            file=sys.stderr,
-        )
-        return 3
-    return 0

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import re
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -39,19 +38,10 @@ from typing import Any
 
 from elitr_bench.data.records import HumanScores
 from elitr_bench.judges.minutes.paper import HUMAN_COLUMNS
+from elitr_bench.judges.summary.base import lower_is_better
 
 #: metric -> (system, meeting_id) -> value; meeting "" = a system-level value.
 MetricValues = Mapping[str, Mapping[tuple[str, str], float]]
-
-#: Metrics where a lower value is better: MESA's error ratings (0 = no error) and impact,
-#: as lm-eval metrics (``mesa_OM``) or ``elitr-bench mesa`` fields (``types.OM.rating``).
-_LOWER_IS_BETTER = re.compile(r"^(?:mesa_[A-Z][A-Z0-9_]*|types\.[^.]+\.rating|(?:mesa_)?impact)$")
-
-
-def lower_is_better(metric: str) -> bool:
-    """Whether ``metric`` (``@LABEL`` ignored) scores errors, so that lower is better."""
-    return bool(_LOWER_IS_BETTER.match(metric.partition("@")[0]))
-
 
 #: Derived metrics: name -> components averaged per document (Table 9's "avg" rows).
 DERIVED: Mapping[str, tuple[str, ...]] = {

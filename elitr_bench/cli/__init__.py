@@ -1,7 +1,8 @@
 """``elitr-bench``: the plugin's own commands next to ``lm_eval``.
 
-Sub-commands of other areas (judges, noise, reports) register themselves through a
-``register(subparsers)`` function so that this module stays a thin dispatcher.
+Every sub-command lives in a module of this package (one per command or command group)
+and registers itself through a ``register(subparsers)`` function, so that this module
+stays a thin dispatcher and the library below holds no argparse.
 """
 
 from __future__ import annotations
@@ -16,13 +17,13 @@ from elitr_bench.data.errors import ElitrBenchError
 
 #: Modules contributing sub-commands through ``register(subparsers)``.
 COMMAND_MODULES: tuple[str, ...] = (
-    "elitr_bench.data.commands",
-    "elitr_bench.judges.commands",
-    "elitr_bench.noise.commands",
-    "elitr_bench.report.commands",
-    "elitr_bench.judges.mesa.commands",
-    "elitr_bench.judges.cream.commands",
-    "elitr_bench.judges.minutes.commands",
+    "elitr_bench.cli.data",
+    "elitr_bench.cli.score",
+    "elitr_bench.cli.noise",
+    "elitr_bench.cli.report",
+    "elitr_bench.cli.mesa",
+    "elitr_bench.cli.arena",
+    "elitr_bench.cli.minutes_check",
 )
 
 Handler = Callable[[argparse.Namespace], int]

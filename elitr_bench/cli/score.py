@@ -1,0 +1,259 @@
+"""``elitr-bench score`` and ``elitr-bench judge-check``: arguments, output, exit codes.
+
+The work is in :mod:`elitr_bench.scoring` (re-judging logged samples into lm-eval results)
+and :mod:`elitr_bench.metaeval.qa` (a judge against the released human scores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from elitr_bench.cli_errors import debug_enabled
+from elitr_bench.data.errors import ElitrBenchError
+from elitr_bench.judges.config import (
+    KEYLESS_JUDGE,
+    JudgeConfig,
+    check_judge_ready,
+    keyless_alternatives,
+)
+from elitr_bench.judges.errors import JudgeConfigError
+from elitr_bench.judges.rubrics import RUBRICS
+from elitr_bench.judges.summary.registry import get_method
+from elitr_bench.llm.client import usage_line
+from elitr_bench.scoring.minutes import judge_keys, score_minutes_samples
+from elitr_bench.scoring.qa import (
+    QA_JUDGE_METRICS,
+    check_qa_fit,
+    find_samples,
+    generated_runs,
+    judge_config_from_args,
+    model_of,
+    score_runs,
+    split_by_kind,
+    task_name_of,
+    tasks_of,
+)
+from elitr_bench.scoring.rescore import check_tasks
+
+
+def _score_minutes(args: argparse.Namespace, config: JudgeConfig) -> int:
+    """``elitr-bench score`` with a minutes judge; exit 3 when the judge failed on some."""
+    names = judge_keys(get_method(config))
+    errors = 0
+    for target, payload in score_minutes_samples(
+        args.paths, config, Path(args.output) if args.output else None
+    ):
+        for task in payload["judge_usage"]:
+            metrics = payload["results"].get(task, {})
+            shown = {k.split(",")[0]: v for k, v in metrics.items() if k.split(",")[0] in names}
+            print(f"{task}: {shown}")
+            print(f"{task}: {usage_line(payload['judge_usage'][task])}")
+            errors += int(payload["judge_usage"][task].get("error", 0))
+            for meeting, note in payload["judge_usage"][task].get("filler_flagged", {}).items():
+                print(f"{task}: {meeting} flagged: {note}; its judge scores are kept")
+        for note in payload.get("rescore_notes", []):
+            print(f"score: note: {note}", file=sys.stderr)
+        print(f"wrote {target}")
+    if errors:
+        print(
+            f"elitr-bench: error: the minutes judge failed on {errors} item(s) (status 'error' "
+            f"in the rescored samples); run the same command again (finished calls are cached)",
+            file=sys.stderr,
+        )
+        return 3
+    return 0
+
+
+def _cmd_score(args: argparse.Namespace) -> int:
+    from elitr_bench.judges.summary.registry import method_name
+
+    config = judge_config_from_args(args.judge, args.rubric)
+    judge = config.spec or config.backend
+    minutes_judge = method_name(config) is not None
+    found = find_samples(args.paths)
+    check_tasks({task_name_of(path): path for path in found})  # names first, then contents
+    qa_files, minutes_files = split_by_kind(found)
+    # Each judge scores the runs it fits and skips the others with a note; it refuses
+    # only when nothing fits. A QA judge used to mark every minutes item 'error' and
+    # then say "run it again", which could never succeed.
+    if not minutes_judge and not qa_files:
+        raise JudgeConfigError(
+            f"--judge {judge}: a QA judge cannot score minutes ({tasks_of(minutes_files)}); "
+            "use a minutes judge, e.g. --judge openai:gpt-4o,rubric=gpt-afgr (or "
+            "rubric=gpt-art, method=mesa)"
+        )
+    if minutes_judge and not minutes_files:
+        raise JudgeConfigError(
+            f"--judge {judge}: a minutes judge cannot score QA answers "
+            f"({tasks_of(qa_files)}); use a QA judge, e.g. --judge replay, lexical or "
+            "openai:gpt-4-0613"
+        )
+    # Suggest only judges that can score these runs: replay has scores for the released
+    # systems' answers alone, and neither replay nor lexical scores minutes.
+    generated = [] if minutes_judge else generated_runs(qa_files)
+    if config.backend == "replay" and generated:
+        raise JudgeConfigError(
+            f"--judge replay scores only the released systems' answers (lm_eval --model "
+            f"elitr-replay); {generated[0]} holds answers of --model "
+            f"{model_of(generated[0])}. Use an LLM judge, or "
+            f"{keyless_alternatives('qa', 'elitr-bench')}"
+        )
+    # Judge prompts that cannot fit the judge's window stop here, before any request.
+    if minutes_judge:
+        from elitr_bench.scoring.minutes import check_minutes_fit
+
+        check_minutes_fit([str(f) for f in minutes_files], config)
+    else:
+        check_qa_fit(qa_files, config)
+    check_judge_ready(
+        config,
+        network=True,
+        command="elitr-bench",
+        alternative=(
+            KEYLESS_JUDGE
+            if minutes_judge
+            else keyless_alternatives("qa", "elitr-bench", replay=bool(qa_files) and not generated)
+        ),
+    )
+
+    if minutes_judge:  # a minutes judge (issue 11): minutes runs
+        if qa_files:
+            print(
+                f"score: skipping {len(qa_files)} QA samples file(s) ({tasks_of(qa_files)}): "
+                f"the minutes judge {judge} scores minutes only; score them with a QA judge "
+                "(--judge replay, lexical or openai:gpt-4-0613)",
+                file=sys.stderr,
+            )
+        paths = [str(f) for f in minutes_files]
+        return _score_minutes(argparse.Namespace(**{**vars(args), "paths": paths}), config)
+    if minutes_files:
+        print(
+            f"score: skipping {len(minutes_files)} minutes samples file(s) "
+            f"({tasks_of(minutes_files)}): the QA judge {judge} scores QA answers only; "
+            "score them with a minutes judge (--judge openai:gpt-4o,rubric=gpt-afgr)",
+            file=sys.stderr,
+        )
+    output = Path(args.output) if args.output else None
+    failed = 0
+    for target, payload in score_runs(qa_files, config, output):
+        for task in payload["judge_usage"]:
+            metrics = payload["results"].get(task, {})
+            shown = {
+                k.split(",")[0]: v
+                for k, v in metrics.items()
+                if k.split(",")[0] in QA_JUDGE_METRICS
+            }
+            print(f"{task}: {shown}")
+            usage = payload["judge_usage"][task]
+            if usage.get("requests") or usage.get("cache_hits") or usage.get("not_sent"):
+                print(f"{task}: {usage_line(usage)}")
+        for note in payload.get("rescore_notes", []):
+            print(f"score: note: {note}", file=sys.stderr)
+        print(f"wrote {target}")
+        failed += payload["judge_errors"]
+    if failed:
+        print(
+            f"elitr-bench: error: the judge failed on {failed} item(s) (status 'error' in "
+            "the files written); run the same command again to judge only those (finished "
+            "items are kept)",
+            file=sys.stderr,
+        )
+        return 3
+    return 0
+
+
+def _cmd_judge_check(args: argparse.Namespace) -> int:
+    from elitr_bench.metaeval.qa import format_report, run_judge_check
+
+    config = judge_config_from_args(args.judge, args.rubric)
+    alternative = keyless_alternatives("qa", "elitr-bench", replay=True)  # released answers
+    check_judge_ready(config, network=True, command="elitr-bench", alternative=alternative)
+    report = run_judge_check(config)
+    print(format_report(report))
+    if args.output:
+        out = Path(args.output)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
+        print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``score`` and ``judge-check`` subcommands to an argparse subparsers object.
+
+    Each sets ``handler`` (``args -> exit code``) as its default.
+    """
+    judge_help = (
+        "judge spec, e.g. openai:gpt-4-0613, hf:/path, replay, lexical "
+        "(default: $ELITR_JUDGE or openai:gpt-4-0613)"
+    )
+    score = subparsers.add_parser(
+        "score",
+        help="judge responses logged by lm_eval --log_samples (finishes a run whose judge failed)",
+        description=(
+            "Judge lm-eval samples_*.jsonl files without loading the generating model. Answers "
+            "this judge already scored are kept; only failed, skipped or differently judged "
+            "ones are sent. Writes samples_<task>_<date>.jsonl and results_rescored_<date>.json "
+            "next to the samples: the run's tasks and groups with every metric, as lm-eval "
+            "would have written them with this judge (also for --predict_only runs). "
+            "Prompts that do not fit the judge's context window (known for OpenAI models "
+            "and hf judges, context=N in the spec for others) stop the command before any "
+            "request."
+        ),
+    )
+    score.add_argument(
+        "paths", nargs="+", help="samples_*.jsonl files or lm-eval output directories"
+    )
+    score.add_argument(
+        "--judge",
+        default=None,
+        help=judge_help + "; minutes runs need a minutes judge, e.g. "
+        "openai:gpt-4o,rubric=gpt-afgr (or rubric=gpt-art, method=mesa)",
+    )
+    score.add_argument(
+        "--rubric",
+        default=None,
+        choices=sorted(RUBRICS),
+        help="override the judge's QA rubric (minutes: rubric= in --judge)",
+    )
+    score.add_argument(
+        "--output",
+        default=None,
+        help="also write the results file here (it is always written as "
+        "results_rescored_<date>.json next to the samples)",
+    )
+    score.set_defaults(handler=_cmd_score)
+
+    check = subparsers.add_parser(
+        "judge-check",
+        help="correlate a judge with the released human scores (paper Sec. 6)",
+        description="Judge the 390 human-scored qa/test2/st responses; compare with humans.",
+    )
+    check.add_argument("--judge", default=None, help=judge_help)
+    check.add_argument(
+        "--rubric", default=None, choices=sorted(RUBRICS), help="override the judge's rubric"
+    )
+    check.add_argument("--output", default=None, help="also write the report as JSON here")
+    check.set_defaults(handler=_cmd_judge_check)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Stand-alone entry point (the project CLI calls :func:`register` instead)."""
+    parser = argparse.ArgumentParser(prog="elitr-bench")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except ElitrBenchError as exc:
+        if debug_enabled():
+            raise
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
