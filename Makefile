@@ -23,6 +23,7 @@ lint:
 	$(PYTHON) -m ruff check elitr_bench tests bench
 	$(PYTHON) -m ruff format --check elitr_bench tests bench
 	$(PYTHON) -m mypy
+	lint-imports
 
 format:
 	$(PYTHON) -m ruff format elitr_bench tests bench
