@@ -21,7 +21,7 @@ sys.path[:0] = [str(ROOT)]
 
 from elitr_bench.judges import parse_judge_spec  # noqa: E402
 from elitr_bench.judges.config import JudgeConfig  # noqa: E402
-from elitr_bench.judges.engine import JudgeItem, judge_items  # noqa: E402
+from elitr_bench.judges.qa.engine import JudgeItem, judge_items  # noqa: E402
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest, Reply  # noqa: E402
 
 

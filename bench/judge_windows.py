@@ -83,7 +83,7 @@ def _summary(spec: str, over: Sequence[object], unsure: Sequence[object], n: int
 
 def qa_check(spec: str) -> str:
     """The QA judge prompts of every released answer."""
-    from elitr_bench.judges.engine import JudgeItem, judge_request, overlong_items
+    from elitr_bench.judges.qa.engine import JudgeItem, judge_request, overlong_items
     from elitr_bench.llm.context_window import judge_window
 
     config = parse_judge_spec(spec)

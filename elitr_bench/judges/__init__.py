@@ -1,10 +1,14 @@
-"""LLM judges for ELITR-Bench (paper Sec. 4 and 6, App. F) and a reusable judge client layer.
+"""Judges: a small core and the judge families that register with it.
 
-Layout: ``rubrics`` (prompts and parsing, pure), ``config`` (judge specs, readiness, run
-setting), ``client``/``cache``/``ratelimit``/``backends`` (how completions are obtained),
-``engine`` (judging many items), ``metrics`` and ``lm_eval_filter`` (lm-eval glue),
-``commands`` and ``judge_check`` (CLI). Importing this package stays light: lm-eval and
-the openai SDK are imported only by the modules that need them.
+The core: ``config`` (judge specs, family hooks, readiness, the run's judge),
+``rubrics`` (the ELITR-Bench QA prompts, pure, the specs' default), ``metrics`` (metric
+and filter names, logged-judgement parsing), ``filtering`` (what every judge filter
+shares), ``usage``, ``errors`` and ``summary`` (records, protocol and registry of the
+summary judges). The families: ``qa`` (LLM judge, replay, lexical, the ``elitr_judge``
+filter), ``minutes`` (AutoMin GPT-ART/GPT-AFGR, filler compression), ``cream``,
+``mesa``; none imports another. The transport they call is :mod:`elitr_bench.llm`.
+Importing this package stays light: lm-eval and the openai SDK are imported only by the
+modules that need them.
 """
 
 from elitr_bench.judges.config import (

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from elitr_bench.judges.config import JudgeConfig
-from elitr_bench.judges.engine import Judge, JudgeItem, JudgeRun, judge_items
+from elitr_bench.judges.qa.engine import Judge, JudgeItem, JudgeRun, judge_items
 from elitr_bench.llm.client import usage_line
 
 SYSTEM_ORDER = ("GPT-4", "Vicuna-13B-v1.5", "LongAlpaca-7B")

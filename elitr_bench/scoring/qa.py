@@ -29,13 +29,6 @@ from elitr_bench.judges.config import (
     resolve_judge_spec,
     with_options,
 )
-from elitr_bench.judges.engine import (
-    Judge,
-    JudgeItem,
-    Judgement,
-    check_items_fit,
-    judge_items,
-)
 from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.metrics import (
     JUDGE_ERRORS,
@@ -43,6 +36,13 @@ from elitr_bench.judges.metrics import (
     SCORE_METRICS,
     judge_filter_name,
     parse_filtered,
+)
+from elitr_bench.judges.qa.engine import (
+    Judge,
+    JudgeItem,
+    Judgement,
+    check_items_fit,
+    judge_items,
 )
 from elitr_bench.judges.rubrics import RUBRICS
 from elitr_bench.scoring.rescore import (
@@ -233,7 +233,7 @@ def _score_run(
     judge: Judge | None,
 ) -> tuple[Path, dict[str, Any]]:
     """Judge the samples files of one lm-eval run; write its rescored files."""
-    from elitr_bench.judges.lm_eval_filter import judged_json
+    from elitr_bench.judges.filtering import judged_json
 
     identity: dict[str, Any] = config.identity()
     usage: dict[str, Any] = {}

@@ -612,7 +612,7 @@ class MinutesTask(LmEvalContract, ConfigurableTask):
         return self.complete(values, meeting_id)
 
     def _minutes_metrics(self, doc: dict[str, Any], response: Any) -> dict[str, Any]:
-        from elitr_bench.judges.lm_eval_filter import first_text
+        from elitr_bench.judges.filtering import first_text
         from elitr_bench.judges.minutes.lm_eval_filter import assessment_of, minutes_judge_metrics
 
         found = assessment_of(response)

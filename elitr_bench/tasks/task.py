@@ -56,7 +56,7 @@ def judge_for(metadata: dict[str, Any]) -> tuple[str, JudgeConfig | None]:
         it into the results file (the filter's parse finds the real one in this process),
         and its parsed config (``"none"`` and None when judging is off).
     """
-    import elitr_bench.judges.lm_eval_filter  # noqa: F401  (registers the filter)
+    import elitr_bench.judges.qa.lm_eval_filter  # noqa: F401  (registers the filter)
     from elitr_bench.judges import parse_judge_spec, resolve_judge_spec
     from elitr_bench.llm.redact import conceal_spec
 
@@ -637,7 +637,7 @@ class ElitrQATask(LmEvalContract, ConfigurableTask):
         lm-eval dumps task configs after scoring, so metadata set here lands in the
         ``configs`` section of ``results_*.json`` next to the judge's identity.
         """
-        from elitr_bench.judges.lm_eval_filter import last_run
+        from elitr_bench.judges.qa.lm_eval_filter import last_run
 
         run = last_run()
         if run is not None and isinstance(self.config.metadata, dict):

@@ -20,7 +20,7 @@ import pytest
 
 from elitr_bench.cli import main
 from elitr_bench.judges.config import parse_judge_spec
-from elitr_bench.judges.engine import JudgeItem, check_items_fit
+from elitr_bench.judges.qa.engine import JudgeItem, check_items_fit
 from elitr_bench.llm.base import CompletionRequest
 from elitr_bench.llm.context_window import (
     OPENAI_MODELS,
@@ -192,7 +192,7 @@ def test_hf_length_falls_back_to_nested_config_and_tokenizer() -> None:
 def test_hf_judge_never_generates_from_an_over_long_prompt(
     tiny_llama: Path, tmp_path: Path
 ) -> None:
-    from elitr_bench.judges.engine import judge_items, make_judge
+    from elitr_bench.judges.qa.engine import judge_items, make_judge
 
     config = parse_judge_spec(
         f"hf:{tiny_llama},context=700,max_tokens=4,samples=1,reask=0,progress=false,"
@@ -220,7 +220,7 @@ def _lines(server: LoopbackOpenAI) -> list[RecordedRequest]:
 def test_qa_filter_keeps_an_over_long_answer_unjudged_and_says_what_to_do(
     loopback: LoopbackOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from elitr_bench.judges import lm_eval_filter as qa_filter
+    from elitr_bench.judges import filtering as qa_filter
     from elitr_bench.judges.metrics import parse_filtered
 
     lines: list[str] = []
@@ -237,7 +237,9 @@ def test_qa_filter_keeps_an_over_long_answer_unjudged_and_says_what_to_do(
         {"question": "Who?", "answer": "Alice", "meeting_id": "m1", "question_id": "q1"},
         {"question": "Who?", "answer": "Alice", "meeting_id": "m1", "question_id": "q2"},
     ]
-    out = qa_filter.judge_responses(["Alice.", "Alice said " * 300], docs, config)
+    from elitr_bench.judges.qa.lm_eval_filter import judge_responses
+
+    out = judge_responses(["Alice.", "Alice said " * 300], docs, config)
     judged = [parse_filtered(entry) for entry in out]
     assert [j["judge"]["status"] for j in judged if j] == ["scored", "error"]
     assert judged[1] is not None and judged[1]["response"] == "Alice said " * 300  # kept
@@ -251,7 +253,7 @@ def test_qa_filter_keeps_an_over_long_answer_unjudged_and_says_what_to_do(
 def test_minutes_filter_keeps_over_long_minutes_unjudged(
     loopback: LoopbackOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from elitr_bench.judges import lm_eval_filter as qa_filter
+    from elitr_bench.judges import filtering as qa_filter
     from elitr_bench.judges.minutes.lm_eval_filter import assessment_of, judge_minutes
 
     lines: list[str] = []

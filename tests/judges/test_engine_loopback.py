@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from elitr_bench.judges import JudgeRequestError, parse_judge_spec
-from elitr_bench.judges.engine import JudgeItem, judge_items
+from elitr_bench.judges.qa.engine import JudgeItem, judge_items
 from elitr_bench.llm.cache import SQLiteCache
 from tests.judges.conftest import TEST_KEY, boxed_by_response, response_in
 from tests.support.openai_server import (
@@ -227,7 +227,7 @@ def test_no_api_key_in_any_written_file(
 
 
 def test_a_judge_object_can_be_reused_across_runs(loopback: LoopbackOpenAI) -> None:
-    from elitr_bench.judges.engine import make_judge
+    from elitr_bench.judges.qa.engine import make_judge
 
     loopback.handler = boxed_by_response(score_of)
     cfg = parse_judge_spec(spec(loopback, ",cache=memory,rpm=100000,tpm=100000000"))

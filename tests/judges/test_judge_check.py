@@ -5,7 +5,7 @@ import pytest
 
 from elitr_bench.cli.score import main
 from elitr_bench.judges import ReplayMatchError, parse_judge_spec
-from elitr_bench.judges.engine import JudgeItem, ReplayJudge, judge_items
+from elitr_bench.judges.qa.engine import JudgeItem, ReplayJudge, judge_items
 from elitr_bench.metaeval.qa import run_judge_check
 
 

@@ -12,9 +12,9 @@ import pytest
 
 from elitr_bench.cli.score import main
 from elitr_bench.judges import JudgeNotReadyError, check_judge_ready, parse_judge_spec
-from elitr_bench.judges.engine import BREAKER_FAILURES, JudgeItem, judge_items
-from elitr_bench.judges.lm_eval_filter import judge_responses
 from elitr_bench.judges.metrics import judge_metrics
+from elitr_bench.judges.qa.engine import BREAKER_FAILURES, JudgeItem, judge_items
+from elitr_bench.judges.qa.lm_eval_filter import judge_responses
 from tests.judges.conftest import TEST_KEY, response_in
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest, Reply
 
@@ -301,7 +301,7 @@ def test_preflight_reads_what_the_real_calls_would_meet(
 
 
 def test_finish_hint_names_the_run_directory(monkeypatch: pytest.MonkeyPatch) -> None:
-    from elitr_bench.judges.lm_eval_filter import finish_hint
+    from elitr_bench.judges.filtering import finish_hint
 
     monkeypatch.setattr(sys, "argv", ["lm_eval", "--log_samples", "--output_path=out dir"])
     assert finish_hint("openai:gpt-4o,rpm=60") == (
@@ -320,7 +320,7 @@ def test_finish_hint_names_the_run_directory(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_a_judge_that_cannot_start_keeps_every_answer(monkeypatch: pytest.MonkeyPatch) -> None:
-    from elitr_bench.judges import engine
+    from elitr_bench.judges.qa import engine
 
     def broken(config: Any, **kwargs: Any) -> Any:
         raise RuntimeError("cannot load the judge model")

@@ -36,7 +36,7 @@ def _docs(n: int) -> list[dict]:
 def test_filter_is_registered_and_judges_all_responses(loopback: LoopbackOpenAI) -> None:
     from lm_eval.api.registry import get_filter
 
-    import elitr_bench.judges.lm_eval_filter  # noqa: F401  (registers)
+    import elitr_bench.judges.qa.lm_eval_filter  # noqa: F401  (registers)
 
     loopback.handler = boxed_by_response(lambda r: 2 if r.endswith("3") else (9 if r else 1))
     set_run_judge(f"openai:gpt-4-0613,base_url={loopback.base_url},cache=memory,progress=false")
@@ -63,7 +63,7 @@ def test_metrics_aggregate_with_exact_stderr_in_lm_eval() -> None:
     from lm_eval.api.registry import get_aggregation
     from lm_eval.evaluator_utils import _compute_task_aggregations
 
-    import elitr_bench.judges.lm_eval_filter  # noqa: F401  (registers judge_count)
+    import elitr_bench.judges.qa.lm_eval_filter  # noqa: F401  (registers judge_count)
 
     judged = [{"status": "scored", "score": s} for s in (9.0, 7.0, 3.0, 8.0)]
     judged += [{"status": "unscored", "score": None, "raw": "no score"}] * 2

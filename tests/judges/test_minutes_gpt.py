@@ -393,7 +393,7 @@ def test_failing_judge_keeps_minutes_and_ends_the_run_with_one_line(
     loopback: LoopbackOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Same record-and-exit as the QA judge filter: files written, then status 3 and a line."""
-    from elitr_bench.judges import lm_eval_filter as qa_filter
+    from elitr_bench.judges import filtering as qa_filter
     from elitr_bench.judges.minutes import lm_eval_filter as minutes_filter
 
     lines: list[tuple[str, str]] = []

@@ -13,7 +13,7 @@ import pytest
 from elitr_bench.cli import main
 from elitr_bench.judges import JudgeConfigError, parse_judge_spec
 from elitr_bench.judges.config import check_judge_ready
-from elitr_bench.judges.engine import JudgeItem, judge_items
+from elitr_bench.judges.qa.engine import JudgeItem, judge_items
 from elitr_bench.llm.redact import (
     conceal_spec,
     redact_text,

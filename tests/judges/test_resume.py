@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from elitr_bench.judges import parse_judge_spec
-from elitr_bench.judges.engine import JudgeItem, judge_items
+from elitr_bench.judges.qa.engine import JudgeItem, judge_items
 from tests.judges.conftest import boxed_by_response, response_in
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest, Reply
 
@@ -23,7 +23,7 @@ CHILD = textwrap.dedent(
     """
     import sys
     from elitr_bench.judges import parse_judge_spec
-    from elitr_bench.judges.engine import JudgeItem, judge_items
+    from elitr_bench.judges.qa.engine import JudgeItem, judge_items
     spec, n = sys.argv[1], int(sys.argv[2])
     items = [JudgeItem(question=f"Q{i}?", response=f"answer number {i}", reference="r")
              for i in range(n)]

@@ -16,8 +16,8 @@ from elitr_bench.judges import parse_judge_spec
 from elitr_bench.judges.config import judge_endpoint
 from elitr_bench.judges.cream.arena import ArenaError, ArenaState, merge
 from elitr_bench.judges.cream.compare import cream_identity
-from elitr_bench.judges.engine import JudgeItem, judge_items
 from elitr_bench.judges.mesa.method import _member
+from elitr_bench.judges.qa.engine import JudgeItem, judge_items
 from elitr_bench.llm.base import CompletionRequest
 from elitr_bench.llm.cache import MemoryCache, cache_key
 from elitr_bench.llm.client import JudgeClient

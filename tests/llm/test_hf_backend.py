@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from elitr_bench.judges import parse_judge_spec
-from elitr_bench.judges.engine import JudgeItem, judge_items, make_judge
+from elitr_bench.judges.qa.engine import JudgeItem, judge_items, make_judge
 
 
 @pytest.fixture(scope="module")

@@ -217,7 +217,7 @@ def test_judge_filter_and_metrics_are_injected() -> None:
     metrics = {m["metric"] for m in task.config.metric_list}
     assert {"afgr_adequacy", "afgr_fluency", "rouge1", "lines"} <= metrics
     # The judged JSON keeps the minutes: reference metrics use the same text.
-    from elitr_bench.judges.lm_eval_filter import judged_json
+    from elitr_bench.judges.filtering import judged_json
 
     doc = next(iter(task.eval_docs))
     judged = judged_json(

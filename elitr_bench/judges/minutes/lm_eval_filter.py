@@ -37,7 +37,7 @@ from elitr_bench.judges.config import (
     get_run_judge,
     resolve_run_judge,
 )
-from elitr_bench.judges.lm_eval_filter import (
+from elitr_bench.judges.filtering import (
     finish_hint,
     first_text,
     judged_json,

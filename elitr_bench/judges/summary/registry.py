@@ -265,7 +265,7 @@ def summarize(assessments: Sequence[MinutesAssessment], metrics: Sequence[str]) 
 
 def usage_of(config: JudgeConfig, client: JudgeClient) -> dict[str, Any]:
     """The client's usage counters with the cost estimate (priced for openai only)."""
-    from elitr_bench.judges.engine import usage_with_cost
+    from elitr_bench.judges.usage import usage_with_cost
 
     return usage_with_cost(config, client)
 

@@ -27,6 +27,7 @@ from elitr_bench.data.records import ReleasedResponse
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.errors import JudgeError, ReplayMatchError
 from elitr_bench.judges.rubrics import Rubric
+from elitr_bench.judges.usage import usage_with_cost
 from elitr_bench.llm.aio import run_coroutine
 from elitr_bench.llm.base import CompletionBackend, CompletionRequest
 from elitr_bench.llm.cache import JudgeCache, open_cache
@@ -39,7 +40,6 @@ from elitr_bench.llm.context_window import (
     way_out,
 )
 from elitr_bench.llm.factory import make_backend
-from elitr_bench.llm.pricing import price_for
 from elitr_bench.llm.ratelimit import RateLimiter
 
 Status = Literal["scored", "unscored", "skipped", "error"]
@@ -279,12 +279,6 @@ class LLMJudge:
     def usage(self) -> dict[str, Any]:
         """Usage counters with the cost estimate."""
         return usage_with_cost(self.config, self.client)
-
-
-def usage_with_cost(config: JudgeConfig, client: JudgeClient) -> dict[str, Any]:
-    """A client's usage counters with the cost estimate (priced for openai judges only)."""
-    prices = price_for(config.model, config.price_in, config.price_out)
-    return client.usage.as_dict(prices if config.backend == "openai" else None)
 
 
 _ReplayKey = tuple[str, str, str, str, str]

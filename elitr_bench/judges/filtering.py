@@ -1,0 +1,136 @@
+"""What the judge filters of every family share: logging judged responses, the exit line.
+
+lm-eval hands each judge filter its task's responses; whatever the family, a judged
+response is logged as one JSON string, and items a judge could not judge end the run
+with one line saying how to finish them (``elitr-bench score``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from elitr_bench.cli_errors import exit_with_error_after_run
+from elitr_bench.judges.config import JudgeConfig
+from elitr_bench.llm.redact import MASK
+
+#: The QA judge filter's name, the default source of an exit line.
+FILTER_NAME = "elitr_judge"
+
+#: Judge failures of this process per filter: failed and judged item counts, first
+#: reason, judge spec.
+_FAILURES: dict[str, dict[str, Any]] = {}
+
+
+def _argv_value(names: tuple[str, ...]) -> str | None:
+    """The value of a command-line option of this process (``--opt V`` or ``--opt=V``)."""
+    argv = sys.argv[1:]
+    for i, arg in enumerate(argv):
+        for name in names:
+            if arg == name and i + 1 < len(argv):
+                return argv[i + 1]
+            if arg.startswith(name + "="):
+                return arg.split("=", 1)[1]
+    return None
+
+
+def finish_hint(spec: str) -> str:
+    """How to judge the items a failed judge left (names the run's ``--output_path``)."""
+    logged = any(a in ("--log_samples", "-s") for a in sys.argv[1:])
+    out = _argv_value(("--output_path", "-o"))
+    if _argv_value(("--config", "-C")) is not None:  # options may come from a YAML file
+        logged, out = True, out or "OUTPUT_PATH"
+    if not logged or not out:
+        return (
+            "the answers were not saved because --log_samples --output_path DIR was not set; "
+            "re-run with them (or with --predict_only) to keep answers when the judge fails"
+        )
+    if spec.split(",")[0].strip().lower() == "replay":
+        # The released scores have none for these answers, now or later: asking replay
+        # again would fail the same way.
+        return (
+            "the released judge scores have none for them, so judge them with an LLM judge "
+            f"or lexical: elitr-bench score {shlex.quote(out)} --judge openai:MODEL "
+            "(or --judge lexical)"
+        )
+    hint = f"finish with: elitr-bench score {shlex.quote(out)} --judge {shlex.quote(spec)}"
+    if MASK + "@" in spec:  # concealed credentials (llm/redact.py) cannot be copied
+        hint += f" (with the real user info in place of {MASK}, or in OPENAI_BASE_URL)"
+    return hint
+
+
+def record_failures(
+    reasons: Sequence[str],
+    total: int,
+    config: JudgeConfig,
+    *,
+    source: str = FILTER_NAME,
+    judge: str = "the judge",
+    items: str = "answers",
+    hint: str = "",
+) -> None:
+    """Count the items a judge filter could not judge and arrange the one-line exit.
+
+    Counts add up over the tasks of one process (one line per filter ``source``), so the
+    line lm-eval's run ends with covers every task.
+
+    Args:
+        reasons: One reason per item judged with status ``error`` (empty: all judged).
+        total: Items the filter judged this time.
+        config: The judge, named in the ``elitr-bench score`` hint.
+        source: The filter, one line each.
+        judge: Who failed, as the line says it.
+        items: What was judged (plural noun).
+        hint: What to do instead of re-running the same judge (e.g. when its window is
+            too small for some prompts); default: the ``elitr-bench score`` call.
+    """
+    counts = _FAILURES.setdefault(source, {"failed": 0, "total": 0, "first": "", "spec": ""})
+    counts["total"] += total
+    if not reasons:
+        return
+    counts["failed"] += len(reasons)
+    counts["first"] = counts["first"] or reasons[0]
+    counts["spec"] = config.spec or config.backend
+    counts["hint"] = hint or counts.get("hint") or ""
+    exit_with_error_after_run(
+        f"{judge} failed on {counts['failed']} of {counts['total']} {items} "
+        f"({counts['first']}); results and samples are still written, with status "
+        f"'error' on those items; {counts['hint'] or finish_hint(counts['spec'])}",
+        source=source,
+    )
+
+
+def _finite(value: Any) -> Any:
+    """Replace NaN and infinities (not valid JSON) by None, recursively."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def judged_json(response: str, judge: dict[str, Any]) -> str:
+    """One judged response as a JSON string.
+
+    lm-eval logs filter outputs with ``str()``; a JSON string keeps the judge's raw
+    output, score and status readable by any tool (``jq``, pandas), not just Python.
+    """
+    return json.dumps(_finite({"response": response, "judge": judge}), ensure_ascii=False)
+
+
+def first_text(resp: Any) -> str:
+    """A response may arrive as the raw repeats list or already reduced to a string.
+
+    Shared by the QA and minutes judge filters and the minutes task's scoring.
+    """
+    while isinstance(resp, (list, tuple)):
+        if not resp:
+            return ""
+        resp = resp[0]
+    return "" if resp is None else str(resp)
