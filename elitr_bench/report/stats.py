@@ -27,6 +27,7 @@ from typing import Literal
 import numpy as np
 
 from elitr_bench.clustered import clustered_mean
+from elitr_bench.metaeval.stats import correlations
 
 CIMethod = Literal["cluster-t", "bootstrap"]
 CI_METHODS: tuple[CIMethod, ...] = ("cluster-t", "bootstrap")
@@ -212,8 +213,5 @@ def mean_t_interval(values: Sequence[float], level: float = 0.95) -> Interval:
 
 def correlation(xs: Sequence[float], ys: Sequence[float]) -> tuple[float | None, float | None]:
     """Pearson and Spearman correlation; None where undefined (n<3 or a constant side)."""
-    from scipy import stats
-
-    if len(xs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
-        return None, None
-    return float(stats.pearsonr(xs, ys).statistic), float(stats.spearmanr(xs, ys).statistic)
+    both = correlations(xs, ys)
+    return both["pearson"], both["spearman"]
