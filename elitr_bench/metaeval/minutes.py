@@ -39,6 +39,7 @@ from typing import Any
 from elitr_bench.data.records import HumanScores
 from elitr_bench.judges.minutes.paper import HUMAN_COLUMNS
 from elitr_bench.judges.summary.base import lower_is_better
+from elitr_bench.metaeval import stats
 
 #: metric -> (system, meeting_id) -> value; meeting "" = a system-level value.
 MetricValues = Mapping[str, Mapping[tuple[str, str], float]]
@@ -119,50 +120,6 @@ def system_spread(
     return {s: (statistics.fmean(v), statistics.pstdev(v), len(v)) for s, v in per.items() if v}
 
 
-def _sign(x: float) -> int:
-    return (x > 0) - (x < 0)
-
-
-@dataclass(frozen=True)
-class Pairwise:
-    """Pairwise accuracy of one metric against one human column.
-
-    Attributes:
-        agree: Pairs whose metric and human differences have the same sign.
-        pairs: Pairs compared (both systems have a metric and a human score).
-        metric_ties: Pairs the metric scores equally.
-        human_ties: Pairs the humans score equally.
-        missing: Systems left out for lack of a metric or human score.
-    """
-
-    agree: int
-    pairs: int
-    metric_ties: int
-    human_ties: int
-    missing: tuple[str, ...] = ()
-
-    @property
-    def accuracy(self) -> float | None:
-        """Share of agreeing pairs (None without pairs)."""
-        return self.agree / self.pairs if self.pairs else None
-
-
-def pairwise_accuracy(
-    metric: Mapping[str, float], human: Mapping[str, float], systems: Sequence[str]
-) -> Pairwise:
-    """AutoMin Eq. 5 over all pairs of ``systems`` that have both scores."""
-    usable = [s for s in systems if s in metric and s in human]
-    missing = tuple(s for s in systems if s not in usable)
-    agree = pairs = metric_ties = human_ties = 0
-    for a, b in itertools.combinations(usable, 2):
-        m, h = _sign(metric[a] - metric[b]), _sign(human[a] - human[b])
-        pairs += 1
-        agree += m == h
-        metric_ties += m == 0
-        human_ties += h == 0
-    return Pairwise(agree, pairs, metric_ties, human_ties, missing)
-
-
 @dataclass(frozen=True)
 class ColumnBound:
     """How far one metric's pairwise accuracies against two human columns can differ.
@@ -203,7 +160,7 @@ def column_bounds(human: Sequence[HumanScores], systems: Sequence[str]) -> list[
         disagree = pairs = 0
         for a, b in itertools.combinations(usable, 2):
             pairs += 1
-            disagree += _sign(one[a] - one[b]) != _sign(two[a] - two[b])
+            disagree += not stats.same_order(one[a], one[b], two[a], two[b])
         bounds.append(ColumnBound(first, second, disagree, pairs))
     return bounds
 
@@ -249,17 +206,14 @@ def bound_violations(
 
 
 def correlations(xs: Sequence[float], ys: Sequence[float]) -> dict[str, float | None]:
-    """Pearson, Spearman and Kendall tau-b (None when undefined)."""
-    out: dict[str, float | None] = {"pearson": None, "spearman": None, "kendall": None, "n": None}
-    out["n"] = float(len(xs))
-    if len(xs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
-        return out
-    from scipy import stats
-
-    out["pearson"] = float(stats.pearsonr(xs, ys)[0])
-    out["spearman"] = float(stats.spearmanr(xs, ys)[0])
-    out["kendall"] = float(stats.kendalltau(xs, ys)[0])
-    return out
+    """Pearson, Spearman and Kendall tau-b (None when undefined), as the tables read them."""
+    corr = stats.correlations(xs, ys)
+    return {
+        "pearson": corr.pearson,
+        "spearman": corr.spearman,
+        "kendall": corr.kendall,
+        "n": float(corr.n),
+    }
 
 
 @dataclass(frozen=True)
@@ -270,7 +224,7 @@ class MetaRow:
     column: str
     level: str
     criterion: str
-    pairwise: Pairwise
+    pairwise: stats.Pairwise
     system: Mapping[str, float | None]
     document: Mapping[str, float | None]
 
@@ -319,7 +273,7 @@ def meta_evaluate(
         metric_sys = system_means(per_doc, meetings)
         for level, criterion, label in HUMAN_COLUMNS:
             human_sys = human_system_means(human, level, criterion)
-            pair = pairwise_accuracy(metric_sys, human_sys, systems)
+            pair = stats.pairwise_accuracy(metric_sys, human_sys, systems)
             common = [s for s in systems if s in metric_sys and s in human_sys]
             sys_corr = correlations([metric_sys[s] for s in common], [human_sys[s] for s in common])
             docs = human_document_values(human, level, criterion)

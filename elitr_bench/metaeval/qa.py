@@ -17,6 +17,7 @@ from typing import Any
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.engine import Judge, JudgeItem, JudgeRun, judge_items
 from elitr_bench.llm.client import usage_line
+from elitr_bench.metaeval.stats import correlations
 
 SYSTEM_ORDER = ("GPT-4", "Vicuna-13B-v1.5", "LongAlpaca-7B")
 """Row order of the paper's Table 4."""
@@ -60,15 +61,8 @@ def load_check_items() -> tuple[list[JudgeItem], list[dict[str, float]], list[st
 
 
 def _corr(xs: Sequence[float], ys: Sequence[float]) -> dict[str, float | None]:
-    from scipy import stats
-
-    if len(xs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
-        return {"pearson": None, "spearman": None, "n": len(xs)}
-    return {
-        "pearson": float(stats.pearsonr(xs, ys).statistic),
-        "spearman": float(stats.spearmanr(xs, ys).statistic),
-        "n": len(xs),
-    }
+    corr = correlations(xs, ys)
+    return {"pearson": corr.pearson, "spearman": corr.spearman, "n": corr.n}
 
 
 def _mean_ci(values: Sequence[float]) -> dict[str, float | int | None]:

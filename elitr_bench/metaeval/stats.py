@@ -1,4 +1,10 @@
-"""Statistics for the report: meeting-clustered intervals, seed spread, Welch test.
+"""Agreement and interval statistics of the meta-evaluation and the report, in one place.
+
+Everything here is a pure function of in-memory values: correlations (Pearson, Spearman,
+Kendall tau-b with p-values, from scipy), AutoMin's pairwise accuracy, meeting-clustered
+intervals, a plain t interval, the seed spread and Welch's test. ``judge-check``,
+``minutes-check`` and the report all call these, so one definition (e.g. when a
+correlation is undefined) holds for every number they print.
 
 Why cluster by meeting: all questions of a meeting are answered from one transcript, so
 their scores share whatever makes that transcript easy or hard for a model (length,
@@ -14,13 +20,15 @@ t(G-1) reference is the usual guard against the too-narrow intervals that a perc
 cluster bootstrap gives when clusters are this few. The cluster bootstrap is offered as
 an alternative (``--ci bootstrap``) for readers who prefer a resampling interval.
 The standard error is :func:`elitr_bench.clustered.clustered_mean`'s, the one our tasks
-write as ``<metric>_stderr`` in lm-eval's results file.
+write as ``<metric>_stderr`` in lm-eval's results file (that function stays in the
+bottom module :mod:`elitr_bench.clustered` because the tasks, below this layer, use it).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -210,10 +218,101 @@ def mean_t_interval(values: Sequence[float], level: float = 0.95) -> Interval:
     return Interval(mean, mean - half, mean + half, se, float(n - 1), n, n, "t")
 
 
-def correlation(xs: Sequence[float], ys: Sequence[float]) -> tuple[float | None, float | None]:
-    """Pearson and Spearman correlation; None where undefined (n<3 or a constant side)."""
+@dataclass(frozen=True)
+class Correlation:
+    """Pearson, Spearman and Kendall (tau-b) correlations of paired values, with p-values.
+
+    Attributes:
+        n: Number of pairs.
+        pearson: Pearson's r, None where undefined (fewer than 3 pairs or a constant side).
+        spearman: Spearman's rho, None where undefined.
+        kendall: Kendall's tau-b, None where undefined.
+        pearson_p: Two-sided p-value of ``pearson``.
+        spearman_p: Two-sided p-value of ``spearman``.
+        kendall_p: Two-sided p-value of ``kendall``.
+    """
+
+    n: int
+    pearson: float | None = None
+    spearman: float | None = None
+    kendall: float | None = None
+    pearson_p: float | None = None
+    spearman_p: float | None = None
+    kendall_p: float | None = None
+
+
+def correlations(xs: Sequence[float], ys: Sequence[float]) -> Correlation:
+    """Pearson, Spearman and Kendall tau-b of ``xs`` and ``ys``.
+
+    They are left None, not 0 or NaN, with fewer than 3 pairs or a constant side: a
+    correlation there says nothing, and a printed number would read as a finding.
+    """
+    if len(xs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
+        return Correlation(n=len(xs))
     from scipy import stats
 
-    if len(xs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
-        return None, None
-    return float(stats.pearsonr(xs, ys).statistic), float(stats.spearmanr(xs, ys).statistic)
+    pearson = stats.pearsonr(xs, ys)
+    spearman = stats.spearmanr(xs, ys)
+    kendall = stats.kendalltau(xs, ys)
+    return Correlation(
+        n=len(xs),
+        pearson=float(pearson.statistic),
+        spearman=float(spearman.statistic),
+        kendall=float(kendall.statistic),
+        pearson_p=float(pearson.pvalue),
+        spearman_p=float(spearman.pvalue),
+        kendall_p=float(kendall.pvalue),
+    )
+
+
+def _sign(x: float) -> int:
+    return (x > 0) - (x < 0)
+
+
+def same_order(one: float, two: float, other_one: float, other_two: float) -> bool:
+    """Whether ``one - two`` and ``other_one - other_two`` have the same sign (0 its own)."""
+    return _sign(one - two) == _sign(other_one - other_two)
+
+
+@dataclass(frozen=True)
+class Pairwise:
+    """Pairwise accuracy of one metric against one human column.
+
+    Attributes:
+        agree: Pairs whose metric and human differences have the same sign.
+        pairs: Pairs compared (both systems have a metric and a human score).
+        metric_ties: Pairs the metric scores equally.
+        human_ties: Pairs the humans score equally.
+        missing: Systems left out for lack of a metric or human score.
+    """
+
+    agree: int
+    pairs: int
+    metric_ties: int
+    human_ties: int
+    missing: tuple[str, ...] = ()
+
+    @property
+    def accuracy(self) -> float | None:
+        """Share of agreeing pairs (None without pairs)."""
+        return self.agree / self.pairs if self.pairs else None
+
+
+def pairwise_accuracy(
+    metric: Mapping[str, float], human: Mapping[str, float], systems: Sequence[str]
+) -> Pairwise:
+    """AutoMin Eq. 5 over all pairs of ``systems`` that have both scores.
+
+    A tie (difference exactly 0) is its own sign, so a metric tie agrees only with a
+    human tie; ties are counted so that tables can show them.
+    """
+    usable = [s for s in systems if s in metric and s in human]
+    missing = tuple(s for s in systems if s not in usable)
+    agree = pairs = metric_ties = human_ties = 0
+    for a, b in itertools.combinations(usable, 2):
+        m, h = _sign(metric[a] - metric[b]), _sign(human[a] - human[b])
+        pairs += 1
+        agree += m == h
+        metric_ties += m == 0
+        human_ties += h == 0
+    return Pairwise(agree, pairs, metric_ties, human_ties, missing)

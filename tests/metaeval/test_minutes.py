@@ -30,7 +30,6 @@ from elitr_bench.metaeval.minutes import (
     correlations,
     human_system_means,
     meta_evaluate,
-    pairwise_accuracy,
 )
 from elitr_bench.metaeval.minutes_inputs import (
     merge_values,
@@ -38,6 +37,7 @@ from elitr_bench.metaeval.minutes_inputs import (
     usable_metric_values,
 )
 from elitr_bench.metaeval.minutes_tables import table8
+from elitr_bench.metaeval.stats import pairwise_accuracy
 
 
 def test_pairwise_accuracy_counts_ties() -> None:
