@@ -37,9 +37,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from elitr_bench.data.records import HumanScores
-from elitr_bench.judges.minutes.paper import HUMAN_COLUMNS
 from elitr_bench.judges.summary.base import lower_is_better
 from elitr_bench.metaeval import stats
+from elitr_bench.metaeval.minutes_paper import HUMAN_COLUMNS
 
 #: metric -> (system, meeting_id) -> value; meeting "" = a system-level value.
 MetricValues = Mapping[str, Mapping[tuple[str, str], float]]

@@ -14,15 +14,6 @@ import pytest
 from elitr_bench.cli.minutes_check import parse_run, parse_systems
 from elitr_bench.data.errors import DataError
 from elitr_bench.data.records import HumanScores
-from elitr_bench.judges.minutes.paper import (
-    HUMAN_COLUMNS,
-    TABLE6_EN,
-    TABLE8_EN,
-    TABLE8_MEETINGS,
-    TABLE8_METRICS,
-    TABLE9,
-    TABLE9_SYSTEMS,
-)
 from elitr_bench.metaeval.minutes import (
     add_derived,
     bound_violations,
@@ -35,6 +26,15 @@ from elitr_bench.metaeval.minutes_inputs import (
     merge_values,
     read_metric_file,
     usable_metric_values,
+)
+from elitr_bench.metaeval.minutes_paper import (
+    HUMAN_COLUMNS,
+    TABLE6_EN,
+    TABLE8_EN,
+    TABLE8_MEETINGS,
+    TABLE8_METRICS,
+    TABLE9,
+    TABLE9_SYSTEMS,
 )
 from elitr_bench.metaeval.minutes_tables import table8
 from elitr_bench.metaeval.stats import pairwise_accuracy
