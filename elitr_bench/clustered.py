@@ -4,7 +4,7 @@ All questions of a meeting are answered from one transcript, so their scores are
 independent draws; the independent units are the meetings. The standard error here is
 the cluster-robust (CR1) one, which both the lm-eval results file (``<metric>_stderr``
 of our tasks, see :mod:`elitr_bench.tasks.metrics`) and the report's intervals
-(:mod:`elitr_bench.report.stats`) use, so the two never disagree. It depends on numpy
+(:mod:`elitr_bench.metaeval.stats`) use, so the two never disagree. It depends on numpy
 only, so every layer may import it.
 """
 

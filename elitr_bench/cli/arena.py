@@ -14,6 +14,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from elitr_bench.cli.budget import add_budget_flags, comma_list
 from elitr_bench.judges.config import (
     KEYLESS_JUDGE,
     JudgeConfig,
@@ -44,7 +45,7 @@ from elitr_bench.judges.cream.ratings import (
     EloParams,
 )
 from elitr_bench.judges.cream.segment import DEFAULT_UNIT, UNITS
-from elitr_bench.judges.summary.budget import add_budget_flags, check_budget, comma_list
+from elitr_bench.judges.summary.budget import check_budget
 from elitr_bench.llm.client import usage_line
 
 DEFAULT_CREAM_JUDGE = "openai:gpt-4o-2024-05-13"

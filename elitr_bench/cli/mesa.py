@@ -21,10 +21,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from elitr_bench.cli.budget import add_budget_flags, comma_list
 from elitr_bench.judges.config import JudgeConfig, parse_judge_spec, with_options
 from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.summary.base import MinutesAssessment, MinutesItem
-from elitr_bench.judges.summary.budget import add_budget_flags, comma_list
 from elitr_bench.llm.client import usage_line
 
 if TYPE_CHECKING:

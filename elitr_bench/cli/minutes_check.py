@@ -26,7 +26,7 @@ def parse_systems(spec: str, available: Sequence[str]) -> list[str]:
     Raises:
         DataError: A named system that no input has.
     """
-    from elitr_bench.judges.minutes.paper import TABLE9_SYSTEMS
+    from elitr_bench.metaeval.minutes_paper import TABLE9_SYSTEMS
 
     text = spec.strip().lower()
     if text == "table9":
@@ -61,10 +61,10 @@ def run_check(args: argparse.Namespace) -> dict[str, Any]:
         select_meetings,
     )
     from elitr_bench.judges.minutes.filler import filler_flag
-    from elitr_bench.judges.minutes.paper import TABLE9_SYSTEMS
     from elitr_bench.metaeval import minutes as check
     from elitr_bench.metaeval import minutes_inputs as inputs
     from elitr_bench.metaeval import minutes_tables as tables
+    from elitr_bench.metaeval.minutes_paper import TABLE9_SYSTEMS
 
     meetings = select_meetings(args.meetings, AUTOMIN_MEETINGS) if args.meetings else None
     # Runs, metric files and --systems are read and checked first: a bad one is reported

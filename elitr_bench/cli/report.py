@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from elitr_bench.report.stats import CI_METHODS
+from elitr_bench.metaeval.stats import CI_METHODS
 
 
 def _cmd_report(args: argparse.Namespace) -> int:

@@ -37,9 +37,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from elitr_bench.data.records import HumanScores
-from elitr_bench.judges.minutes.paper import HUMAN_COLUMNS
 from elitr_bench.judges.summary.base import lower_is_better
-from elitr_bench.metaeval.stats import Pairwise, correlations, pairwise_accuracy, sign
+from elitr_bench.metaeval import stats
+from elitr_bench.metaeval.minutes_paper import HUMAN_COLUMNS
 
 #: metric -> (system, meeting_id) -> value; meeting "" = a system-level value.
 MetricValues = Mapping[str, Mapping[tuple[str, str], float]]
@@ -160,7 +160,7 @@ def column_bounds(human: Sequence[HumanScores], systems: Sequence[str]) -> list[
         disagree = pairs = 0
         for a, b in itertools.combinations(usable, 2):
             pairs += 1
-            disagree += sign(one[a] - one[b]) != sign(two[a] - two[b])
+            disagree += not stats.same_order(one[a], one[b], two[a], two[b])
         bounds.append(ColumnBound(first, second, disagree, pairs))
     return bounds
 
@@ -205,6 +205,17 @@ def bound_violations(
     return found
 
 
+def correlations(xs: Sequence[float], ys: Sequence[float]) -> dict[str, float | None]:
+    """Pearson, Spearman and Kendall tau-b (None when undefined), as the tables read them."""
+    corr = stats.correlations(xs, ys)
+    return {
+        "pearson": corr.pearson,
+        "spearman": corr.spearman,
+        "kendall": corr.kendall,
+        "n": float(corr.n),
+    }
+
+
 @dataclass(frozen=True)
 class MetaRow:
     """One (metric, human column) cell of the meta-evaluation."""
@@ -213,7 +224,7 @@ class MetaRow:
     column: str
     level: str
     criterion: str
-    pairwise: Pairwise
+    pairwise: stats.Pairwise
     system: Mapping[str, float | None]
     document: Mapping[str, float | None]
 
@@ -262,7 +273,7 @@ def meta_evaluate(
         metric_sys = system_means(per_doc, meetings)
         for level, criterion, label in HUMAN_COLUMNS:
             human_sys = human_system_means(human, level, criterion)
-            pair = pairwise_accuracy(metric_sys, human_sys, systems)
+            pair = stats.pairwise_accuracy(metric_sys, human_sys, systems)
             common = [s for s in systems if s in metric_sys and s in human_sys]
             sys_corr = correlations([metric_sys[s] for s in common], [human_sys[s] for s in common])
             docs = human_document_values(human, level, criterion)

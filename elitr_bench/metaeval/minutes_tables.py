@@ -17,7 +17,16 @@ from pathlib import Path
 from typing import Any
 
 from elitr_bench.data.records import HumanScores, SystemHumanScore
-from elitr_bench.judges.minutes.paper import (
+from elitr_bench.metaeval.minutes import (
+    MetaRow,
+    MetricValues,
+    bound_violations,
+    column_bounds,
+    human_system_means,
+    lower_is_better,
+    system_spread,
+)
+from elitr_bench.metaeval.minutes_paper import (
     HUMAN_COLUMNS,
     METRIC_LABELS,
     SYSTEM_LABELS,
@@ -29,15 +38,6 @@ from elitr_bench.judges.minutes.paper import (
     TABLE8_METRICS,
     TABLE9,
     TABLE9_SYSTEMS,
-)
-from elitr_bench.metaeval.minutes import (
-    MetaRow,
-    MetricValues,
-    bound_violations,
-    column_bounds,
-    human_system_means,
-    lower_is_better,
-    system_spread,
 )
 
 

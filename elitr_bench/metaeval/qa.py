@@ -61,9 +61,8 @@ def load_check_items() -> tuple[list[JudgeItem], list[dict[str, float]], list[st
 
 
 def _corr(xs: Sequence[float], ys: Sequence[float]) -> dict[str, float | None]:
-    """Pearson and Spearman with n, as judge-check reports them (no Kendall)."""
-    both = correlations(xs, ys)
-    return {"pearson": both["pearson"], "spearman": both["spearman"], "n": len(xs)}
+    corr = correlations(xs, ys)
+    return {"pearson": corr.pearson, "spearman": corr.spearman, "n": corr.n}
 
 
 def _mean_ci(values: Sequence[float]) -> dict[str, float | int | None]:

@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from elitr_bench.metaeval.stats import correlations, mean_t_interval
 from elitr_bench.report.errors import ReportError
 from elitr_bench.report.runs import TaskRun, judge_id, response_hash
-from elitr_bench.report.stats import correlation, mean_t_interval
 from elitr_bench.report.tables import Table, fmt
 
 #: (setting, split, mode, meeting, question, system, response hash); system is the
@@ -326,7 +326,8 @@ def correlation_tables(data: AgreementData, panel: Panel) -> list[Table]:
     for a in names:
         prow, srow = [a], [a]
         for b in names:
-            p, s = correlation(panel.values(data, a), panel.values(data, b))
+            corr = correlations(panel.values(data, a), panel.values(data, b))
+            p, s = corr.pearson, corr.spearman
             prow.append(fmt(p))
             srow.append(fmt(s))
             records.append({"a": a, "b": b, "pearson": p, "spearman": s, "n": n})
@@ -372,7 +373,7 @@ def pairwise_table(data: AgreementData, panel: Panel) -> Table | None:
             common = shared[(a, b)]
             xs = [data.scores[a][k] for k in common]
             ys = [data.scores[b][k] for k in common]
-            p, _ = correlation(xs, ys)
+            p = correlations(xs, ys).pearson
             cells.append(f"{fmt(p)} (n={len(common)})")
             records.append({"a": a, "b": b, "pearson": p, "n": len(common)})
         rows.append(tuple(cells))

@@ -23,12 +23,12 @@ from typing import Any
 
 from elitr_bench import __version__
 from elitr_bench.data.errors import DataError
+from elitr_bench.metaeval.stats import CIMethod
 from elitr_bench.report import agreement, figures
 from elitr_bench.report.errors import ReportError
 from elitr_bench.report.minutes import minutes_sections
 from elitr_bench.report.records import Report, ReportInputs, SectionBuilder
 from elitr_bench.report.runs import LoadedRuns, TaskRun, foreign_input, load_runs
-from elitr_bench.report.stats import CIMethod
 from elitr_bench.report.tables import (
     ReportContext,
     Table,

@@ -403,7 +403,7 @@ def _vs_human(
     metric: str, criterion: str, keys: Sequence[tuple[str, str]], xs: list[float], ys: list[float]
 ) -> dict[str, Any]:
     """One row of the metric-vs-human table: correlations over (meeting, system) points."""
-    from elitr_bench.metaeval.minutes import correlations
+    from elitr_bench.metaeval.stats import correlations
 
     corr = correlations(xs, ys)
     return {
@@ -411,9 +411,9 @@ def _vs_human(
         "criterion": criterion,
         "level": "document",
         "n": len(keys),
-        "pearson": corr.get("pearson"),
-        "spearman": corr.get("spearman"),
-        "kendall": corr.get("kendall"),
+        "pearson": corr.pearson,
+        "spearman": corr.spearman,
+        "kendall": corr.kendall,
         "systems": " ".join(sorted({k[0] for k in keys})),
     }
 

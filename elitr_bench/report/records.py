@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from elitr_bench.metaeval.stats import CIMethod
 from elitr_bench.report.runs import TaskRun
-from elitr_bench.report.stats import CIMethod
 from elitr_bench.report.tables import Table
 
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from elitr_bench.data.records import SPLITS as BENCH_SPLITS
+from elitr_bench.metaeval.stats import CIMethod, Interval, Stratum, interval, mean_sd, welch_less
 from elitr_bench.report.runs import JudgeId, ModelId, Sample, TaskRun
-from elitr_bench.report.stats import CIMethod, Interval, Stratum, interval, mean_sd, welch_less
 
 RowKey = tuple[ModelId, str | None]
 GroupKey = tuple[RowKey, str, str, str]  # row, setting, mode, split

@@ -242,8 +242,8 @@ def test_arena_help_explains_every_rating_option(capsys: pytest.CaptureFixture[s
 def test_table9_leaves_out_metrics_without_a_pair() -> None:
     """One run's lines/words (a single system) gave rows of dashes with '0' pairs."""
     from elitr_bench.data.minutes import load_automin_human_scores
-    from elitr_bench.judges.minutes.paper import TABLE9_SYSTEMS
     from elitr_bench.metaeval.minutes import meta_evaluate
+    from elitr_bench.metaeval.minutes_paper import TABLE9_SYSTEMS
     from elitr_bench.metaeval.minutes_tables import table9
 
     meeting = "meeting_en_test2023_002"
@@ -293,12 +293,12 @@ def test_missing_guidance_file_names_the_real_command(tmp_path: Path) -> None:
 def test_error_ratings_are_oriented_before_meta_evaluation() -> None:
     """MESA ratings are errors (lower = better): unoriented, a perfect one scored 0%."""
     from elitr_bench.data.minutes import load_automin_human_scores
-    from elitr_bench.judges.minutes.paper import TABLE9_SYSTEMS
     from elitr_bench.metaeval.minutes import (
         human_system_means,
         lower_is_better,
         meta_evaluate,
     )
+    from elitr_bench.metaeval.minutes_paper import TABLE9_SYSTEMS
     from elitr_bench.metaeval.minutes_tables import correlation_table, table9
 
     assert lower_is_better("mesa_OM") and lower_is_better("types.HAL.rating@x")

@@ -1,3 +1,3 @@
-"""The judge tests' isolation and loopback server serve these tests too."""
+"""The judge tests' isolation (no user cache, judge setting or API key) serves these too."""
 
-from tests.judges.conftest import _isolated_judge_env, loopback  # noqa: F401
+from tests.judges.conftest import _isolated_judge_env  # noqa: F401

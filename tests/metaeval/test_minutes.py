@@ -14,7 +14,20 @@ import pytest
 from elitr_bench.cli.minutes_check import parse_run, parse_systems
 from elitr_bench.data.errors import DataError
 from elitr_bench.data.records import HumanScores
-from elitr_bench.judges.minutes.paper import (
+from elitr_bench.metaeval.minutes import (
+    add_derived,
+    bound_violations,
+    column_bounds,
+    correlations,
+    human_system_means,
+    meta_evaluate,
+)
+from elitr_bench.metaeval.minutes_inputs import (
+    merge_values,
+    read_metric_file,
+    usable_metric_values,
+)
+from elitr_bench.metaeval.minutes_paper import (
     HUMAN_COLUMNS,
     TABLE6_EN,
     TABLE8_EN,
@@ -23,21 +36,8 @@ from elitr_bench.judges.minutes.paper import (
     TABLE9,
     TABLE9_SYSTEMS,
 )
-from elitr_bench.metaeval.minutes import (
-    add_derived,
-    bound_violations,
-    column_bounds,
-    correlations,
-    human_system_means,
-    meta_evaluate,
-    pairwise_accuracy,
-)
-from elitr_bench.metaeval.minutes_inputs import (
-    merge_values,
-    read_metric_file,
-    usable_metric_values,
-)
 from elitr_bench.metaeval.minutes_tables import table8
+from elitr_bench.metaeval.stats import pairwise_accuracy
 
 
 def test_pairwise_accuracy_counts_ties() -> None:

@@ -277,7 +277,7 @@ def _meta_rows(systems: list[str]) -> list[Any]:
 
 
 def test_minutes_check_heatmap_colours_cover_the_data_and_0_is_not_30() -> None:
-    from elitr_bench.judges.minutes.paper import TABLE9_SYSTEMS
+    from elitr_bench.metaeval.minutes_paper import TABLE9_SYSTEMS
     from elitr_bench.metaeval.minutes_tables import heatmap_figure
 
     rows = _meta_rows(list(TABLE9_SYSTEMS))

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from elitr_bench.report.stats import cluster_t_interval
+from elitr_bench.metaeval.stats import cluster_t_interval
 from elitr_bench.tasks import metrics
 from tests.support.evaluate import evaluate
 

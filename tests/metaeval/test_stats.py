@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from elitr_bench.report.stats import (
+from elitr_bench.clustered import clustered_mean
+from elitr_bench.metaeval.stats import (
     cluster_bootstrap_interval,
     cluster_t_interval,
-    clustered_mean,
-    correlation,
+    correlations,
     mean_sd,
     mean_t_interval,
     welch_less,
@@ -135,10 +135,17 @@ def test_mean_sd_is_the_sample_standard_deviation() -> None:
 def test_correlation_and_t_interval_match_scipy() -> None:
     xs = [1.0, 2, 3, 5, 8, 9, 10, 4]
     ys = [2.0, 1, 4, 6, 7, 9, 10, 3]
-    p, s = correlation(xs, ys)
-    assert p == pytest.approx(stats.pearsonr(xs, ys).statistic)
-    assert s == pytest.approx(stats.spearmanr(xs, ys).statistic)
-    assert correlation([1.0, 1, 1], [1.0, 2, 3]) == (None, None)
+    corr = correlations(xs, ys)
+    assert corr.n == len(xs)
+    assert corr.pearson == pytest.approx(stats.pearsonr(xs, ys).statistic)
+    assert corr.spearman == pytest.approx(stats.spearmanr(xs, ys).statistic)
+    assert corr.kendall == pytest.approx(stats.kendalltau(xs, ys).statistic)
+    assert corr.pearson_p == pytest.approx(stats.pearsonr(xs, ys).pvalue)
+    assert corr.spearman_p == pytest.approx(stats.spearmanr(xs, ys).pvalue)
+    assert corr.kendall_p == pytest.approx(stats.kendalltau(xs, ys).pvalue)
+    undefined = correlations([1.0, 1, 1], [1.0, 2, 3])
+    assert (undefined.pearson, undefined.spearman, undefined.kendall) == (None, None, None)
+    assert correlations([1.0, 2], [1.0, 2]).pearson is None
     iv = mean_t_interval(xs)
     low, high = stats.t.interval(0.95, len(xs) - 1, loc=np.mean(xs), scale=stats.sem(xs))
     assert (iv.low, iv.high) == (pytest.approx(low), pytest.approx(high))
