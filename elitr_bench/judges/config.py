@@ -8,6 +8,7 @@ what a reported score means.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.util
 import ipaddress
@@ -307,9 +308,11 @@ def parse_judge_spec(spec: str, *, family: str | None = None) -> JudgeConfig:
             "e.g. openai:gpt-4o (replay and lexical score QA answers only)"
         )
     if backend not in BACKENDS:
+        close = difflib.get_close_matches(backend, BACKENDS, n=1, cutoff=0.75)
         raise JudgeConfigError(
             f"judge spec {spec!r}: unknown backend {backend!r}; "
-            f"use one of {', '.join(BACKENDS)} (or 'none' to skip judging)"
+            + (f"did you mean {close[0]!r}? " if close else "")
+            + f"use one of {', '.join(BACKENDS)} (or 'none' to skip judging)"
         )
     if backend in _NEEDS_TARGET and not model:
         raise JudgeConfigError(
@@ -346,8 +349,6 @@ def parse_judge_spec(spec: str, *, family: str | None = None) -> JudgeConfig:
             values["price_out"] = _convert("price_out", p_out, spec)
             continue
         if key not in _OPTION_TYPES:
-            import difflib
-
             known = sorted([*_OPTION_TYPES, "price"])
             close = difflib.get_close_matches(key, known, n=1, cutoff=0.75)
             raise JudgeConfigError(

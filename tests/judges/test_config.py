@@ -93,3 +93,11 @@ def test_run_judge_setting_and_env_fallback(monkeypatch: pytest.MonkeyPatch) -> 
     set_run_judge("replay,rubric=prometheus-rubric")
     cfg = get_run_judge()
     assert cfg is not None and cfg.rubric == "prometheus-rubric"
+
+
+def test_a_misspelt_backend_gets_a_suggestion() -> None:
+    with pytest.raises(JudgeConfigError, match="unknown backend 'opnai'; did you mean 'openai'"):
+        parse_judge_spec("opnai:gpt-4o")
+    with pytest.raises(JudgeConfigError) as err:
+        parse_judge_spec("vllm:some-model")
+    assert "did you mean" not in str(err.value) and "use one of openai" in str(err.value)
