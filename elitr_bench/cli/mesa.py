@@ -185,15 +185,16 @@ def _write_jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> None:
 
 def _cmd_mesa(args: argparse.Namespace) -> int:
     from elitr_bench.data.minutes import AUTOMIN_MEETINGS, select_meetings
-    from elitr_bench.judges.config import (
-        resolve_judge_spec,
-    )
+    from elitr_bench.judges.config import resolve_judge_spec
     from elitr_bench.judges.mesa.automin import automin_items
     from elitr_bench.judges.mesa.method import MesaMethod
+    from elitr_bench.judges.mesa.options import DEFAULT_MESA_JUDGE
     from elitr_bench.judges.summary.registry import assess_items_run, make_client
     from elitr_bench.llm.aio import run_coroutine
 
-    config = mesa_config(resolve_judge_spec(args.judge), args.error_types, args.guidance)
+    config = mesa_config(
+        resolve_judge_spec(args.judge, default=DEFAULT_MESA_JUDGE), args.error_types, args.guidance
+    )
     method = MesaMethod(config)
     guidance = method.options.guidance
     meetings = select_meetings(args.meetings, AUTOMIN_MEETINGS)
@@ -275,15 +276,16 @@ def _print_summary(
 
 def _cmd_train(args: argparse.Namespace) -> int:
     from elitr_bench.data.minutes import AUTOMIN_MEETINGS, select_meetings
-    from elitr_bench.judges.config import (
-        resolve_judge_spec,
-    )
+    from elitr_bench.judges.config import resolve_judge_spec
     from elitr_bench.judges.mesa.method import MesaMethod
+    from elitr_bench.judges.mesa.options import DEFAULT_MESA_JUDGE
     from elitr_bench.judges.mesa.selftrain import automin_feedback_samples, split_meetings, train
     from elitr_bench.judges.summary.registry import make_client
     from elitr_bench.llm.aio import run_coroutine
 
-    config = mesa_config(resolve_judge_spec(args.judge), args.error_types, args.guidance)
+    config = mesa_config(
+        resolve_judge_spec(args.judge, default=DEFAULT_MESA_JUDGE), args.error_types, args.guidance
+    )
     method = MesaMethod(config)
     feedback_meetings, evaluate = split_meetings(
         AUTOMIN_MEETINGS, select_meetings(args.feedback_meetings, AUTOMIN_MEETINGS)
@@ -344,7 +346,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
         help="judge spec, e.g. openai:gpt-4o (the paper's MESA: MADP-S debate, greedy), "
         "openai:gpt-4o,debate=none (Single-n, 1/5 of the calls) or "
         "openai:gpt-4o,debate=same,layout=prefix (method=mesa implied; default "
-        "$ELITR_JUDGE or openai:gpt-4-0613)",
+        "$ELITR_JUDGE or openai:gpt-4o, the paper's model)",
     )
     parser.add_argument(
         "--systems",

@@ -470,13 +470,19 @@ def with_options(config: JudgeConfig, **changes: Any) -> JudgeConfig:
     return new
 
 
-def resolve_judge_spec(spec: str | None, env: Mapping[str, str] | None = None) -> str:
-    """Pick the run's judge spec: explicit value, else ``ELITR_JUDGE``, else the default."""
+def resolve_judge_spec(
+    spec: str | None, env: Mapping[str, str] | None = None, *, default: str = DEFAULT_JUDGE_SPEC
+) -> str:
+    """Pick the run's judge spec: explicit value, else ``ELITR_JUDGE``, else ``default``.
+
+    ``default`` is the QA judge of ELITR-Bench unless a command names its own paper's
+    judge (``elitr-bench mesa``: MESA's GPT-4o).
+    """
     environ = os.environ if env is None else env
     if spec is not None and spec.strip():
         return spec.strip()
     from_env = environ.get(ENV_JUDGE, "").strip()
-    return from_env or DEFAULT_JUDGE_SPEC
+    return from_env or default
 
 
 def resolve_run_judge(spec: str | None) -> JudgeConfig | None:

@@ -447,7 +447,7 @@ def overlength_line(what: str, over: Sequence[Overlong], window: JudgeWindow, wa
         listing += f" and {len(worst) - _LISTED} more"
     n = len(over)
     return (
-        f"{what}: {n} judge prompt{'s' if n != 1 else ''} exceed "
+        f"{what}: {n} judge prompt{'s exceed' if n != 1 else ' exceeds'} "
         f"{window.describe(max(o.max_tokens for o in over))}: {listing}; nothing was sent; "
         f"{way_out}"
     )

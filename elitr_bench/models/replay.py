@@ -14,6 +14,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+import lm_eval.models  # noqa: F401  (lm-eval's own models first: see below)
 from lm_eval.api.model import LM
 from lm_eval.api.registry import register_model
 
@@ -119,11 +120,14 @@ def say_prompt_flags_ignored(flags: list[str]) -> None:
     _said_ignored.update(flags)
     log.warning(
         "elitr-replay: %s ignored: a replay returns the released answers whatever the "
-        "prompt (the logged prompts show the option; answers and scores are unchanged)",
+        "prompt, so answers and scores are those of a run without it",
         ", ".join(flags),
     )
 
 
+# lm-eval fills its model table (``lm_eval.models``) only while the table is empty, so a
+# class registered first would hide ``hf``, ``vllm`` and the rest from a Python session
+# that imports this module before lm-eval's models: hence the import at the top.
 @register_model("elitr-replay")
 class ReplayLM(LM):
     """Replays one system's released answers for ELITR-Bench documents.

@@ -86,7 +86,8 @@ def find_samples(paths: Iterable[str | Path]) -> list[Path]:
     named otherwise is refused, as it is no lm-eval samples file.
     """
     found: list[Path] = []
-    for raw in paths:
+    given = [str(p) for p in paths]
+    for raw in given:
         path = Path(raw)
         if path.is_dir():
             found += sorted(
@@ -107,7 +108,8 @@ def find_samples(paths: Iterable[str | Path]) -> list[Path]:
             )
     if not found:
         raise JudgeConfigError(
-            "score: no samples_*.jsonl found; run lm_eval with --log_samples --output_path DIR"
+            f"score: no samples_*.jsonl found in {', '.join(given) or 'the given paths'}; "
+            "run lm_eval with --log_samples --output_path DIR and pass DIR"
         )
     return found
 

@@ -8,8 +8,11 @@ them; the paper's judge scores are added by ``elitr_bench.judges``.
 task lists only what the run produces (:func:`qa_metric_list`: ``effective_wer`` only for
 noisy transcripts, ``prompt_tokens`` only when the model's tokenizer counted them, the
 judge's metrics only when a judge runs) and a sample without a value (an unscored judge
-answer, a skipped over-long prompt) carries ``None``. Our aggregations skip ``None``
-(:data:`MEAN`, :data:`TOTAL`); lm-eval's ``mean`` would fail on it.
+answer, a skipped over-long prompt) carries ``None``. A listed mean keeps lm-eval's own
+name, ``aggregation: mean``, because clients read the name (``zeno_visualize.py`` makes a
+Zeno metric of exactly the ``mean`` entries); the task computes it with :func:`mean`,
+which skips ``None`` where lm-eval's would fail on it (the task's ``aggregation()``).
+Counters are summed by :data:`TOTAL`, which skips ``None`` too.
 
 **Standard errors are meeting-clustered.** Questions about one meeting are not
 independent (they share its transcript), so the ``<metric>_stderr`` lm-eval writes for a
@@ -51,8 +54,10 @@ log = logging.getLogger(__name__)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = str.maketrans("", "", string.punctuation)
 
+#: lm-eval's name for the mean, as listed in ``metric_list``; our tasks compute it with
+#: :func:`mean`, the mean of the samples that have a value.
+MEAN = "mean"
 #: Aggregation names registered with lm-eval (see :func:`register_aggregations`).
-MEAN = "elitr_mean"
 TOTAL = "elitr_total"
 RATIO = "elitr_ratio_of_sums"
 CLUSTER_STDERR = "elitr_cluster_stderr"
@@ -142,7 +147,20 @@ def cluster_stderr(items: Sequence[Mapping[str, Any] | None]) -> float | str:
     return "N/A" if result.se is None else result.se
 
 
-_AGGREGATIONS = {MEAN: mean, TOTAL: total, RATIO: ratio_of_sums, CLUSTER_STDERR: cluster_stderr}
+_AGGREGATIONS = {TOTAL: total, RATIO: ratio_of_sums, CLUSTER_STDERR: cluster_stderr}
+
+
+def none_skipping(
+    aggregations: Mapping[str, Any], entries: Iterable[Mapping[str, Any]]
+) -> dict[str, Any]:
+    """``aggregations`` with every listed ``mean`` computed by :func:`mean` (skips ``None``).
+
+    Args:
+        aggregations: lm-eval's aggregation functions of a task, by metric name.
+        entries: The task's ``metric_list``.
+    """
+    means = {str(e["metric"]) for e in entries if e.get("aggregation") == MEAN}
+    return {name: mean if name in means else fn for name, fn in aggregations.items()}
 
 
 def register_aggregations() -> None:
@@ -197,13 +215,6 @@ def qa_metric_list(*, judged: bool, noisy: bool) -> list[MetricEntry]:
         entries.append(statistic("effective_wer"))
     entries += [dict(e) for e in OVERLENGTH]
     return entries
-
-
-def with_lm_eval_means(entries: Iterable[Mapping[str, Any]]) -> list[MetricEntry]:
-    """Entries with lm-eval's ``mean`` replaced by :data:`MEAN` (which skips ``None``)."""
-    return [
-        {**e, "aggregation": MEAN} if e.get("aggregation") == "mean" else dict(e) for e in entries
-    ]
 
 
 def clustered(entries: Iterable[MetricEntry]) -> tuple[str, ...]:

@@ -30,7 +30,6 @@ from elitr_bench.tasks.metrics import (
     RATIO,
     score,
     statistic,
-    with_lm_eval_means,
 )
 from elitr_bench.tasks.metrics import ratio_of_sums as ratio_of_sums
 
@@ -142,7 +141,7 @@ def minutes_metric_list(
     if noisy:
         entries.append(statistic("effective_wer"))
     entries += [dict(e) for e in OVERLENGTH]
-    return entries + with_lm_eval_means(judge)
+    return entries + [dict(e) for e in judge]
 
 
 # --- BERTScore -------------------------------------------------------------------------

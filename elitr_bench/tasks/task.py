@@ -141,10 +141,15 @@ class LmEvalContract:
         return any(m.get("metric") == "bypass" for m in self.config.metric_list or [])
 
     def aggregation(self) -> dict[str, Any]:
-        """lm-eval's aggregations plus the clustered-stderr carriers (not in ``metric_list``)."""
+        """lm-eval's aggregations, means that skip ``None``, and the stderr carriers.
+
+        The carriers are not in ``metric_list``; the means are listed as lm-eval's
+        ``mean`` (:func:`.metrics.none_skipping`).
+        """
         base: dict[str, Any] = super().aggregation()  # type: ignore[misc]
         if self.predict_only:
             return base
+        base = metrics.none_skipping(base, self.config.metric_list or [])
         from lm_eval.api.registry import get_aggregation
 
         carrier = get_aggregation(metrics.CLUSTER_STDERR)

@@ -86,6 +86,20 @@ def test_mesa_command_end_to_end(
     assert err.count("\n") == 0 and "weight 0 must be a number > 0" in err and str(bad) in err
 
 
+def test_mesa_default_judge_is_the_papers_gpt4o_whose_window_holds_automin(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ELITR_JUDGE", raising=False)
+    args = ["--systems", "gpt4", "--out", str(tmp_path / "o"), "--dry-run"]
+    assert main(["mesa", *args]) == 0  # the QA default (gpt-4-0613, 8k) would hold none
+    plan = capsys.readouterr().err
+    assert "12 summaries -> 1,440 calls" in plan and "gpt-4o:" in plan
+    assert not (tmp_path / "o").exists()
+    monkeypatch.setenv("ELITR_JUDGE", "openai:gpt-4-0613")  # the environment still wins
+    assert main(["mesa", *args]) == 2
+    assert "8,192-token window" in capsys.readouterr().err
+
+
 def test_mesa_command_overlength_is_one_line(
     loopback: LoopbackOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +92,12 @@ def test_cli_folders_separate_systems_and_prompt_flags_are_accepted(tmp_path: Pa
     common += ["--log_samples", "--metadata", json.dumps({"judge": "replay"})]
     runs = {
         ("gpt-4", "1"): [],
-        ("gpt-4", "2"): ["--apply_chat_template", "--system_instruction", "Be brief."],
+        ("gpt-4", "2"): [
+            "--apply_chat_template",
+            "--system_instruction",
+            "Be brief.",
+            "--fewshot_as_multiturn",
+        ],
         ("vicuna-13b", "1"): [],
     }
     for (system, seed), extra in runs.items():
@@ -101,7 +108,8 @@ def test_cli_folders_separate_systems_and_prompt_flags_are_accepted(tmp_path: Pa
         said = [line for line in proc.stderr.splitlines() if "ignored: a replay returns" in line]
         if extra:  # said once, naming what it ignores
             assert len(said) == 1
-            assert "--apply_chat_template, --system_instruction ignored" in said[0]
+            flags = "--apply_chat_template, --system_instruction, --fewshot_as_multiturn"
+            assert f"{flags} ignored" in said[0]
         else:
             assert said == []
     assert sorted(p.name for p in out.iterdir()) == [
@@ -120,3 +128,17 @@ def test_cli_folders_separate_systems_and_prompt_flags_are_accepted(tmp_path: Pa
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("elitr-bench: error: --model_args sytem=gpt-4: elitr-replay has no")
     assert "did you mean system=gpt-4?" in last
+
+
+def test_importing_the_replay_model_first_keeps_lm_evals_own_models() -> None:
+    """lm-eval fills its model table only while it is empty; ours must not be first."""
+    code = (
+        "import elitr_bench.models.replay\n"
+        "from lm_eval.api.registry import get_model\n"
+        "print(get_model('hf').__name__, get_model('elitr-replay').__name__)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["HFLM", "ReplayLM"]

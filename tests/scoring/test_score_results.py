@@ -172,5 +172,9 @@ def test_score_refuses_empty_and_foreign_files_naming_them(
     group.write_text(json.dumps({"doc_id": 0, "doc": doc, "resps": [["me"]]}) + "\n")
     assert main(["score", str(group), "--judge", "lexical"]) == 2
     assert f"{group} holds samples of elitr_qa, which is a group" in _one_line(capsys)
+    bare = tmp_path / "bare"  # a folder without any samples file is named too
+    bare.mkdir()
+    assert main(["score", str(bare), "--judge", "lexical"]) == 2
+    assert f"no samples_*.jsonl found in {bare}" in _one_line(capsys)
     for folder in ("run", "gsm", "notes", "group"):  # nothing written
         assert not list((tmp_path / folder).glob("results_rescored_*"))

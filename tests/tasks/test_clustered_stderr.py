@@ -79,13 +79,18 @@ def test_clustered_value_lands_on_the_stderr_key_whatever_the_samples(
         out = metrics.complete_sample(values, listed, ["judge_score", "f1"], meeting)
         for metric, value in out.items():
             raw.setdefault((metric, "none"), []).append(value)
-    aggregations = {
-        "judge_score": get_aggregation(metrics.MEAN),
-        "f1": get_aggregation(metrics.MEAN),
-        "overlength_skipped": get_aggregation(metrics.TOTAL),
-        "judge_score_stderr": get_aggregation(metrics.CLUSTER_STDERR),
-        "f1_stderr": get_aggregation(metrics.CLUSTER_STDERR),
-    }
+    entries = [metrics.score("judge_score"), metrics.score("f1")]
+    assert all(e["aggregation"] == "mean" for e in entries)  # lm-eval's name, as listed
+    aggregations = metrics.none_skipping(  # what the task's aggregation() returns
+        {
+            "judge_score": get_aggregation("mean"),
+            "f1": get_aggregation("mean"),
+            "overlength_skipped": get_aggregation(metrics.TOTAL),
+            "judge_score_stderr": get_aggregation(metrics.CLUSTER_STDERR),
+            "f1_stderr": get_aggregation(metrics.CLUSTER_STDERR),
+        },
+        entries,
+    )
     task = SimpleNamespace(task_name="t", aggregation=lambda: aggregations)
     agg, n = _compute_task_aggregations(task, raw, bootstrap_iters=bootstrap_iters)
     assert n == 5

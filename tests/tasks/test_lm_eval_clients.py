@@ -48,11 +48,19 @@ def _samples(out: Path) -> dict[str, list[dict[str, Any]]]:
 def _assert_every_listed_metric_everywhere(
     results: dict[str, Any], samples: dict[str, list[dict[str, Any]]]
 ) -> None:
-    """What W&B's ``_generate_dataset`` and zeno's ``generate_system_df`` do, as a check."""
+    """What W&B's ``_generate_dataset`` and zeno's ``generate_system_df`` do, as a check.
+
+    Zeno also makes a metric of exactly the ``aggregation: mean`` entries, so every ranked
+    score must be listed under that name (a custom name would leave Zeno with no metric).
+    """
     for task, rows in samples.items():
-        listed = [m["metric"] for m in results["configs"][task]["metric_list"]]
+        entries = results["configs"][task]["metric_list"]
+        listed = [m["metric"] for m in entries]
         missing = [(m, r["doc_id"]) for r in rows for m in listed if m not in r]
         assert not missing, (task, missing[:5])
+        zeno_metrics = {m["metric"] for m in entries if m.get("aggregation") == "mean"}
+        ranked = {m["metric"] for m in entries if m.get("higher_is_better") is not None}
+        assert ranked and ranked <= zeno_metrics, (task, ranked - zeno_metrics)
 
 
 def _wandb_tables(root: Path) -> dict[str, dict[str, Any]]:

@@ -39,6 +39,12 @@ _DEBATE_ALIASES = {
 #: Challengers per debate step (Fig. 2: three act "synchronously").
 CHALLENGERS = 3
 
+#: The judge of ``elitr-bench mesa`` and ``mesa-train`` without ``--judge`` or
+#: ``ELITR_JUDGE``: the paper's backbone, GPT-4o (Sec. 1, footnote 4). The paper names no
+#: snapshot, so this is the alias; its 128k window holds every AutoMin 2023 summary, where
+#: the QA judge's ``gpt-4-0613`` (8k) holds none.
+DEFAULT_MESA_JUDGE = "openai:gpt-4o"
+
 
 @dataclass(frozen=True)
 class MesaOptions:
