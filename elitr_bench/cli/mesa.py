@@ -41,7 +41,7 @@ def mesa_config(
 ) -> JudgeConfig:
     """The judge config of a ``--judge`` spec with ``method=mesa`` and CLI file overrides.
 
-    The spec gets MESA's family defaults (:data:`~elitr_bench.judges.config.FAMILY_DEFAULTS`):
+    The spec gets the MESA family's defaults (``judges/mesa/options.py`` registers them):
     ``method=mesa`` is implied, so MESA options such as ``debate=`` need no ``method=``.
 
     Raises:

@@ -13,13 +13,14 @@ import importlib
 import importlib.util
 import ipaddress
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlparse
 
 from elitr_bench.judges.errors import JudgeConfigError, JudgeNotReadyError
+from elitr_bench.judges.family import JudgeFamily, families, get_family, owner_of
 from elitr_bench.judges.rubrics import RUBRICS, Rubric
 from elitr_bench.llm.endpoint import effective_base_url, endpoint_key
 from elitr_bench.llm.redact import (
@@ -40,16 +41,24 @@ BACKENDS = ("openai", "hf", "replay", "lexical")
 _NEEDS_TARGET = {"openai": "a model name, e.g. openai:gpt-4-0613", "hf": "a path or hub id"}
 
 
+_Options = TypeVar("_Options")
+
+
 @dataclass(frozen=True)
 class JudgeConfig:
     """Everything that defines a judge and how it is run.
+
+    The fields are what every judge shares: the endpoint and transport settings, the
+    sampling, the prompt (``rubric``/``method``) and the re-asks. What only one family
+    reads (MESA's ``debate``, the AutoMin judges' ``filler``, replay's ``system``) is in
+    ``options``, that family's own frozen record (:mod:`elitr_bench.judges.family`).
 
     The dataclass defaults are the QA judge's: ELITR-Bench samples its GPT-4 evaluator
     (App. C.1: the evaluator is a source of variance under the run's seed) with the
     setting App. B gives for GPT-4, temperature 0.6 and top-p 0.9; the seed (2023, the
     paper's first seed) is sent to the API. The other judge families decode greedily by
-    default because their papers give no sampling (:data:`FAMILY_DEFAULTS`, applied by
-    :func:`parse_judge_spec`).
+    default because their papers give no sampling (each family's ``defaults``, applied
+    by :func:`parse_judge_spec`).
 
     Attributes:
         backend: ``openai``, ``hf``, ``replay`` or ``lexical``.
@@ -76,32 +85,17 @@ class JudgeConfig:
         device: Torch device for hf (``""`` = auto).
         price_in: USD per 1M prompt tokens (None = price table).
         price_out: USD per 1M completion tokens (None = price table).
-        system: Released system name to disambiguate replay matches.
         progress: Show a tqdm progress bar.
         preflight: Send one minimal authenticated request before any generation
             (openai backend), so a wrong key, URL or model fails in seconds.
         method: Minutes method (``mesa``, ...; see ``judges/summary/registry.py``); the
             AutoMin prompt methods are chosen with ``rubric=gpt-art`` / ``rubric=gpt-afgr``.
-        filler: Minutes judges only: compress the transcript by dropping filler turns
-            (AutoMin Sec. 6.3, Fig. 19) before judging.
-        filler_model: Model that classifies the turns (``""`` = the judge's own model).
-            AutoMin classified with text-davinci-003 and judged with GPT-4-32k; the
-            classifier shares the judge's backend, endpoint options and cache.
-        debate: MESA: ``none`` (one model per step, the paper's Single-n), ``same``
-            (MADP-S: moderator and three challengers of this model; the default of
-            ``method=mesa``, the paper's MESA) or ``mixed`` (MADP-M: challengers from
-            ``pool``).
-        pool: MESA, ``debate=mixed``: challenger judge specs separated by ``|`` (options
-            inside a member with ``;``), or a file with one spec per line.
-        error_types: MESA: error-type YAML file ("" = the paper's, packaged).
-        guidance: MESA: self-training guidance file appended to the step prompts.
-        layout: MESA prompt layout: ``paper`` (Figs. 3-5 verbatim) or ``prefix``
-            (transcript first, for servers with prefix caching).
-        overlength: MESA: a prompt longer than the judge's window: ``error``, ``skip`` or
-            ``truncate_middle`` (as the QA tasks' option).
         context: Every judge: its model's context window in tokens (prompt plus output).
             0 = known from the OpenAI model table or an hf judge's config, else not
             checked (see ``llm/context_window.py``); a value overrides both.
+        family: The judge family (``qa``, ``minutes``, ``mesa``, ``cream``).
+        options: The family's own options record (``QAOptions``, ``MinutesOptions``,
+            ``MesaSpecOptions``, ...); read it with :meth:`options_of`.
     """
 
     backend: str
@@ -128,20 +122,26 @@ class JudgeConfig:
     device: str = ""
     price_in: float | None = None
     price_out: float | None = None
-    system: str = ""
     progress: bool = True
     preflight: bool = True
     method: str = ""
-    filler: bool = True
-    filler_model: str = ""
-    debate: str = "none"
-    pool: str = ""
-    error_types: str = ""
-    guidance: str = ""
-    layout: str = "paper"
-    overlength: str = "error"
     context: int = 0
+    family: str = "qa"
+    options: Any = None
     spec: str = field(default="", compare=False)
+
+    def options_of(self, kind: type[_Options]) -> _Options:
+        """The family options record, typed (``config.options_of(MesaSpecOptions)``).
+
+        Raises:
+            JudgeConfigError: The config is of another family.
+        """
+        if not isinstance(self.options, kind):
+            raise JudgeConfigError(
+                f"judge spec {self.spec or self.backend!r} is a {self.family} judge; "
+                f"{kind.__name__} belongs to another family"
+            )
+        return self.options
 
     @property
     def rubric_obj(self) -> Rubric:
@@ -176,8 +176,8 @@ class JudgeConfig:
             ident["prompt_hash"] = self.rubric_obj.prompt_hash
         if self.method:
             ident["method"] = self.method
-        if self.filler and self.is_llm and self.rubric in _MINUTES_PROMPT_RUBRICS:
-            ident["filler_model"] = self.filler_model or self.model
+        if self.is_llm:
+            ident.update(family_identity(self))
         if self.is_llm:
             ident["sampling"] = {
                 "temperature": self.temperature,
@@ -197,35 +197,41 @@ class JudgeConfig:
         return ident
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict of all fields (for logs and result files; credentials masked)."""
-        out = asdict(self)
+        """Plain dict of every option, the family's flattened in (credentials masked)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "options"}
+        if self.options is not None:
+            out.update(asdict(self.options))
         for name in ("base_url", "pool"):
-            out[name] = redact_text(out[name])
+            if isinstance(out.get(name), str):
+                out[name] = redact_text(out[name])
         return out
 
 
-#: The AutoMin prompt methods (``rubric=gpt-art|gpt-afgr``), the only filler compressors.
+def family_identity(config: JudgeConfig) -> Mapping[str, Any]:
+    """What the config's family options add to its judge identity (``filler_model``)."""
+    hook = get_family(config.family).identity
+    return hook(config) if hook is not None else {}
+
+
+#: The AutoMin prompt methods (``rubric=gpt-art|gpt-afgr``): a spec naming one is a
+#: minutes judge (:func:`judge_family`).
 _MINUTES_PROMPT_RUBRICS = ("gpt-art", "gpt-afgr")
 
-#: Greedy decoding, for judges whose paper gives no sampling.
+#: Greedy decoding, for judges whose paper gives no sampling (a family's ``defaults``).
 GREEDY: Mapping[str, Any] = {"temperature": 0.0, "top_p": 1.0}
 
-#: Defaults of each judge family where they differ from :class:`JudgeConfig`'s (which
-#: are the QA judge's, ELITR-Bench App. B). Options written in a spec always win.
-#:
-#: * ``qa``: ELITR-Bench's rubrics; sampled at 0.6/0.9 (App. B, C.1).
-#: * ``minutes``: AutoMin 2023's GPT-ART/GPT-AFGR judges and the filler classifier
-#:   (Sec. 6.3): no sampling given, so greedy.
-#: * ``mesa``: MESA (Sec. 2.5): the paper's MESA is the three-step assessment with
-#:   single-model debate (MADP-S), hence ``debate=same``; no sampling given, so greedy.
-#: * ``cream``: CREAM (Sec. 3.1, App. A): no sampling given, so greedy.
-FAMILY_DEFAULTS: Mapping[str, Mapping[str, Any]] = {
-    "qa": {},
-    "minutes": GREEDY,
-    "mesa": {**GREEDY, "method": "mesa", "debate": "same"},
-    "cream": GREEDY,
-}
-JUDGE_FAMILIES: tuple[str, ...] = tuple(FAMILY_DEFAULTS)
+
+def family_defaults(name: str) -> Mapping[str, Any]:
+    """The shared options family ``name`` sets differently from the QA judge's.
+
+    * ``qa``: ELITR-Bench's rubrics; sampled at 0.6/0.9 (App. B, C.1): none.
+    * ``minutes``: AutoMin 2023's GPT-ART/GPT-AFGR judges and the filler classifier
+      (Sec. 6.3): no sampling given, so greedy.
+    * ``mesa``: MESA (Sec. 2.5): ``method=mesa``, greedy (its record's ``debate``
+      defaults to ``same``, MADP-S, the paper's MESA).
+    * ``cream``: CREAM (Sec. 3.1, App. A): no sampling given, so greedy.
+    """
+    return get_family(name).defaults
 
 
 def judge_family(options: Mapping[str, Any]) -> str:
@@ -243,14 +249,17 @@ def judge_family(options: Mapping[str, Any]) -> str:
 
 _BOOL_TRUE = {"1", "true", "yes", "on"}
 _BOOL_FALSE = {"0", "false", "no", "off"}
+#: The shared options a spec may set, with their types (the family's come from its record).
 _OPTION_TYPES: dict[str, str] = {
-    f.name: str(f.type) for f in fields(JudgeConfig) if f.name not in ("backend", "model", "spec")
+    f.name: str(f.type)
+    for f in fields(JudgeConfig)
+    if f.name not in ("backend", "model", "spec", "family", "options")
 }
 _OPTION_ALIASES = {"max_new_tokens": "max_tokens", "n": "samples", "k": "samples"}
 
 
-def _convert(name: str, raw: str, spec: str) -> Any:
-    kind = _OPTION_TYPES[name]
+def _convert(name: str, raw: str, spec: str, kind: str | None = None) -> Any:
+    kind = kind or _OPTION_TYPES[name]
     try:
         if kind == "bool":
             low = raw.lower()
@@ -282,12 +291,17 @@ def parse_judge_spec(spec: str, *, family: str | None = None) -> JudgeConfig:
     ``price=IN:OUT`` sets both per-1M-token prices. ``none`` is not a judge: use
     :func:`resolve_run_judge` for specs that may disable judging.
 
+    The options are split as the families say: the shared ones (the
+    :class:`JudgeConfig` fields) and the chosen family's own (its options record); an
+    option of another family is refused with the way to select that family, an unknown
+    one with the closest option this family takes.
+
     Args:
         spec: The judge spec.
-        family: The judge family whose :data:`FAMILY_DEFAULTS` apply (a command that
-            implies one: ``mesa``, ``cream``); None decides it from ``method=`` and
-            ``rubric=`` (:func:`judge_family`). The defaults land in the config, so the
-            judge identity shows what ran; options written in the spec win.
+        family: The judge family whose defaults apply (a command that implies one:
+            ``mesa``, ``cream``); None decides it from ``method=`` and ``rubric=``
+            (:func:`judge_family`). The defaults land in the config, so the judge
+            identity shows what ran; options written in the spec win.
 
     Raises:
         JudgeConfigError: Unknown backend, family or option, bad value, or an API key in
@@ -323,6 +337,7 @@ def parse_judge_spec(spec: str, *, family: str | None = None) -> JudgeConfig:
             f"judge spec {spec!r}: backend {backend} takes no model; drop ':{model}'"
         )
     values: dict[str, Any] = {}
+    others: dict[str, str] = {}  # options of a family, converted once it is known
     for part in option_parts:
         part = part.strip()
         if not part:
@@ -347,88 +362,94 @@ def parse_judge_spec(spec: str, *, family: str | None = None) -> JudgeConfig:
                 )
             values["price_in"] = _convert("price_in", p_in, spec)
             values["price_out"] = _convert("price_out", p_out, spec)
-            continue
-        if key not in _OPTION_TYPES:
-            known = sorted([*_OPTION_TYPES, "price"])
-            close = difflib.get_close_matches(key, known, n=1, cutoff=0.75)
-            raise JudgeConfigError(
-                f"judge spec {spec!r}: unknown option {key!r}; "
-                + (f"did you mean {close[0]!r}? " if close else "")
-                + f"known options: {', '.join(known)}"
-            )
-        values[key] = _convert(key, raw, spec)
+        elif key in _OPTION_TYPES:
+            values[key] = _convert(key, raw, spec)
+        else:
+            others[key] = raw
     chosen = family or judge_family(values)
-    if chosen not in FAMILY_DEFAULTS:
-        raise JudgeConfigError(
-            f"judge spec {spec!r}: unknown judge family {chosen!r}; "
-            f"use one of {', '.join(JUDGE_FAMILIES)}"
-        )
+    try:
+        fam = get_family(chosen)
+    except JudgeConfigError as exc:
+        raise JudgeConfigError(f"judge spec {spec!r}: {exc}") from None
+    own = _family_values(fam, others, spec)
     if backend in _NEEDS_TARGET:  # sampling and methods mean nothing to replay/lexical
-        values = {**FAMILY_DEFAULTS[chosen], **values}
-    config = JudgeConfig(backend=backend, model=model, spec=spec, **values)
+        values = {**fam.defaults, **values}
+    config = JudgeConfig(
+        backend=backend,
+        model=model,
+        spec=spec,
+        family=fam.name,
+        options=fam.options(**own),
+        **values,
+    )
     _validate(config, spec)
     return config
 
 
-SpecCheck = Callable[["JudgeConfig", str], None]
+def _family_values(fam: JudgeFamily, raw: Mapping[str, str], spec: str) -> dict[str, Any]:
+    """The family's own options of a spec, converted; refuses any other option.
 
-
-@dataclass(frozen=True)
-class FamilyHooks:
-    """What a judge family adds to spec parsing: its rubric names, methods, option check.
-
-    Attributes:
-        family: The family's name, as error messages name it (``minutes``, ``mesa``).
-        rubrics: Names ``rubric=`` may select besides the QA rubrics.
-        methods: Names ``method=`` may select (a function: a registry may grow).
-        check: Raises :class:`JudgeConfigError` for options of this family that are
-            wrong for the parsed spec (its own options, or ones given without it).
+    An option of another family names that family and how a spec selects it; an unknown
+    option gets the closest option this family takes ("did you mean").
     """
+    types = fam.option_types()
+    foreign: dict[str, list[str]] = {}
+    owners: dict[str, JudgeFamily] = {}
+    for key, value in raw.items():
+        if key in types:
+            continue
+        owner = owner_of(key)
+        if owner is None:
+            known = sorted([*_OPTION_TYPES, *types, "price"])
+            close = difflib.get_close_matches(key, known, n=1, cutoff=0.75)
+            elsewhere = "" if close else _closest_elsewhere(key, fam)
+            raise JudgeConfigError(
+                f"judge spec {spec!r}: unknown option {key!r}; "
+                + (f"did you mean {close[0]!r}? " if close else elsewhere)
+                + f"known options of {fam.label}: {', '.join(known)}"
+            )
+        foreign.setdefault(owner.name, []).append(f"{key}={value}")
+        owners[owner.name] = owner
+    if foreign:
+        name, used = next(iter(foreign.items()))
+        owner = owners[name]
+        way = f"add {owner.selector} or drop the option" if owner.selector else "drop it"
+        raise JudgeConfigError(
+            f"judge spec {spec!r}: {', '.join(used)} appl{'ies' if len(used) == 1 else 'y'} "
+            f"to {owner.label} only; {way}"
+        )
+    return {key: _convert(key, value, spec, types[key]) for key, value in raw.items()}
 
-    family: str
-    rubrics: tuple[str, ...] = ()
-    methods: Callable[[], Sequence[str]] | None = None
-    check: SpecCheck | None = None
 
-
-_HOOKS: dict[str, FamilyHooks] = {}
-
-#: Modules whose import registers the built-in families' hooks, loaded on first parse by
-#: name: the core names no family module in its imports, so a family depends on the core
-#: and never the other way round (a third-party family imports this module and calls
-#: :func:`register_family_hooks` itself).
-_BUILTIN_FAMILY_MODULES = ("elitr_bench.judges.summary.registry", "elitr_bench.judges.mesa.options")
-
-
-def register_family_hooks(hooks: FamilyHooks) -> None:
-    """Add (or replace) a judge family's hooks into spec parsing."""
-    _HOOKS[hooks.family] = hooks
-
-
-def family_hooks() -> tuple[FamilyHooks, ...]:
-    """Every family's hooks, in registration order (built-ins loaded first)."""
-    for module in _BUILTIN_FAMILY_MODULES:
-        importlib.import_module(module)
-    return tuple(_HOOKS.values())
+def _closest_elsewhere(key: str, fam: JudgeFamily) -> str:
+    """The "did you mean" among the other families' options, and how to select theirs."""
+    for other in families():
+        if other.name == fam.name:
+            continue
+        close = difflib.get_close_matches(key, other.option_names(), n=1, cutoff=0.75)
+        if close:
+            how = f", with {other.selector}" if other.selector else ""
+            return f"did you mean {close[0]!r} ({other.label}{how})? "
+    return ""
 
 
 def _validate(config: JudgeConfig, spec: str) -> None:
     def bad(msg: str) -> JudgeConfigError:
         return JudgeConfigError(f"judge spec {spec!r}: {msg}")
 
-    hooks = family_hooks()
-    family_rubrics = [(h.family, h.rubrics) for h in hooks if h.rubrics]
+    registered = families()
+    family_rubrics = [(f.name, f.rubrics) for f in registered if f.rubrics and f.name != "qa"]
     if config.rubric not in RUBRICS and not any(config.rubric in r for _, r in family_rubrics):
         others = " or ".join(f"{', '.join(r)} ({family})" for family, r in family_rubrics)
         raise bad(
             f"unknown rubric {config.rubric!r}; use one of {', '.join(RUBRICS)} (QA) or {others}"
         )
-    methods = sorted({m for h in hooks if h.methods is not None for m in h.methods()})
+    methods = sorted({m for f in registered if f.methods is not None for m in f.methods()})
     if config.method and config.method not in methods:
         raise bad(f"unknown method {config.method!r}; use one of {', '.join(methods)}")
-    for hook in hooks:
-        if hook.check is not None:
-            hook.check(config, spec)
+    check = get_family(config.family).check
+    if check is not None:
+        check(config, spec)
     if not 0.0 <= config.temperature <= 2.0:
         raise bad(f"temperature={config.temperature} must be in [0, 2]")
     if not 0.0 < config.top_p <= 1.0:
@@ -451,21 +472,25 @@ def _validate(config: JudgeConfig, spec: str) -> None:
             f"base_url user info is {MASK}, as written in results and logs; give the real "
             "user:password@ in base_url= or in OPENAI_BASE_URL"
         )
-    if config.system and config.backend != "replay":
-        raise bad("system= applies to the replay backend only")
-    if config.filler_model:
-        if config.rubric not in _MINUTES_PROMPT_RUBRICS or config.method:
-            raise bad(
-                "filler_model= applies to the AutoMin GPT judges only "
-                "(rubric=gpt-art or rubric=gpt-afgr); drop it"
-            )
-        if not config.filler:
-            raise bad("filler_model= names the filler classifier, but filler=false; drop one")
 
 
 def with_options(config: JudgeConfig, **changes: Any) -> JudgeConfig:
-    """Return a copy with some options changed (validated like a parsed spec)."""
-    new = replace(config, **changes)
+    """Return a copy with some options changed, shared or the family's (validated).
+
+    Raises:
+        JudgeConfigError: An option that neither the config nor its family has.
+    """
+    own = {f.name for f in fields(config.options)} if config.options is not None else set()
+    unknown = sorted(k for k in changes if k not in own and k not in _OPTION_TYPES)
+    if unknown:
+        raise JudgeConfigError(
+            f"judge spec {config.spec or config.backend!r}: no option {', '.join(unknown)} "
+            f"for {get_family(config.family).label}"
+        )
+    mine = {k: v for k, v in changes.items() if k in own}
+    shared = {k: v for k, v in changes.items() if k not in own}
+    options = replace(config.options, **mine) if mine else config.options
+    new = replace(config, options=options, **shared)
     _validate(new, config.spec or config.backend)
     return new
 
@@ -696,11 +721,9 @@ def check_judge_ready(
 
 
 def _models_of(config: JudgeConfig) -> list[str]:
-    """The judge's model, then its separate filler classifier if it has one."""
-    models = [config.model]
-    if config.filler and config.filler_model and config.filler_model != config.model:
-        models.append(config.filler_model)
-    return models
+    """The judge's model, then the others its family calls (a filler classifier)."""
+    hook = get_family(config.family).models
+    return [config.model, *(hook(config) if hook is not None else ())]
 
 
 #: Weight files ``from_pretrained`` loads (one of them, or a shard index, must exist).

@@ -37,7 +37,8 @@ from elitr_bench.data.minutes import (
     task_of,
 )
 from elitr_bench.data.run_files import parse_samples_name, results_file_of
-from elitr_bench.judges.minutes.lm_eval_filter import TOKENS_SAVED, assessment_of
+from elitr_bench.judges.minutes.family import TOKENS_SAVED
+from elitr_bench.judges.minutes.lm_eval_filter import assessment_of
 
 #: Per-sample keys of a minutes task that are bookkeeping, not quality metrics.
 NON_METRICS = frozenset(

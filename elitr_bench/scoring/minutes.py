@@ -21,8 +21,8 @@ from typing import Any
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.filtering import judged_json
 from elitr_bench.judges.metrics import JUDGE_ERRORS, JUDGE_UNSCORED, judge_filter_name
+from elitr_bench.judges.minutes.family import FILLER_METRICS
 from elitr_bench.judges.minutes.lm_eval_filter import (
-    FILLER_METRICS,
     assessment_of,
     flagged_meetings,
     item_from_doc,

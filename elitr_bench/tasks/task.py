@@ -58,13 +58,14 @@ def judge_for(metadata: dict[str, Any]) -> tuple[str, JudgeConfig | None]:
     """
     import elitr_bench.judges.qa.lm_eval_filter  # noqa: F401  (registers the filter)
     from elitr_bench.judges import parse_judge_spec, resolve_judge_spec
+    from elitr_bench.judges.qa.family import qa_options
     from elitr_bench.llm.redact import conceal_spec
 
     spec = resolve_judge_spec(str(metadata["judge"]) if metadata.get("judge") else None)
     if spec.lower() in ("none", "off", "skip"):
         return "none", None
     config = parse_judge_spec(spec)
-    if config.backend == "replay" and not config.system and metadata.get("system"):
+    if config.backend == "replay" and not qa_options(config).system and metadata.get("system"):
         from elitr_bench.models.replay import all_systems, canonical_system
 
         spec = f"{spec},system={canonical_system(str(metadata['system']), all_systems())}"

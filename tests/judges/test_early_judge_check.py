@@ -105,7 +105,7 @@ def test_checks_read_the_metadata_and_model_as_the_tasks_will(
         tasks=["elitr_qa_dev"], model="elitr-replay", model_args="system=gpt-4",
         metadata={"judge": "replay"},
     )  # fmt: skip
-    assert config.system == "GPT-4"  # canonical name, as the task gives it
+    assert config.options.system == "GPT-4"  # canonical name, as the task gives it
     # judge: replay on a generating model: its answers have no released scores.
     with pytest.raises(JudgeNotReadyError) as replay:
         check_run_judges(tasks=["elitr_qa_dev"], model="hf", metadata={"judge": "replay"})

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from elitr_bench.cli import main
-from elitr_bench.judges.config import FAMILY_DEFAULTS, parse_judge_spec
+from elitr_bench.judges.config import GREEDY, family_defaults, parse_judge_spec
 from elitr_bench.judges.errors import JudgeConfigError
+from elitr_bench.judges.family import families
 from tests.judges.test_mesa_script import make_script
 from tests.support.openai_server import LoopbackOpenAI
 
@@ -23,26 +24,31 @@ from tests.support.openai_server import LoopbackOpenAI
 @pytest.mark.parametrize(
     ("spec", "family", "expected"),
     [
-        ("openai:gpt-4-0613", None, (0.6, 0.9, "none", "")),
-        ("hf:/m,rubric=prometheus-rubric", None, (0.6, 0.9, "none", "")),
-        ("openai:gpt-4o,rubric=gpt-afgr", None, (0.0, 1.0, "none", "")),
-        ("openai:gpt-4o,rubric=gpt-art,filler=false", None, (0.0, 1.0, "none", "")),
-        ("openai:gpt-4o,method=mesa", None, (0.0, 1.0, "same", "mesa")),
-        ("openai:gpt-4o,method=mesa,debate=none", None, (0.0, 1.0, "none", "mesa")),
-        ("openai:gpt-4o", "mesa", (0.0, 1.0, "same", "mesa")),
-        ("openai:gpt-4o,debate=same,layout=prefix", "mesa", (0.0, 1.0, "same", "mesa")),
-        ("openai:gpt-4o", "cream", (0.0, 1.0, "none", "")),
-        ("openai:gpt-4o,temperature=0.7", "cream", (0.7, 1.0, "none", "")),
-        ("openai:gpt-4o,rubric=gpt-afgr,top_p=0.5", None, (0.0, 0.5, "none", "")),
-        ("openai:gpt-4o,method=mesa,temperature=0.7,top_p=0.95", None, (0.7, 0.95, "same", "mesa")),
-        ("openai:gpt-4o,temperature=0", None, (0.0, 0.9, "none", "")),
+        ("openai:gpt-4-0613", None, (0.6, 0.9, "qa", None, "")),
+        ("hf:/m,rubric=prometheus-rubric", None, (0.6, 0.9, "qa", None, "")),
+        ("openai:gpt-4o,rubric=gpt-afgr", None, (0.0, 1.0, "minutes", None, "")),
+        ("openai:gpt-4o,rubric=gpt-art,filler=false", None, (0.0, 1.0, "minutes", None, "")),
+        ("openai:gpt-4o,method=mesa", None, (0.0, 1.0, "mesa", "same", "mesa")),
+        ("openai:gpt-4o,method=mesa,debate=none", None, (0.0, 1.0, "mesa", "none", "mesa")),
+        ("openai:gpt-4o", "mesa", (0.0, 1.0, "mesa", "same", "mesa")),
+        ("openai:gpt-4o,debate=same,layout=prefix", "mesa", (0.0, 1.0, "mesa", "same", "mesa")),
+        ("openai:gpt-4o", "cream", (0.0, 1.0, "cream", None, "")),
+        ("openai:gpt-4o,temperature=0.7", "cream", (0.7, 1.0, "cream", None, "")),
+        ("openai:gpt-4o,rubric=gpt-afgr,top_p=0.5", None, (0.0, 0.5, "minutes", None, "")),
+        (
+            "openai:gpt-4o,method=mesa,temperature=0.7,top_p=0.95",
+            None,
+            (0.7, 0.95, "mesa", "same", "mesa"),
+        ),
+        ("openai:gpt-4o,temperature=0", None, (0.0, 0.9, "qa", None, "")),
     ],
 )
 def test_family_defaults_and_explicit_options_win(
-    spec: str, family: str | None, expected: tuple[float, float, str, str]
+    spec: str, family: str | None, expected: tuple[float, float, str, str | None, str]
 ) -> None:
     config = parse_judge_spec(spec, family=family)
-    assert (config.temperature, config.top_p, config.debate, config.method) == expected
+    debate = getattr(config.options, "debate", None)  # MESA's own option, else none
+    assert (config.temperature, config.top_p, config.family, debate, config.method) == expected
     # What ran is in the identity a results file records.
     sampling = config.identity()["sampling"]
     assert (sampling["temperature"], sampling["top_p"]) == expected[:2]
@@ -52,7 +58,8 @@ def test_family_defaults_leave_keyless_judges_and_bad_families_alone() -> None:
     assert parse_judge_spec("replay", family="mesa").method == ""  # not an LLM: no defaults
     with pytest.raises(JudgeConfigError, match="unknown judge family 'qa2'"):
         parse_judge_spec("openai:gpt-4o", family="qa2")
-    assert set(FAMILY_DEFAULTS) == {"qa", "minutes", "mesa", "cream"}
+    assert {f.name for f in families()} == {"qa", "minutes", "mesa", "cream"}
+    assert family_defaults("qa") == {} and family_defaults("cream") == GREEDY
 
 
 def _judge(server: LoopbackOpenAI, extra: str = "") -> str:

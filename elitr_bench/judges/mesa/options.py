@@ -1,24 +1,32 @@
-"""MESA's judge-spec options, read from the shared :class:`JudgeConfig`.
+"""MESA's judge-spec options, and the MESA family's registration with the judge core.
 
 ``openai:gpt-4o,method=mesa,debate=same,layout=prefix,error_types=my.yaml,guidance=g.yaml``:
-the options are plain ``JudgeConfig`` fields (so they travel in ``--metadata``, result
-files and ``elitr-bench score`` unchanged); this module turns them into checked objects.
-Files named by options are read when the spec is parsed, so a typo fails in seconds.
+the spec's MESA options land in :class:`MesaSpecOptions`, the family's own record (they
+travel in ``--metadata``, result files and ``elitr-bench score`` as the spec string);
+:func:`mesa_options` turns them into checked objects. Files named by options are read
+when the spec is parsed, so a typo fails in seconds.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from elitr_bench.data.errors import ElitrBenchError
-from elitr_bench.judges.config import FamilyHooks, register_family_hooks
+from elitr_bench.judges.config import GREEDY
 from elitr_bench.judges.errors import JudgeConfigError
+from elitr_bench.judges.family import JudgeFamily, register_family
 from elitr_bench.judges.mesa.error_types import ErrorTypes, load_error_types
 from elitr_bench.judges.mesa.fit import OVERLENGTH_POLICIES
 from elitr_bench.judges.mesa.guidance import Guidance, load_guidance
+from elitr_bench.judges.mesa.parsing import (
+    parse_identification,
+    parse_scoring,
+    parse_verification,
+)
 from elitr_bench.judges.mesa.prompts import LAYOUTS, Layout
+from elitr_bench.judges.metrics import JUDGE_ERRORS, JUDGE_UNSCORED
 
 if TYPE_CHECKING:
     from elitr_bench.judges.config import JudgeConfig
@@ -44,6 +52,32 @@ CHALLENGERS = 3
 #: snapshot, so this is the alias; its 128k window holds every AutoMin 2023 summary, where
 #: the QA judge's ``gpt-4-0613`` (8k) holds none.
 DEFAULT_MESA_JUDGE = "openai:gpt-4o"
+
+
+@dataclass(frozen=True)
+class MesaSpecOptions:
+    """The spec options only MESA reads, as written (checked by :func:`mesa_options`).
+
+    Attributes:
+        debate: ``same`` (MADP-S: moderator and three challengers of the judge's model,
+            the paper's MESA), ``none`` (one model per step, the paper's Single-n) or
+            ``mixed`` (MADP-M: challengers from ``pool``).
+        pool: ``debate=mixed``: challenger judge specs separated by ``|`` (options inside
+            a member with ``;``), or a file with one spec per line.
+        error_types: Error-type YAML file (``""`` = the paper's, packaged).
+        guidance: Self-training guidance file appended to the step prompts.
+        layout: ``paper`` (Figs. 3-5 verbatim) or ``prefix`` (transcript first, for
+            servers with prefix caching).
+        overlength: A prompt longer than the judge's window: ``error``, ``skip`` or
+            ``truncate_middle`` (as the QA tasks' option).
+    """
+
+    debate: str = "same"
+    pool: str = ""
+    error_types: str = ""
+    guidance: str = ""
+    layout: str = "paper"
+    overlength: str = "error"
 
 
 @dataclass(frozen=True)
@@ -90,25 +124,26 @@ def mesa_options(config: JudgeConfig) -> MesaOptions:
     from elitr_bench.judges.config import parse_judge_spec
 
     spec = config.spec or config.backend
+    raw = config.options_of(MesaSpecOptions)
 
     def bad(msg: str) -> JudgeConfigError:
         return JudgeConfigError(f"judge spec {spec!r}: {msg}")
 
-    debate = _DEBATE_ALIASES.get(config.debate.strip().lower(), config.debate.strip().lower())
+    debate = _DEBATE_ALIASES.get(raw.debate.strip().lower(), raw.debate.strip().lower())
     if debate not in DEBATES:
-        raise bad(f"debate={config.debate!r}; use none, same (MADP-S) or mixed (MADP-M)")
-    if config.layout not in LAYOUTS:
-        raise bad(f"layout={config.layout!r}; use paper (Figs. 3-5 verbatim) or prefix")
-    if config.overlength not in OVERLENGTH_POLICIES:
-        raise bad(f"overlength={config.overlength!r}; use {', '.join(OVERLENGTH_POLICIES)}")
+        raise bad(f"debate={raw.debate!r}; use none, same (MADP-S) or mixed (MADP-M)")
+    if raw.layout not in LAYOUTS:
+        raise bad(f"layout={raw.layout!r}; use paper (Figs. 3-5 verbatim) or prefix")
+    if raw.overlength not in OVERLENGTH_POLICIES:
+        raise bad(f"overlength={raw.overlength!r}; use {', '.join(OVERLENGTH_POLICIES)}")
     if config.context < 0:
         raise bad(f"context={config.context} must be >= 0 (0 = not checked)")
     pool: list[JudgeConfig] = []
     if debate == "mixed":
         try:
-            specs = _pool_specs(config.pool)
+            specs = _pool_specs(raw.pool)
         except OSError as exc:
-            raise bad(f"pool file {config.pool!r}: {exc.strerror}") from None
+            raise bad(f"pool file {raw.pool!r}: {exc.strerror}") from None
         if not specs:
             raise bad(
                 "debate=mixed needs pool=SPEC|SPEC|... (options in a member with ';') or "
@@ -122,43 +157,31 @@ def mesa_options(config: JudgeConfig) -> MesaOptions:
             if not parsed.is_llm:
                 raise bad(f"pool member {member!r} is not an LLM judge (openai:... or hf:...)")
             pool.append(parsed)
-    elif config.pool.strip():
+    elif raw.pool.strip():
         raise bad("pool= is used only with debate=mixed")
-    error_types = load_error_types(config.error_types or None)
-    guidance = load_guidance(config.guidance, error_types) if config.guidance else None
+    error_types = load_error_types(raw.error_types or None)
+    guidance = load_guidance(raw.guidance, error_types) if raw.guidance else None
     return MesaOptions(
         debate=debate,
         pool=tuple(pool),
         error_types=error_types,
         guidance=guidance,
-        layout=config.layout,
-        overlength=config.overlength,
+        layout=raw.layout,  # checked against LAYOUTS above
+        overlength=raw.overlength,
         context=config.context,
     )
 
 
-#: Judge-spec options that only MESA reads, in the order a refusal names them.
-MESA_ONLY_OPTIONS: tuple[str, ...] = ("debate", "pool", "error_types", "guidance", "layout")
-
-
 def validate_mesa_options(config: JudgeConfig, spec: str) -> None:
-    """Check MESA options while the spec is parsed (called by ``judges/config.py``).
+    """Check MESA options while the spec is parsed (the family's ``check``).
+
+    Options of MESA in a spec of another family are refused by the spec parser itself;
+    a command that names the family refuses another ``method=`` (``elitr-bench mesa``).
 
     Raises:
-        ElitrBenchError: One line naming the option or file at fault.
+        JudgeConfigError: One line naming the option or file at fault.
     """
     if config.method != "mesa":
-        from elitr_bench.judges.config import JudgeConfig as _Config
-
-        # The dataclass's own defaults, so this check cannot drift from JudgeConfig.
-        default = {f.name: f.default for f in fields(_Config)}
-        defaults = {name: default[name] for name in MESA_ONLY_OPTIONS}
-        used = [f"{k}={getattr(config, k)}" for k, v in defaults.items() if getattr(config, k) != v]
-        if used:
-            raise JudgeConfigError(
-                f"judge spec {spec!r}: {', '.join(used)} appl{'ies' if len(used) == 1 else 'y'} "
-                "to MESA only; add method=mesa or drop the option"
-            )
         return
     try:
         mesa_options(config)
@@ -168,4 +191,26 @@ def validate_mesa_options(config: JudgeConfig, spec: str) -> None:
         raise JudgeConfigError(f"judge spec {spec!r}: {exc}") from None
 
 
-register_family_hooks(FamilyHooks("mesa", check=validate_mesa_options))
+def _metrics(config: JudgeConfig) -> tuple[str, ...]:
+    from elitr_bench.judges.summary.registry import get_method
+
+    return (*get_method(config).metrics, JUDGE_UNSCORED, JUDGE_ERRORS)
+
+
+register_family(
+    JudgeFamily(
+        "mesa",
+        label="MESA",
+        options=MesaSpecOptions,
+        selector="method=mesa",
+        defaults={**GREEDY, "method": "mesa"},
+        methods=lambda: ("mesa",),
+        metrics=_metrics,
+        parsers={
+            "identification": parse_identification,
+            "verification": parse_verification,
+            "scoring": parse_scoring,
+        },
+        check=validate_mesa_options,
+    )
+)

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from elitr_bench.judges.minutes.family import minutes_options
 from elitr_bench.judges.minutes.filler import (
     FILLER_MAX_TOKENS,
     Compression,
@@ -77,6 +78,7 @@ class GPTMinutesJudge:
         self.name = prompt.name
         self.metrics = prompt.metrics
         self.prompt_hash = prompt.prompt_hash
+        self.filler = minutes_options(config).filler
         self.filler_config = self._filler_config(config)
         self._compressions: dict[str, asyncio.Task[Compression]] = {}
         self._classifiers: dict[int, JudgeClient] = {}
@@ -85,14 +87,15 @@ class GPTMinutesJudge:
     @staticmethod
     def _filler_config(config: JudgeConfig) -> JudgeConfig | None:
         """The separate classifier's config (``filler_model=``), None for the judge's own."""
-        model = config.filler_model
-        if not config.filler or not model or model == config.model:
+        options = minutes_options(config)
+        model = options.filler_model
+        if not options.filler or not model or model == config.model:
             return None
         return replace(config, model=model, spec=f"{config.spec} (filler_model {model})")
 
     def _classifier_calls(self, item: MinutesItem) -> tuple[int, int, int]:
         """Calls, prompt characters and output tokens of the classifier at most."""
-        if not self.config.filler:
+        if not self.filler:
             return 0, 0, 0
         reask = self.config.reask
         calls = classification_calls(item.transcript, reask)
@@ -155,7 +158,7 @@ class GPTMinutesJudge:
         are not known before it is paid, but every turn keeps at least its speaker label
         and at most its cleaned text ("eh" and tags removed), so the prompt lies between.
         """
-        if not self.config.filler:
+        if not self.filler:
             return item.transcript, item.transcript
         turns = cleaned_turns(item.transcript)
         shortest = compress(item.transcript, turns, ["filler"] * len(turns)).text
@@ -190,7 +193,7 @@ class GPTMinutesJudge:
         Known only after the classifier is paid, so such items are judged and checked
         again before their judge call.
         """
-        if not self.config.filler:
+        if not self.filler:
             return [None] * len(items)
         pairs = zip(self._over(items, False), self._over(items, True), strict=True)
         return [longest if shortest is None else None for shortest, longest in pairs]
@@ -198,13 +201,13 @@ class GPTMinutesJudge:
     @property
     def context_basis(self) -> str:
         """What :meth:`context_over` counts (said in the stop line)."""
-        if self.config.filler:
+        if self.filler:
             return "shortest prompt filler compression can give: every turn reduced to its label"
         return ""
 
     def context_way_out(self) -> tuple[str, ...]:
         """AutoMin's own way to shorten the prompt, when it is not on."""
-        if self.config.filler:
+        if self.filler:
             return ()
         return ("filler=true in the judge spec (AutoMin's filler compression, Sec. 6.3)",)
 
@@ -250,7 +253,7 @@ class GPTMinutesJudge:
         """Compress the transcript (if enabled), ask ``samples`` times, parse each criterion."""
         details: dict[str, Any] = {"prompt": self.prompt.figure, "prompt_hash": self.prompt_hash}
         transcript = item.transcript
-        if self.config.filler:
+        if self.filler:
             compression = await self._compression(item.transcript, client)
             transcript = compression.text
             details["filler"] = compression.to_dict()  # "flagged" when a turn stayed unread
@@ -260,7 +263,7 @@ class GPTMinutesJudge:
         if (
             window is not None and tokens is not None
         ):  # checked again here: compression was only known now
-            compressed = " after filler compression" if self.config.filler else ""
+            compressed = " after filler compression" if self.filler else ""
             return MinutesAssessment(
                 meeting_id=item.meeting_id,
                 system=item.system,

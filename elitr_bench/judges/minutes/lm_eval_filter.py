@@ -50,6 +50,12 @@ from elitr_bench.judges.metrics import (
     parse_filtered,
     register_lm_eval_aggregations,
 )
+from elitr_bench.judges.minutes.family import (
+    FILLER_FLAGGED,
+    FILLER_UNCLASSIFIED,
+    TOKENS_SAVED,
+    minutes_options,
+)
 from elitr_bench.judges.summary.base import MinutesAssessment, MinutesItem, error_assessment
 from elitr_bench.judges.summary.registry import (
     MinutesRun,
@@ -71,11 +77,6 @@ from elitr_bench.llm.context_window import (
 log = logging.getLogger(__name__)
 
 FILTER_NAME = "elitr_minutes_judge"
-TOKENS_SAVED = "filler_tokens_saved"
-FILLER_UNCLASSIFIED = "filler_unclassified_turns"
-FILLER_FLAGGED = "filler_flagged"
-#: Metrics of the filler compression (GPT judges with ``filler=true``).
-FILLER_METRICS = (TOKENS_SAVED, FILLER_UNCLASSIFIED, FILLER_FLAGGED)
 
 _LAST_RUN: MinutesRun | None = None
 
@@ -395,7 +396,7 @@ def metric_list(config: JudgeConfig | None) -> list[dict[str, Any]]:
         {"metric": name, "aggregation": COUNT_AGGREGATION, "higher_is_better": False}
         for name in (JUDGE_UNSCORED, JUDGE_ERRORS)
     ]
-    if config.filler and method.name in ("gpt-art", "gpt-afgr"):
+    if minutes_options(config).filler and method.name in ("gpt-art", "gpt-afgr"):
         # Descriptions of the compression, not qualities: no ranking direction.
         entries.append({"metric": TOKENS_SAVED, "aggregation": "mean", "higher_is_better": None})
         entries += [

@@ -26,6 +26,7 @@ from typing import Any, Literal, Protocol, TypeVar, cast
 from elitr_bench.data.records import ReleasedResponse
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.errors import JudgeError, ReplayMatchError
+from elitr_bench.judges.qa.family import qa_options
 from elitr_bench.judges.rubrics import Rubric
 from elitr_bench.judges.usage import usage_with_cost
 from elitr_bench.llm.aio import run_coroutine
@@ -339,7 +340,7 @@ class ReplayJudge:
             item.question_id,
         )
         matches = [m for m in self._index.get(wanted_key, []) if m[1] == item.response]
-        wanted = item.system or self.config.system
+        wanted = item.system or qa_options(self.config).system
         if wanted:
             matches = [m for m in matches if m[0] == wanted]
         if not matches:

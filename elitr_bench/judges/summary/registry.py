@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from elitr_bench.judges.config import FamilyHooks, register_family_hooks
+from elitr_bench.judges.config import family_identity
 from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.summary.base import (
     MinutesAssessment,
@@ -318,8 +318,8 @@ def identity_of(config: JudgeConfig, method: MinutesMethod) -> dict[str, Any]:
     prompt_hash = getattr(method, "prompt_hash", None)
     if isinstance(prompt_hash, str):
         ident["prompt_hash"] = prompt_hash
-    if config.filler and method.name in MINUTES_RUBRICS:  # who classified the turns
-        ident["filler_model"] = config.filler_model or config.model
+    if method.name in MINUTES_RUBRICS:  # who classified the turns, if anyone did
+        ident.update(family_identity(config))
     from elitr_bench.llm.endpoint import endpoint_key
 
     endpoint = endpoint_key(config)
@@ -465,6 +465,3 @@ def plan(
             else {}
         ),
     }
-
-
-register_family_hooks(FamilyHooks("minutes", rubrics=MINUTES_RUBRICS, methods=known_methods))

@@ -1,0 +1,114 @@
+"""The minutes family as the judge core sees it: AutoMin 2023's GPT judges and filler.
+
+``rubric=gpt-art`` / ``rubric=gpt-afgr`` select the AutoMin prompt judges (Figs. 17-18),
+``method=NAME`` any other minutes method registered in
+:mod:`elitr_bench.judges.summary.registry` except MESA, which is a family of its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from elitr_bench.judges.config import GREEDY
+from elitr_bench.judges.errors import JudgeConfigError
+from elitr_bench.judges.family import JudgeFamily, register_family
+from elitr_bench.judges.metrics import JUDGE_ERRORS, JUDGE_UNSCORED
+from elitr_bench.judges.minutes.score_parsing import read_criteria
+from elitr_bench.judges.summary.registry import MINUTES_RUBRICS, get_method, known_methods
+
+if TYPE_CHECKING:
+    from elitr_bench.judges.config import JudgeConfig
+
+TOKENS_SAVED = "filler_tokens_saved"
+FILLER_UNCLASSIFIED = "filler_unclassified_turns"
+FILLER_FLAGGED = "filler_flagged"
+#: Metrics of the filler compression (GPT judges with ``filler=true``).
+FILLER_METRICS = (TOKENS_SAVED, FILLER_UNCLASSIFIED, FILLER_FLAGGED)
+
+
+@dataclass(frozen=True)
+class MinutesOptions:
+    """The spec options only the AutoMin GPT judges read.
+
+    Attributes:
+        filler: Compress the transcript by dropping filler turns (AutoMin Sec. 6.3,
+            Fig. 19) before judging.
+        filler_model: Model that classifies the turns (``""`` = the judge's own model).
+            AutoMin classified with text-davinci-003 and judged with GPT-4-32k; the
+            classifier shares the judge's backend, endpoint options and cache.
+    """
+
+    filler: bool = True
+    filler_model: str = ""
+
+
+def minutes_options(config: JudgeConfig) -> MinutesOptions:
+    """The minutes options of a config (the defaults for a config of another family)."""
+    options = config.options
+    return options if isinstance(options, MinutesOptions) else MinutesOptions()
+
+
+def compresses(config: JudgeConfig) -> bool:
+    """Whether this judge compresses filler: an AutoMin prompt judge with ``filler`` on."""
+    prompt = config.rubric in MINUTES_RUBRICS or config.method in MINUTES_RUBRICS
+    return minutes_options(config).filler and prompt
+
+
+def _check(config: JudgeConfig, spec: str) -> None:
+    options = minutes_options(config)
+    if not options.filler_model:
+        return
+    if config.rubric not in MINUTES_RUBRICS or config.method:
+        raise JudgeConfigError(
+            f"judge spec {spec!r}: filler_model= applies to the AutoMin GPT judges only "
+            "(rubric=gpt-art or rubric=gpt-afgr); drop it"
+        )
+    if not options.filler:
+        raise JudgeConfigError(
+            f"judge spec {spec!r}: filler_model= names the filler classifier, but "
+            "filler=false; drop one"
+        )
+
+
+def _identity(config: JudgeConfig) -> dict[str, Any]:
+    if not compresses(config):
+        return {}
+    return {"filler_model": minutes_options(config).filler_model or config.model}
+
+
+def _models(config: JudgeConfig) -> list[str]:
+    options = minutes_options(config)
+    if options.filler and options.filler_model and options.filler_model != config.model:
+        return [options.filler_model]
+    return []
+
+
+def _metrics(config: JudgeConfig) -> tuple[str, ...]:
+    method = get_method(config)
+    names = (*method.metrics, JUDGE_UNSCORED, JUDGE_ERRORS)
+    if minutes_options(config).filler and method.name in MINUTES_RUBRICS:
+        names += FILLER_METRICS
+    return names
+
+
+def _methods() -> tuple[str, ...]:
+    return tuple(m for m in known_methods() if m != "mesa")
+
+
+register_family(
+    JudgeFamily(
+        "minutes",
+        label="the AutoMin GPT judges",
+        options=MinutesOptions,
+        selector="rubric=gpt-art or rubric=gpt-afgr",
+        defaults=GREEDY,
+        rubrics=MINUTES_RUBRICS,
+        methods=_methods,
+        metrics=_metrics,
+        parsers={"criteria": read_criteria},
+        check=_check,
+        identity=_identity,
+        models=_models,
+    )
+)

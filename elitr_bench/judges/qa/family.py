@@ -1,0 +1,55 @@
+"""The QA family as the judge core sees it: ELITR-Bench's rubric judges, replay, lexical."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from elitr_bench.judges.errors import JudgeConfigError
+from elitr_bench.judges.family import JudgeFamily, register_family
+from elitr_bench.judges.metrics import JUDGE_ERRORS, JUDGE_UNSCORED, score_metric
+from elitr_bench.judges.rubrics import RUBRICS, parse_boxed, parse_result_tag
+
+if TYPE_CHECKING:
+    from elitr_bench.judges.config import JudgeConfig
+
+
+@dataclass(frozen=True)
+class QAOptions:
+    """The spec options only the QA judges read.
+
+    Attributes:
+        system: ``replay`` only: the released system whose judge scores are replayed.
+            A few released answer texts belong to two systems, and only the system
+            tells which score to replay; the task sets it from ``--model_args system=``.
+    """
+
+    system: str = ""
+
+
+def qa_options(config: JudgeConfig) -> QAOptions:
+    """The QA options of a config (the defaults for a config of another family)."""
+    options = config.options
+    return options if isinstance(options, QAOptions) else QAOptions()
+
+
+def _check(config: JudgeConfig, spec: str) -> None:
+    if qa_options(config).system and config.backend != "replay":
+        raise JudgeConfigError(f"judge spec {spec!r}: system= applies to the replay backend only")
+
+
+def _metrics(config: JudgeConfig) -> tuple[str, ...]:
+    return (score_metric(config.backend), JUDGE_UNSCORED, JUDGE_ERRORS)
+
+
+register_family(
+    JudgeFamily(
+        "qa",
+        label="the QA judges",
+        options=QAOptions,
+        rubrics=tuple(RUBRICS),
+        metrics=_metrics,
+        parsers={"boxed": parse_boxed, "result_tag": parse_result_tag},
+        check=_check,
+    )
+)

@@ -1,0 +1,139 @@
+"""Judge families register with the core: their options records, defaults, metrics, parsers.
+
+A spec's options are split as the families say; an option of another family names that
+family and how to select it, and a misspelt option gets "did you mean" from the family
+the spec selects (or, failing that, from another family, with how to select it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from elitr_bench.judges.config import parse_judge_spec, with_options
+from elitr_bench.judges.errors import JudgeConfigError
+from elitr_bench.judges.family import _FAMILIES, JudgeFamily, families, register_family
+from elitr_bench.judges.mesa.options import MesaSpecOptions
+from elitr_bench.judges.minutes.family import MinutesOptions
+from elitr_bench.judges.qa.family import QAOptions
+
+
+@pytest.mark.parametrize(
+    ("spec", "family", "options"),
+    [
+        ("openai:gpt-4-0613", "qa", QAOptions()),
+        ("replay,system=GPT-4", "qa", QAOptions(system="GPT-4")),
+        ("openai:m,rubric=gpt-art,filler=false", "minutes", MinutesOptions(filler=False)),
+        ("openai:m,method=mesa,layout=prefix", "mesa", MesaSpecOptions(layout="prefix")),
+    ],
+)
+def test_each_family_owns_a_frozen_options_record(spec: str, family: str, options: object) -> None:
+    config = parse_judge_spec(spec)
+    assert config.family == family and config.options == options
+    assert config.options_of(type(options)) is config.options
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.options.__setattr__(dataclasses.fields(config.options)[0].name, "x")
+    other = MesaSpecOptions if family != "mesa" else QAOptions
+    with pytest.raises(JudgeConfigError, match=f"is a {family} judge"):
+        config.options_of(other)
+
+
+@pytest.mark.parametrize(
+    ("spec", "fragment"),
+    [
+        ("openai:m,debate=none", "debate=none applies to MESA only; add method=mesa or drop"),
+        ("openai:m,rubric=gpt-afgr,layout=prefix,pool=a", "layout=prefix, pool=a apply to MESA"),
+        ("openai:m,method=mesa,system=GPT-4", "system=GPT-4 applies to the QA judges only; drop"),
+        ("openai:m,filler=false", "applies to the AutoMin GPT judges only; add rubric=gpt-art"),
+        ("openai:m,debat=same", "did you mean 'debate' (MESA, with method=mesa)?"),
+        ("openai:m,method=mesa,layot=prefix", "did you mean 'layout'?"),
+        ("openai:m,rubric=gpt-afgr,filer=false", "did you mean 'filler'?"),
+        ("openai:m,rubric=gpt-afgr,temprature=0", "did you mean 'temperature'?"),
+        ("openai:m,method=mesa,zzz=1", "known options of MESA: api_key_env, "),
+    ],
+)
+def test_options_are_checked_per_family(spec: str, fragment: str) -> None:
+    with pytest.raises(JudgeConfigError) as err:
+        parse_judge_spec(spec)
+    assert fragment in str(err.value) and "\n" not in str(err.value)
+
+
+def test_known_options_name_the_family_own_and_no_other() -> None:
+    with pytest.raises(JudgeConfigError) as err:
+        parse_judge_spec("openai:m,zzz=1")
+    listed = str(err.value).split("known options of the QA judges: ")[1].split(", ")
+    assert "system" in listed and "temperature" in listed
+    assert not {"debate", "filler", "layout"} & set(listed)
+
+
+def test_with_options_changes_shared_and_family_options() -> None:
+    config = parse_judge_spec("openai:m,method=mesa")
+    changed = with_options(config, layout="prefix", temperature=0.5)
+    assert changed.options == MesaSpecOptions(layout="prefix") and changed.temperature == 0.5
+    assert config.options.layout == "paper"  # a copy
+    with pytest.raises(JudgeConfigError, match="no option filler for MESA"):
+        with_options(config, filler=False)
+    with pytest.raises(JudgeConfigError, match="layout='sideways'"):
+        with_options(config, layout="sideways")  # validated like a parsed spec
+
+
+def test_every_family_registers_metrics_and_parsers() -> None:
+    specs = {
+        "qa": "openai:m",
+        "minutes": "openai:m,rubric=gpt-afgr",
+        "mesa": "openai:m,method=mesa",
+        "cream": "openai:m",
+    }
+    for family in families():
+        config = parse_judge_spec(specs[family.name], family=family.name)
+        assert config.family == family.name
+        assert family.metrics is not None and family.metrics(config)
+        assert family.parsers and all(callable(p) for p in family.parsers.values())
+        assert dataclasses.is_dataclass(family.options)
+        assert family.options.__dataclass_params__.frozen  # type: ignore[attr-defined]
+    lexical = parse_judge_spec("lexical")
+    qa = next(f for f in families() if f.name == "qa")
+    assert qa.metrics is not None and qa.metrics(lexical)[0] == "lexical_score"
+
+
+def test_registered_metrics_are_what_the_minutes_filter_lists() -> None:
+    from elitr_bench.judges.minutes.lm_eval_filter import metric_list
+
+    for spec in ("openai:m,rubric=gpt-afgr", "openai:m,rubric=gpt-art,filler=false"):
+        config = parse_judge_spec(spec)
+        family = next(f for f in families() if f.name == config.family)
+        assert family.metrics is not None
+        assert list(family.metrics(config)) == [e["metric"] for e in metric_list(config)]
+    mesa = parse_judge_spec("openai:m,method=mesa")
+    family = next(f for f in families() if f.name == "mesa")
+    assert family.metrics is not None
+    assert list(family.metrics(mesa)) == [e["metric"] for e in metric_list(mesa)]
+
+
+@dataclass(frozen=True)
+class _ToyOptions:
+    """A third-party family's options."""
+
+    strictness: int = 1
+
+
+@pytest.fixture
+def toy_family() -> Iterator[JudgeFamily]:
+    family = JudgeFamily("toy", label="the toy judge", options=_ToyOptions, defaults={"seed": 7})
+    register_family(family)
+    yield family
+    _FAMILIES.pop("toy")
+
+
+def test_a_new_family_registers_itself_without_editing_the_core(
+    toy_family: JudgeFamily,
+) -> None:
+    config = parse_judge_spec("openai:m,strictness=3", family="toy")
+    assert config.options_of(_ToyOptions).strictness == 3 and config.seed == 7
+    with pytest.raises(JudgeConfigError, match="strictness='high' is not a valid int"):
+        parse_judge_spec("openai:m,strictness=high", family="toy")
+    with pytest.raises(JudgeConfigError, match="strictness=3 applies to the toy judge only"):
+        parse_judge_spec("openai:m,strictness=3")
