@@ -371,7 +371,7 @@ def parse_judge_spec(spec: str, *, family: str | None = None) -> JudgeConfig:
         fam = get_family(chosen)
     except JudgeConfigError as exc:
         raise JudgeConfigError(f"judge spec {spec!r}: {exc}") from None
-    own = _family_values(fam, others, spec)
+    own = _family_values(fam, others, spec, named=family is not None)
     if backend in _NEEDS_TARGET:  # sampling and methods mean nothing to replay/lexical
         values = {**fam.defaults, **values}
     config = JudgeConfig(
@@ -386,11 +386,14 @@ def parse_judge_spec(spec: str, *, family: str | None = None) -> JudgeConfig:
     return config
 
 
-def _family_values(fam: JudgeFamily, raw: Mapping[str, str], spec: str) -> dict[str, Any]:
+def _family_values(
+    fam: JudgeFamily, raw: Mapping[str, str], spec: str, *, named: bool = False
+) -> dict[str, Any]:
     """The family's own options of a spec, converted; refuses any other option.
 
-    An option of another family names that family and how a spec selects it; an unknown
-    option gets the closest option this family takes ("did you mean").
+    An option of another family names that family and how a spec selects it, unless a
+    command named the family (``arena``, ``mesa``), where no other family can be chosen;
+    an unknown option gets the closest option this family takes ("did you mean").
     """
     types = fam.option_types()
     foreign: dict[str, list[str]] = {}
@@ -413,7 +416,12 @@ def _family_values(fam: JudgeFamily, raw: Mapping[str, str], spec: str) -> dict[
     if foreign:
         name, used = next(iter(foreign.items()))
         owner = owners[name]
-        way = f"add {owner.selector} or drop the option" if owner.selector else "drop it"
+        if named:
+            way = f"{fam.label} does not read it; drop it"
+        elif owner.selector:
+            way = f"add {owner.selector} or drop the option"
+        else:
+            way = "drop it"
         raise JudgeConfigError(
             f"judge spec {spec!r}: {', '.join(used)} appl{'ies' if len(used) == 1 else 'y'} "
             f"to {owner.label} only; {way}"

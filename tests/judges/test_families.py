@@ -61,6 +61,16 @@ def test_options_are_checked_per_family(spec: str, fragment: str) -> None:
     assert fragment in str(err.value) and "\n" not in str(err.value)
 
 
+def test_a_command_that_names_the_family_is_not_told_to_select_another() -> None:
+    with pytest.raises(JudgeConfigError) as err:
+        parse_judge_spec("openai:m,debate=none", family="cream")  # elitr-bench arena
+    assert str(err.value).endswith(
+        "debate=none applies to MESA only; CREAM does not read it; drop it"
+    )
+    with pytest.raises(JudgeConfigError, match="MESA does not read it; drop it"):
+        parse_judge_spec("openai:m,filler=false", family="mesa")  # elitr-bench mesa
+
+
 def test_known_options_name_the_family_own_and_no_other() -> None:
     with pytest.raises(JudgeConfigError) as err:
         parse_judge_spec("openai:m,zzz=1")
