@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from elitr_bench.clustered import clustered_mean
 from tests.conftest import run_lm_eval
 from tests.support.evaluate import evaluate
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest
@@ -110,6 +111,15 @@ def test_wandb_hub_logger_zeno_and_make_table_read_a_judged_run(tmp_path: Path) 
     assert results["results"]["elitr_qa_dev"]["judge_score,openai:judge-model"] == pytest.approx(
         statistics.fmean(dev)
     )
+    # Its stderr is the meeting-clustered one, from the same samples (not s / sqrt(n)).
+    scored_dev = [r for r in samples["elitr_qa_dev"] if r["judge_score"] is not None]
+    clustered = clustered_mean(
+        [r["judge_score"] for r in scored_dev], [r["doc"]["meeting_id"] for r in scored_dev]
+    )
+    assert len({r["doc"]["meeting_id"] for r in scored_dev}) == 2
+    written = results["results"]["elitr_qa_dev"]["judge_score_stderr,openai:judge-model"]
+    assert written == pytest.approx(clustered.se)
+    assert written != pytest.approx(statistics.stdev(dev) / math.sqrt(len(dev)))
 
     # W&B: one samples table per task with a row per sample and a column per metric.
     tables = _wandb_tables(wandb_dir)
