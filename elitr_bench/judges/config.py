@@ -178,7 +178,6 @@ class JudgeConfig:
             ident["method"] = self.method
         if self.is_llm:
             ident.update(family_identity(self))
-        if self.is_llm:
             ident["sampling"] = {
                 "temperature": self.temperature,
                 "top_p": self.top_p,
@@ -396,13 +395,13 @@ def _family_values(
     an unknown option gets the closest option this family takes ("did you mean").
     """
     types = fam.option_types()
-    foreign: dict[str, list[str]] = {}
-    owners: dict[str, JudgeFamily] = {}
+    owner: JudgeFamily | None = None
+    used: list[str] = []  # the first other family's options, as the spec wrote them
     for key, value in raw.items():
         if key in types:
             continue
-        owner = owner_of(key)
-        if owner is None:
+        found = owner_of(key)
+        if found is None:
             known = sorted([*_OPTION_TYPES, *types, "price"])
             close = difflib.get_close_matches(key, known, n=1, cutoff=0.75)
             elsewhere = "" if close else _closest_elsewhere(key, fam)
@@ -411,11 +410,10 @@ def _family_values(
                 + (f"did you mean {close[0]!r}? " if close else elsewhere)
                 + f"known options of {fam.label}: {', '.join(known)}"
             )
-        foreign.setdefault(owner.name, []).append(f"{key}={value}")
-        owners[owner.name] = owner
-    if foreign:
-        name, used = next(iter(foreign.items()))
-        owner = owners[name]
+        if owner is None or found.name == owner.name:
+            owner = found
+            used.append(f"{key}={value}")
+    if owner is not None:
         if named:
             way = f"{fam.label} does not read it; drop it"
         elif owner.selector:

@@ -13,9 +13,15 @@ from typing import TYPE_CHECKING, Any
 from elitr_bench.judges.config import GREEDY
 from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.family import JudgeFamily, register_family
-from elitr_bench.judges.metrics import JUDGE_ERRORS, JUDGE_UNSCORED
+from elitr_bench.judges.metrics import COUNT_AGGREGATION, JUDGE_ERRORS, JUDGE_UNSCORED
 from elitr_bench.judges.minutes.score_parsing import read_criteria
-from elitr_bench.judges.summary.registry import MINUTES_RUBRICS, get_method, known_methods
+from elitr_bench.judges.summary.base import lower_is_better
+from elitr_bench.judges.summary.registry import (
+    MINUTES_RUBRICS,
+    get_method,
+    known_methods,
+    method_name,
+)
 
 if TYPE_CHECKING:
     from elitr_bench.judges.config import JudgeConfig
@@ -50,9 +56,11 @@ def minutes_options(config: JudgeConfig) -> MinutesOptions:
 
 
 def compresses(config: JudgeConfig) -> bool:
-    """Whether this judge compresses filler: an AutoMin prompt judge with ``filler`` on."""
-    prompt = config.rubric in MINUTES_RUBRICS or config.method in MINUTES_RUBRICS
-    return minutes_options(config).filler and prompt
+    """Whether this judge compresses filler: an AutoMin prompt method with ``filler`` on.
+
+    The one test of it, for the identity, the metric list and the filter alike.
+    """
+    return minutes_options(config).filler and method_name(config) in MINUTES_RUBRICS
 
 
 def _check(config: JudgeConfig, spec: str) -> None:
@@ -84,12 +92,32 @@ def _models(config: JudgeConfig) -> list[str]:
     return []
 
 
+def metric_entries(config: JudgeConfig) -> list[dict[str, Any]]:
+    """lm-eval ``metric_list`` entries of a task judged by a minutes method (MESA too).
+
+    Which metrics exist depends on the method (``art_*``, ``afgr_*``, ``mesa_*``); MESA's
+    per-type ratings count errors, so they are lower-is-better (0 = none).
+    """
+    entries: list[dict[str, Any]] = [
+        {"metric": m, "aggregation": "mean", "higher_is_better": not lower_is_better(m)}
+        for m in get_method(config).metrics
+    ]
+    entries += [
+        {"metric": name, "aggregation": COUNT_AGGREGATION, "higher_is_better": False}
+        for name in (JUDGE_UNSCORED, JUDGE_ERRORS)
+    ]
+    if compresses(config):
+        # Descriptions of the compression, not qualities: no ranking direction.
+        entries.append({"metric": TOKENS_SAVED, "aggregation": "mean", "higher_is_better": None})
+        entries += [
+            {"metric": name, "aggregation": COUNT_AGGREGATION, "higher_is_better": None}
+            for name in (FILLER_UNCLASSIFIED, FILLER_FLAGGED)
+        ]
+    return entries
+
+
 def _metrics(config: JudgeConfig) -> tuple[str, ...]:
-    method = get_method(config)
-    names = (*method.metrics, JUDGE_UNSCORED, JUDGE_ERRORS)
-    if minutes_options(config).filler and method.name in MINUTES_RUBRICS:
-        names += FILLER_METRICS
-    return names
+    return tuple(str(e["metric"]) for e in metric_entries(config))
 
 
 def _methods() -> tuple[str, ...]:

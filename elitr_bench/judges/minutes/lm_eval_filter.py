@@ -44,7 +44,6 @@ from elitr_bench.judges.filtering import (
     record_failures,
 )
 from elitr_bench.judges.metrics import (
-    COUNT_AGGREGATION,
     JUDGE_ERRORS,
     JUDGE_UNSCORED,
     parse_filtered,
@@ -54,7 +53,7 @@ from elitr_bench.judges.minutes.family import (
     FILLER_FLAGGED,
     FILLER_UNCLASSIFIED,
     TOKENS_SAVED,
-    minutes_options,
+    metric_entries,
 )
 from elitr_bench.judges.summary.base import MinutesAssessment, MinutesItem, error_assessment
 from elitr_bench.judges.summary.registry import (
@@ -379,31 +378,13 @@ def metric_list(config: JudgeConfig | None) -> list[dict[str, Any]]:
     """lm-eval ``metric_list`` entries for a minutes task judged by ``config``.
 
     lm-eval aggregates only metrics its task config lists, and which metrics exist depends
-    on the judge (``art_*``, ``afgr_*``, ``mesa_*``), so the minutes task adds these at
-    construction time.
+    on the judge, so the minutes task adds these at construction time
+    (:func:`~elitr_bench.judges.minutes.family.metric_entries`).
     """
     if config is None:
         return []
-    from elitr_bench.judges.summary.base import lower_is_better
-
-    method = get_method(config)
     register_lm_eval_aggregations()
-    entries: list[dict[str, Any]] = [  # MESA's per-type ratings count errors (0 = none)
-        {"metric": m, "aggregation": "mean", "higher_is_better": not lower_is_better(m)}
-        for m in method.metrics
-    ]
-    entries += [
-        {"metric": name, "aggregation": COUNT_AGGREGATION, "higher_is_better": False}
-        for name in (JUDGE_UNSCORED, JUDGE_ERRORS)
-    ]
-    if minutes_options(config).filler and method.name in ("gpt-art", "gpt-afgr"):
-        # Descriptions of the compression, not qualities: no ranking direction.
-        entries.append({"metric": TOKENS_SAVED, "aggregation": "mean", "higher_is_better": None})
-        entries += [
-            {"metric": name, "aggregation": COUNT_AGGREGATION, "higher_is_better": None}
-            for name in (FILLER_UNCLASSIFIED, FILLER_FLAGGED)
-        ]
-    return entries
+    return metric_entries(config)
 
 
 def usage_metadata() -> dict[str, Any] | None:

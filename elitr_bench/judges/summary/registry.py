@@ -318,8 +318,7 @@ def identity_of(config: JudgeConfig, method: MinutesMethod) -> dict[str, Any]:
     prompt_hash = getattr(method, "prompt_hash", None)
     if isinstance(prompt_hash, str):
         ident["prompt_hash"] = prompt_hash
-    if method.name in MINUTES_RUBRICS:  # who classified the turns, if anyone did
-        ident.update(family_identity(config))
+    ident.update(family_identity(config))  # who classified the turns, if anyone did
     from elitr_bench.llm.endpoint import endpoint_key
 
     endpoint = endpoint_key(config)
