@@ -18,7 +18,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -36,12 +36,22 @@ class Completion:
         prompt_tokens: Prompt tokens billed (0 if unknown).
         completion_tokens: Completion tokens billed (0 if unknown).
         cached: True when served from the cache (nothing paid in this run).
+        finish_reason: Why generation stopped, as the backend said it: ``"stop"``,
+            ``"length"`` (the token limit cut the reply off), another server value, or
+            None when unknown (a row cached before this field existed). A reply cut off by
+            the limit is never read as a score: see :mod:`elitr_bench.judges.reading`.
     """
 
     text: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached: bool = False
+    finish_reason: str | None = None
+
+    @property
+    def truncated(self) -> bool:
+        """Whether the token limit cut the reply off."""
+        return self.finish_reason == "length"
 
 
 def cache_key(backend: str, model: str, prompt: str, params: Mapping[str, Any]) -> str:
@@ -106,11 +116,7 @@ class MemoryCache:
     def get(self, key: str) -> Completion | None:
         """Return the stored completion, or None."""
         hit = self._rows.get(key)
-        return (
-            None
-            if hit is None
-            else Completion(hit.text, hit.prompt_tokens, hit.completion_tokens, True)
-        )
+        return None if hit is None else replace(hit, cached=True)
 
     def put(self, key: str, completion: Completion, meta: Mapping[str, Any]) -> None:
         """Store a completion."""
@@ -147,8 +153,11 @@ class SQLiteCache:
                 "CREATE TABLE IF NOT EXISTS completions ("
                 " key TEXT PRIMARY KEY, backend TEXT, model TEXT, params TEXT,"
                 " text TEXT NOT NULL, prompt_tokens INTEGER, completion_tokens INTEGER,"
-                " created REAL)"
+                " created REAL, finish_reason TEXT)"
             )
+            columns = {row[1] for row in self._conn.execute("PRAGMA table_info(completions)")}
+            if "finish_reason" not in columns:  # a cache written before finish reasons
+                self._conn.execute("ALTER TABLE completions ADD COLUMN finish_reason TEXT")
         except (sqlite3.Error, OSError) as exc:
             raise JudgeConfigError(
                 f"judge cache {self.path}: cannot open ({exc}); set ELITR_JUDGE_CACHE or cache= "
@@ -161,18 +170,21 @@ class SQLiteCache:
         """Return the stored completion, or None."""
         with self._lock:
             row = self._conn.execute(
-                "SELECT text, prompt_tokens, completion_tokens FROM completions WHERE key = ?",
+                "SELECT text, prompt_tokens, completion_tokens, finish_reason FROM completions"
+                " WHERE key = ?",
                 (key,),
             ).fetchone()
         if row is None:
             return None
-        return Completion(row[0], int(row[1] or 0), int(row[2] or 0), cached=True)
+        return Completion(row[0], int(row[1] or 0), int(row[2] or 0), True, row[3])
 
     def put(self, key: str, completion: Completion, meta: Mapping[str, Any]) -> None:
         """Insert (or keep the first of racing writers) and commit at once."""
         with self._lock:
             self._conn.execute(
-                "INSERT OR IGNORE INTO completions VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR IGNORE INTO completions (key, backend, model, params, text,"
+                " prompt_tokens, completion_tokens, created, finish_reason)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     key,
                     str(meta.get("backend", "")),
@@ -182,6 +194,7 @@ class SQLiteCache:
                     completion.prompt_tokens,
                     completion.completion_tokens,
                     time.time(),
+                    completion.finish_reason,
                 ),
             )
 

@@ -23,7 +23,7 @@ import functools
 import logging
 import threading
 from collections.abc import Awaitable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, TypeVar, cast
 
 from elitr_bench.llm.base import (
@@ -257,9 +257,7 @@ class JudgeClient:
         self.usage.deduplicated += 1
         self.usage.cached_prompt_tokens += completion.prompt_tokens
         self.usage.cached_completion_tokens += completion.completion_tokens
-        return Completion(
-            completion.text, completion.prompt_tokens, completion.completion_tokens, True
-        )
+        return replace(completion, cached=True)
 
     def _landed(self, key: str, flight: _Flight, _done: object = None) -> None:
         if self._flights.get(key) is flight:

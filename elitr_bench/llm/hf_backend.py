@@ -30,6 +30,20 @@ def chat_text(tok: Any, prompt: str, messages: tuple[tuple[str, str], ...] = ())
     return "\n\n".join(turn["content"] for turn in chat)
 
 
+def _eos_ids(lm: Any, tok: Any) -> set[int]:
+    """Every token id that ends a reply: the generation config's and the tokenizer's."""
+    ids: set[int] = set()
+    for source in (
+        getattr(getattr(lm, "generation_config", None), "eos_token_id", None),
+        getattr(tok, "eos_token_id", None),
+    ):
+        if isinstance(source, int):
+            ids.add(source)
+        elif isinstance(source, (list, tuple)):
+            ids.update(int(i) for i in source)
+    return ids
+
+
 class HFBackend:
     """Batched ``model.generate`` over a causal LM loaded with transformers."""
 
@@ -97,12 +111,20 @@ class HFBackend:
             out = self._lm.generate(**enc, **gen)
         width = enc["input_ids"].shape[1]
         results = []
+        eos = _eos_ids(self._lm, self._tok)
         for row, mask in zip(out, enc["attention_mask"], strict=True):
             new = row[width:]
             text = self._tok.decode(new, skip_special_tokens=True)
             n_new = int((new != self._tok.pad_token_id).sum())
+            ended = any(int(t) in eos for t in new.tolist())
             results.append(
-                Completion(text=text, prompt_tokens=int(mask.sum()), completion_tokens=n_new)
+                Completion(
+                    text=text,
+                    prompt_tokens=int(mask.sum()),
+                    completion_tokens=n_new,
+                    # max_new_tokens reached without an end token: cut off, never scored.
+                    finish_reason="stop" if ended or len(new) < first.max_tokens else "length",
+                )
             )
         self.batches.append(len(requests))
         return results

@@ -64,6 +64,19 @@ def reply_text(response: Any) -> str:
     return content
 
 
+def finish_reason(response: Any) -> str | None:
+    """Why the server stopped generating (``"stop"``, ``"length"``, ...), None if unsaid.
+
+    ``"length"`` means the reply was cut off at ``max_tokens``: the judge reader never
+    scores such a reply, however complete its first part looks.
+    """
+    choices = _field(response, "choices")
+    if not isinstance(choices, (list, tuple)) or not choices:
+        return None
+    reason = _field(choices[0], "finish_reason")
+    return str(reason) if reason is not None else None
+
+
 class OpenAIBackend:
     """Chat completions through ``openai.AsyncOpenAI`` / ``AsyncAzureOpenAI``."""
 
@@ -165,6 +178,7 @@ class OpenAIBackend:
             text=text,
             prompt_tokens=_count(_field(usage, "prompt_tokens")),
             completion_tokens=_count(_field(usage, "completion_tokens")),
+            finish_reason=finish_reason(response),
         )
 
     async def preflight(self) -> str | None:

@@ -76,6 +76,8 @@ class Reply:
         wait: Block until this event is set (or the server stops) before replying.
         prompt_tokens: Reported prompt usage (default: words in the prompt).
         completion_tokens: Reported completion usage (default: words in the content).
+        finish_reason: The choice's ``finish_reason``; ``"length"`` is a reply cut off at
+            ``max_tokens``.
     """
 
     content: str = ""
@@ -87,6 +89,7 @@ class Reply:
     wait: threading.Event | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    finish_reason: str = "stop"
 
 
 Handler = Callable[[RecordedRequest], "Reply | str"]
@@ -339,7 +342,7 @@ class LoopbackOpenAI:
                     {
                         "index": 0,
                         "message": {"role": "assistant", "content": reply.content},
-                        "finish_reason": "stop",
+                        "finish_reason": reply.finish_reason,
                         "logprobs": None,
                     }
                 ],
@@ -351,7 +354,12 @@ class LoopbackOpenAI:
             "created": int(time.time()),
             "model": self.model,
             "choices": [
-                {"index": 0, "text": reply.content, "finish_reason": "stop", "logprobs": None}
+                {
+                    "index": 0,
+                    "text": reply.content,
+                    "finish_reason": reply.finish_reason,
+                    "logprobs": None,
+                }
             ],
             "usage": usage,
         }
