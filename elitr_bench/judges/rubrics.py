@@ -1,4 +1,4 @@
-r"""Judge prompts, score rubrics and score parsing (pure functions, no I/O).
+r"""Judge prompts, score rubrics and where their scores are written (pure functions).
 
 Kept apart from backends, caching and rate limiting so that the same client layer can
 serve later judges (AutoMin, CREAM, MESA) that only need new prompts and parsers.
@@ -19,8 +19,20 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+from elitr_bench.judges.reading import (
+    Candidate,
+    Field,
+    Reading,
+    Reply,
+    decide,
+    json_candidates,
+    json_values,
+    objects_with,
+    read_reply,
+)
 
 PLACEHOLDERS = ("question", "response", "reference", "rubric")
 
@@ -121,31 +133,26 @@ PROMETHEUS_RUBRIC = (
 )
 
 
-@dataclass(frozen=True)
-class ParsedScore:
-    """Outcome of parsing one judge output.
-
-    Attributes:
-        score: Integer score on the rubric's own scale, or None when the output holds no
-            single valid in-range score.
-        reason: Why parsing failed ("" when it succeeded); kept for the unscored record.
-    """
-
-    score: int | None
-    reason: str = ""
-
-
 # \boxed{...} with one level of nested braces (\boxed{\text{8}}).
 _BOXED = re.compile(r"\\boxed\s*\{((?:[^{}]|\{[^{}]*\})*)\}")
 _RESULT = re.compile(r"\[RESULT\][ \t]*:?\s*([^\s\]\[]*)(?:[ \t]+out[ \t]+of[ \t]+(\d+))?", re.I)
 # Fig. 8's format line, "[RESULT] (an integer number between 1 and 5)", echoed by a judge.
 _RESULT_ECHO = re.compile(r"\(an\s+integer\s+number", re.I)
 _WRAPPER = re.compile(r"\\(?:text|textbf|mathbf|mathrm)\s*\{([^{}]*)\}")
-_MARKED = re.compile(r"([+-]?\d+)\s*(?:/\s*(\d+)|out\s+of\s+(\d+))?", re.I)
+_MARKED = re.compile(r"([+-]?\d+(?:\.\d+)?)\s*(?:/\s*(\d+)|out\s+of\s+(\d+))?", re.I)
+# "Score: 7", "**Final score:** 7/10", "Rating: 4" at the start of a line: a restatement
+# that must agree with the marked score. "Score 5: The response ..." (the rubric's own
+# lines echoed) has no colon after the word and is not one.
+_SCORE_LINE = re.compile(
+    r"^[ \t]*(?:[-*#]+[ \t]*)?(?:\*\*|__)?[ \t]*(?:final|overall)?[ \t]*(?:score|rating)"
+    r"[ \t]*(?:\*\*|__)?[ \t]*:[ \t]*(?:\*\*|__)?[ \t]*(?P<value>[+-]?\d+(?:\.\d+)?"
+    r"(?:[ \t]*/[ \t]*\d+|[ \t]+out[ \t]+of[ \t]+\d+)?(?:[ \t]*-[ \t]*\d+)?)",
+    re.I | re.M,
+)
 
 
-def _marked_score(raw: str, high: int) -> int | str:
-    """The integer of one marked value ("8", "**8**", "(4)", "8/10"), or why it is none.
+def _marked(raw: str, high: int, marker: str) -> Candidate:
+    """One marked value ("8", "**8**", "(4)", "8/10") as a candidate.
 
     A denominator must be the rubric's own maximum: "4/5" under a 10-point rubric is a
     score on another scale, unscored rather than rescaled.
@@ -156,62 +163,99 @@ def _marked_score(raw: str, high: int) -> int | str:
         text = text[1:-1].strip()
     match = _MARKED.fullmatch(text)
     if match is None:
-        return f"holds {raw.strip()!r}, not an integer"
+        return Candidate(None, f"{marker} holds {raw.strip()!r}, not an integer", raw.strip())
     denominator = match.group(2) or match.group(3)
     if denominator is not None and int(denominator) != high:
-        return f"holds {text}, not on the {high}-point scale"
-    return int(match.group(1))
+        return Candidate(None, f"{marker} holds {text}, not on the {high}-point scale", text)
+    return Candidate(float(match.group(1)), "", text)
 
 
-def _strict_int(candidates: list[str], low: int, high: int, marker: str) -> ParsedScore:
-    """Accept exactly one distinct integer in [low, high] among the marked values.
-
-    Strictness is deliberate: a guessed number would silently bias the mean, whereas an
-    unscored item is re-asked and, failing that, reported and counted.
-    """
-    if not candidates:
-        return ParsedScore(None, f"no {marker} found")
-    values: set[int] = set()
-    for raw in candidates:
-        value = _marked_score(raw, high)
-        if isinstance(value, str):
-            return ParsedScore(None, f"{marker} {value}")
-        if not low <= value <= high:
-            return ParsedScore(None, f"{marker} holds {value}, outside {low}-{high}")
-        values.add(value)
-    if len(values) > 1:
-        return ParsedScore(None, f"conflicting {marker} values {sorted(values)}")
-    return ParsedScore(values.pop())
-
-
-def parse_boxed(text: str, low: int = 1, high: int = 10) -> ParsedScore:
-    r"""Parse the integer score from ``\boxed{N}`` (Fig. 6 output format).
+def boxed_candidates(text: str, high: int = 10) -> list[Candidate]:
+    r"""Every ``\boxed{N}`` of a reply (Fig. 6 output format) as a candidate.
 
     An empty ``\boxed{}`` is the judge repeating the instruction, not a score, and is
     skipped; ``\boxed{8/10}`` and ``\boxed{\text{8}}`` are read as 8.
     """
-    candidates = [c for c in _BOXED.findall(text) if c.strip()]
-    return _strict_int(candidates, low, high, r"\boxed{}")
+    return [_marked(c, high, r"\boxed{}") for c in _BOXED.findall(text) if c.strip()]
 
 
-def parse_result_tag(text: str, low: int = 1, high: int = 5) -> ParsedScore:
-    """Parse the integer score after ``[RESULT]`` (Fig. 8 output format).
+def result_candidates(text: str, high: int = 5) -> list[Candidate]:
+    """Every ``[RESULT] N`` of a reply (Fig. 8 output format) as a candidate.
 
     ``[RESULT]: 4``, ``[RESULT] (4)``, ``[RESULT] **4**``, ``[RESULT] 4/5`` and ``4 out of 5``
     are read as 4; the format line of Fig. 8 repeated by the judge is skipped.
     """
-    candidates = []
+    out = []
     for match in _RESULT.finditer(text):
         if _RESULT_ECHO.match(text, match.start(1)):
             continue
         token, out_of = match.group(1), match.group(2)
-        candidates.append(f"{token} out of {out_of}" if out_of else token)
-    return _strict_int(candidates, low, high, "[RESULT]")
+        out.append(_marked(f"{token} out of {out_of}" if out_of else token, high, "[RESULT]"))
+    return out
+
+
+def _score_lines(text: str, high: int) -> list[Candidate]:
+    out = []
+    for match in _SCORE_LINE.finditer(text):
+        value = match.group("value")
+        if re.search(r"\d[ \t]*-[ \t]*\d", value):
+            out.append(Candidate(None, "{c} given as a range " + value, value))
+        else:
+            out.append(_marked(value, high, "score line"))
+    return out
+
+
+def _score_key(key: str) -> bool:
+    return key.strip().lower().replace("_", " ") in ("score", "rating", "final score")
+
+
+@dataclass(frozen=True)
+class RubricGrammar:
+    r"""Where a QA judge writes its score: the rubric's marker, restated anywhere.
+
+    The marker (``\boxed{N}`` or ``[RESULT] N``) is required; a ``Score: N`` line or a
+    JSON ``{"score": N}`` restating it must agree, or the score is conflicting.
+
+    Attributes:
+        marker: ``boxed`` (Fig. 6) or ``result`` (Fig. 8).
+        low: Lowest score of the rubric.
+        high: Highest score of the rubric.
+    """
+
+    marker: str
+    low: int
+    high: int
+    fields: tuple[str, ...] = ("score",)
+
+    @property
+    def spec(self) -> Field:
+        """The score field with the rubric's integer scale."""
+        return Field("score", self.low, self.high, integer=True)
+
+    def marked(self, text: str) -> list[Candidate]:
+        """The candidates the rubric's own marker gives."""
+        if self.marker == "boxed":
+            return boxed_candidates(text, self.high)
+        return result_candidates(text, self.high)
+
+    def read(self, reply: Reply) -> Reading:
+        """The score, when the marker gives one and every restatement agrees."""
+        marked = self.marked(reply.prose)
+        marker = r"\boxed{}" if self.marker == "boxed" else "[RESULT]"
+        if not marked:
+            return Reading({"score": None}, {"score": f"no {marker} found"})
+        found = marked + _score_lines(reply.prose, self.high)
+        objects = objects_with(json_values(reply.text), _score_key)
+        found += json_candidates(objects, _score_key, self.spec)
+        value, reason = decide("score", found, self.spec)
+        if value is not None:
+            value = int(value)
+        return Reading({"score": value}, {"score": reason} if value is None else {})
 
 
 @dataclass(frozen=True)
 class Rubric:
-    """A judge prompt, its score rubric, and how to read and rescale the score.
+    r"""A judge prompt, its score rubric, and how to read and rescale the score.
 
     Attributes:
         name: Spec name (``gpt4-rubric``, ``prometheus-rubric``).
@@ -222,7 +266,8 @@ class Rubric:
         high: Highest valid score on the rubric's own scale.
         to_ten: Factor that puts a score on the paper's 10-point scale (Sec. 6.1 doubles
             Prometheus's 1-5 scores).
-        parser: Pure function reading the score from a judge output.
+        marker: Where the score is written: ``boxed`` (``\\boxed{N}``, Fig. 6) or
+            ``result`` (``[RESULT] N``, Fig. 8); see :class:`RubricGrammar`.
         replay_key: Key of the released score this rubric reproduces (``gpt4`` or
             ``prometheus``) for the replay backend.
     """
@@ -233,7 +278,7 @@ class Rubric:
     low: int
     high: int
     to_ten: float
-    parser: Callable[[str, int, int], ParsedScore]
+    marker: str
     replay_key: str
 
     def build_prompt(self, question: str, response: str, reference: str) -> str:
@@ -248,9 +293,16 @@ class Rubric:
             },
         )
 
-    def parse(self, text: str) -> ParsedScore:
-        """Parse a judge output with this rubric's strict range."""
-        return self.parser(text, self.low, self.high)
+    @property
+    def grammar(self) -> RubricGrammar:
+        """How this rubric's score is read from a reply."""
+        return RubricGrammar(self.marker, self.low, self.high)
+
+    def parse(
+        self, text: str, finish_reason: str | None = None, evaluated: Sequence[str] = ()
+    ) -> Reading:
+        """Read a judge output under the reading policy (field ``score``)."""
+        return read_reply(self.grammar, text, finish_reason, evaluated)
 
     def to_ten_point(self, score: float) -> float:
         """Rescale a native score to the paper's 10-point scale."""
@@ -283,7 +335,7 @@ GPT4 = Rubric(
     low=1,
     high=10,
     to_ten=1.0,
-    parser=parse_boxed,
+    marker="boxed",
     replay_key="gpt4",
 )
 
@@ -294,7 +346,7 @@ PROMETHEUS = Rubric(
     low=1,
     high=5,
     to_ten=2.0,
-    parser=parse_result_tag,
+    marker="result",
     replay_key="prometheus",
 )
 

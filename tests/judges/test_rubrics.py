@@ -4,7 +4,16 @@ from typing import Any
 import pytest
 import yaml
 
-from elitr_bench.judges.rubrics import GPT4, PROMETHEUS, RUBRICS, parse_boxed, parse_result_tag
+from elitr_bench.judges.reading import Reading
+from elitr_bench.judges.rubrics import GPT4, PROMETHEUS, RUBRICS
+
+
+def parse_boxed(text: str) -> Reading:
+    return GPT4.parse(text)
+
+
+def parse_result_tag(text: str) -> Reading:
+    return PROMETHEUS.parse(text)
 
 CORPUS = Path(__file__).parent / "data" / "qa_judge_replies.yaml"
 
@@ -19,7 +28,7 @@ def _corpus() -> list[dict[str, Any]]:
 def test_reply_corpus(entry: dict[str, Any]) -> None:
     """Each QA judge reply shape gives the score a careful reader takes from it, or none."""
     parsed = RUBRICS[entry["rubric"]].parse(entry["reply"])
-    assert parsed.score == entry["expected"]
+    assert parsed.value("score") == entry["expected"]
     if entry["expected"] is None:
         assert entry.get("reason", "") in parsed.reason and parsed.reason
     else:
@@ -45,7 +54,7 @@ def test_reply_corpus_covers_both_rubrics() -> None:
     ],
 )
 def test_boxed_valid(text: str, expected: int) -> None:
-    assert parse_boxed(text).score == expected
+    assert parse_boxed(text).value("score") == expected
 
 
 @pytest.mark.parametrize(
@@ -64,7 +73,7 @@ def test_boxed_valid(text: str, expected: int) -> None:
 )
 def test_boxed_invalid_is_none_with_reason(text: str) -> None:
     parsed = parse_boxed(text)
-    assert parsed.score is None
+    assert parsed.value("score") is None
     assert parsed.reason
 
 
@@ -79,7 +88,7 @@ def test_boxed_invalid_is_none_with_reason(text: str) -> None:
     ],
 )
 def test_result_tag_valid(text: str, expected: int) -> None:
-    assert parse_result_tag(text).score == expected
+    assert parse_result_tag(text).value("score") == expected
 
 
 @pytest.mark.parametrize(
@@ -95,12 +104,12 @@ def test_result_tag_valid(text: str, expected: int) -> None:
     ],
 )
 def test_result_tag_invalid(text: str) -> None:
-    assert parse_result_tag(text).score is None
+    assert parse_result_tag(text).value("score") is None
 
 
 def test_prometheus_scores_are_doubled_to_ten_point_scale() -> None:
-    assert PROMETHEUS.to_ten_point(PROMETHEUS.parse("[RESULT] 3").score or 0) == 6.0
-    assert GPT4.to_ten_point(GPT4.parse("\\boxed{3}").score or 0) == 3.0
+    assert PROMETHEUS.to_ten_point(PROMETHEUS.parse("[RESULT] 3").value("score") or 0) == 6.0
+    assert GPT4.to_ten_point(GPT4.parse("\\boxed{3}").value("score") or 0) == 3.0
 
 
 def test_prompt_fill_keeps_braces_and_placeholders_in_user_text_literal() -> None:

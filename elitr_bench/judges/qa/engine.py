@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar, cast
 
 from elitr_bench.data.records import ReleasedResponse
+from elitr_bench.judges.asking import ask, reader_of, request_for
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.errors import JudgeError, ReplayMatchError
 from elitr_bench.judges.qa.family import qa_options
@@ -230,8 +231,7 @@ def _aggregate(samples: Sequence[SampleJudgement]) -> Judgement:
 
 def judge_request(config: JudgeConfig, prompt: str, draw: int = 0) -> CompletionRequest:
     """The request a QA judge sends for one draw (seed ``seed + draw``)."""
-    seed = None if config.seed is None else config.seed + draw
-    return CompletionRequest(prompt, config.temperature, config.top_p, config.max_tokens, seed)
+    return request_for(config, prompt, draw)
 
 
 class LLMJudge:
@@ -251,25 +251,36 @@ class LLMJudge:
         """The completion request for one draw."""
         return judge_request(self.config, prompt, draw)
 
-    async def _sample(self, prompt: str, index: int) -> SampleJudgement:
-        raw, reason = "", ""
-        for attempt in range(self.config.reask + 1):
-            draw = index + self.config.samples * attempt
-            completion = await self.client.complete(self.request_for(prompt, draw), draw)
-            raw = completion.text
-            parsed = self.rubric.parse(raw)
-            if parsed.score is not None:
-                return SampleJudgement(
-                    self.rubric.to_ten_point(parsed.score), float(parsed.score), raw, attempt + 1
-                )
-            reason = parsed.reason
-        return SampleJudgement(None, None, raw, self.config.reask + 1, reason)
+    async def _sample(self, prompt: str, index: int, evaluated: Sequence[str]) -> SampleJudgement:
+        samples = self.config.samples
+
+        def attempt_request(attempt: int) -> tuple[CompletionRequest, int]:
+            draw = index + samples * attempt
+            return self.request_for(prompt, draw), draw
+
+        asked = await ask(
+            self.client,
+            attempt_request,
+            reader_of(self.rubric.grammar, evaluated),
+            self.config.reask + 1,
+        )
+        score = asked.reading.value("score")
+        if score is not None:
+            return SampleJudgement(
+                self.rubric.to_ten_point(score), float(score), asked.raw, asked.attempts
+            )
+        return SampleJudgement(None, None, asked.last, asked.attempts, asked.reading.reason)
 
     async def judge(self, item: JudgeItem) -> Judgement:
-        """Ask ``samples`` times (concurrently) and average the scored ones."""
+        """Ask ``samples`` times (concurrently) and average the scored ones.
+
+        The answer and the reference are the texts the judge evaluates: lines of them
+        that the judge quotes never supply its score.
+        """
         prompt = self.rubric.build_prompt(item.question, item.response, item.reference)
+        evaluated = (item.response, item.reference)
         samples = await gather_settled(
-            *(self._sample(prompt, i) for i in range(self.config.samples))
+            *(self._sample(prompt, i, evaluated) for i in range(self.config.samples))
         )
         return _aggregate(samples)
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.family import JudgeFamily, register_family
 from elitr_bench.judges.metrics import JUDGE_ERRORS, JUDGE_UNSCORED, score_metric
-from elitr_bench.judges.rubrics import RUBRICS, parse_boxed, parse_result_tag
+from elitr_bench.judges.rubrics import RUBRICS
 
 if TYPE_CHECKING:
     from elitr_bench.judges.config import JudgeConfig
@@ -49,7 +49,7 @@ register_family(
         options=QAOptions,
         rubrics=tuple(RUBRICS),
         metrics=_metrics,
-        parsers={"boxed": parse_boxed, "result_tag": parse_result_tag},
+        parsers={name: rubric.parse for name, rubric in RUBRICS.items()},
         check=_check,
     )
 )

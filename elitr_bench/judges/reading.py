@@ -1,0 +1,505 @@
+r"""One strict reading policy for every judge reply, whatever the family.
+
+A judge reply becomes a number only when the reply states that number unambiguously as
+the judge's own answer; anything else is *unscored* with a reason, counted, and asked
+again. A wrong number recorded with status ``ok`` moves a leaderboard without anyone
+noticing, whereas an unscored item is visible, so every rule below errs towards
+"unscored". Families supply only their fields (with scales) and their grammar: where in a
+reply a value for a field can be written. This module applies the rules that hold for all
+of them:
+
+* **Cut off.** A reply the token limit cut off (``finish_reason == "length"``) is never
+  read: its first half may hold a draft value that the rest would have corrected.
+* **Quoted text.** Text the judge quotes never supplies a value: block quotes (``>``
+  lines), code blocks that are not JSON, quotation-mark spans that carry a number, and any
+  line of the evaluated answer/minutes/summary repeated verbatim in the reply. An answer
+  that writes "Score: 10" or ``\\boxed{10}`` cannot lend the judge its number.
+* **Agreement.** Every candidate value for a field, anywhere in the reply (a line, prose,
+  a table, fenced or bare JSON, ``\\boxed{}``, a restatement, a correction) must be the
+  same value; otherwise the field is unscored as ``conflicting``. There is no "first
+  block wins" or "last wins" rule: a judge that changes its mind is asked again.
+* **Scale.** A value must lie on the field's scale as written: an integer where the
+  prompt asks for one, inside the range, and not a 0-1 fraction on a wider scale (0.85 on
+  0-10 is a confidence, not a score).
+
+Everything here is a pure function of the reply text; :mod:`.asking` runs the loop.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+#: The reason of every field of a reply the token limit cut off.
+TRUNCATED = "truncated: the reply was cut off at the token limit (finish_reason=length)"
+EMPTY = "empty reply"
+
+
+@dataclass(frozen=True)
+class Field:
+    """One value a judge is asked for, with the scale its prompt states.
+
+    Attributes:
+        name: The field's name in readings and logs (``score``, ``adequacy``, ``rating``).
+        low: Lowest value on the prompt's scale.
+        high: Highest value on the prompt's scale.
+        integer: The prompt asks for an integer (a 7.5 is then off the scale).
+    """
+
+    name: str
+    low: float
+    high: float
+    integer: bool = False
+
+    def problem(self, value: float) -> str:
+        """Why ``value`` is not on this field's scale ("" when it is)."""
+        if not math.isfinite(value):
+            return f"{self.name}={value} is not a number"
+        if not self.low <= value <= self.high:
+            return f"{self.name}={value:g} outside {self.low:g}-{self.high:g}"
+        if self.integer and not float(value).is_integer():
+            return f"{self.name}={value:g} is not an integer on {self.low:g}-{self.high:g}"
+        if self.high >= 5 and 0 < value < 1:
+            return (
+                f"{self.name}={value:g} looks like a 0-1 value, not one on the "
+                f"{self.low:g}-{self.high:g} scale"
+            )
+        return ""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One value a grammar found for a field.
+
+    Attributes:
+        value: The value, or None when what is written cannot be one (a range, another
+            scale, "8,5").
+        problem: Why ``value`` is None ("" otherwise); ``{c}`` stands for the field name.
+        shown: The value as written ("8/10"), for reasons.
+    """
+
+    value: float | None
+    problem: str = ""
+    shown: str = ""
+
+
+def decide(name: str, found: Sequence[Candidate], spec: Field | None = None) -> tuple[Any, str]:
+    """One value when every candidate agrees on it and it is on the scale; else the reason.
+
+    Args:
+        name: The field (for reasons).
+        found: Every candidate the grammar found, in any order.
+        spec: The field's scale; None when the grammar checked it already.
+
+    Returns:
+        ``(value, "")`` or ``(None, reason)``; reasons start with ``no``, ``conflicting``
+        or describe the unusable value.
+    """
+    if not found:
+        return None, f"no {name} value"
+    values = sorted({c.value for c in found if c.value is not None})
+    problems = [c for c in found if c.value is None]
+    if len(values) == 1 and not problems:
+        value = values[0]
+        issue = spec.problem(value) if spec is not None else ""
+        return (None, issue) if issue else (value, "")
+    if not values:
+        return None, problems[0].problem.replace("{c}", name)
+    shown = " and ".join(
+        dict.fromkeys(c.shown or f"{c.value:g}" for c in found if c.shown or c.value is not None)
+    )
+    return None, f"conflicting {name}: given as {shown}"
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What one reply says: a value per field, or None with the reason.
+
+    The one result type of every judge family (QA rubric scores, AutoMin criteria, filler
+    labels, CREAM key facts and alignments, MESA steps).
+
+    Attributes:
+        values: Field -> value (a number, a label, a tuple of records), None = unscored.
+        reasons: Field -> why it is None (only for unscored fields).
+    """
+
+    values: Mapping[str, Any]
+    reasons: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def unscored(cls, names: Iterable[str], reason: str) -> Reading:
+        """Every field unscored for one reason (a cut-off, empty or refused reply)."""
+        keys = list(names)
+        return cls(dict.fromkeys(keys), dict.fromkeys(keys, reason))
+
+    @classmethod
+    def of(cls, decided: Mapping[str, tuple[Any, str]]) -> Reading:
+        """From ``field -> (value, reason)`` pairs as :func:`decide` returns them."""
+        return cls(
+            {k: v for k, (v, _) in decided.items()},
+            {k: r for k, (v, r) in decided.items() if v is None},
+        )
+
+    def value(self, name: str) -> Any:
+        """The field's value (None when unscored)."""
+        return self.values.get(name)
+
+    @property
+    def n_scored(self) -> int:
+        """How many fields have a value."""
+        return sum(v is not None for v in self.values.values())
+
+    @property
+    def complete(self) -> bool:
+        """Every field has a value."""
+        return bool(self.values) and all(v is not None for v in self.values.values())
+
+    @property
+    def reason(self) -> str:
+        """The reasons of the unscored fields in one line ("" when complete)."""
+        return "; ".join(dict.fromkeys(r for r in self.reasons.values() if r))
+
+    @property
+    def truncated(self) -> bool:
+        """Whether the reply was cut off by the token limit."""
+        return any(r == TRUNCATED for r in self.reasons.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"values": ..., "reasons": ...}`` (JSON-safe: tuples of records as lists)."""
+        return {
+            "values": {k: _plain(v) for k, v in self.values.items()},
+            "reasons": dict(self.reasons),
+        }
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    to_dict = getattr(value, "to_dict", None)
+    return to_dict() if callable(to_dict) else value
+
+
+class Grammar(Protocol):
+    """Where a family's values are written in a reply.
+
+    ``read`` receives a reply whose quoted material is already blanked out
+    (:class:`Reply`) and returns a :class:`Reading` for exactly :attr:`fields`.
+    """
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The fields every reading of this grammar has."""
+        ...
+
+    def read(self, reply: Reply) -> Reading:
+        """The reading of one reply."""
+        ...
+
+
+# --- quoted material ------------------------------------------------------------------
+_FENCE = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n(.*?)^[ \t]*\1[ \t]*$", re.S | re.M)
+_BLOCK_QUOTE = re.compile(r"^[ \t]*(?:[-*+][ \t]+)?>.*$", re.M)
+_DOUBLE_SPAN = re.compile(r"\"([^\"\n]*)\"|“([^”\n]*)”|„([^“”\n]*)[“”]|«([^»\n]*)»")
+_SINGLE_SPAN = re.compile(r"(?<![\w'’])['‘]([^'’\n]*?)['’](?![\w'’])")
+_VALUE_LIKE = re.compile(r"\d|\\boxed|\[RESULT\]", re.I)
+#: A line of the evaluated text shorter than this is not matched in the reply (a bare
+#: "10" or "Yes" would blank the judge's own words).
+_MIN_QUOTE = 12
+
+
+def _blank(text: str, start: int, end: int) -> str:
+    """Replace ``text[start:end]`` by spaces, keeping its line breaks (positions hold)."""
+    middle = re.sub(r"[^\n]", " ", text[start:end])
+    return text[:start] + middle + text[end:]
+
+
+def _is_json(body: str) -> bool:
+    stripped = body.strip()
+    if not stripped or stripped[0] not in "[{":
+        return False
+    from json_repair import repair_json
+
+    try:
+        value = repair_json(stripped, return_objects=True)
+    except Exception:  # the library failing is "not JSON"
+        return False
+    return isinstance(value, (dict, list)) and bool(value)
+
+
+def unquote_blocks(text: str, evaluated: Sequence[str] = ()) -> str:
+    """The reply with block-level quotations blanked (same length and line breaks).
+
+    Blanked: ``>`` block-quote lines, fenced code blocks that are not JSON (a JSON block
+    is the judge's own answer unless it sits in a block quote), and every line of an
+    evaluated text (answer, minutes, summary) of at least 12 characters that the reply
+    repeats verbatim and that could carry a value.
+    """
+    out = text
+    for match in _FENCE.finditer(text):
+        if not _is_json(match.group(2)):
+            out = _blank(out, match.start(), match.end())
+    for match in _BLOCK_QUOTE.finditer(out):
+        out = _blank(out, match.start(), match.end())
+    for source in evaluated:
+        for line in {ln.strip() for ln in source.splitlines()}:
+            if len(line) < _MIN_QUOTE or not _VALUE_LIKE.search(line):
+                continue
+            start = out.find(line)
+            while start >= 0:
+                out = _blank(out, start, start + len(line))
+                start = out.find(line, start + len(line))
+    return out
+
+
+def unquote_spans(text: str) -> str:
+    r"""The reply with quotation-mark spans that carry a value blanked (for prose grammars).
+
+    A span in double (or typographic) quotes, or in single quotes opened and closed at
+    word boundaries, is blanked when it holds a digit, ``\\boxed`` or ``[RESULT]``: the
+    judge is citing something, not scoring. Spans without one (JSON keys such as
+    ``"adequacy"``) stay, so a JSON line still reads as ``key: value``.
+    """
+    out = text
+    for pattern in (_DOUBLE_SPAN, _SINGLE_SPAN):
+        for match in pattern.finditer(out):
+            body = next((g for g in match.groups() if g is not None), "")
+            if _VALUE_LIKE.search(body):
+                out = _blank(out, match.start(), match.end())
+    return out
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A judge reply prepared for a grammar.
+
+    Attributes:
+        raw: The reply as the judge wrote it.
+        text: ``raw`` with block-level quotations blanked (for JSON and structure).
+        prose: ``text`` with value-carrying quotation-mark spans blanked too (for
+            line and prose grammars).
+    """
+
+    raw: str
+    text: str
+    prose: str
+
+    @classmethod
+    def of(cls, raw: str, evaluated: Sequence[str] = ()) -> Reply:
+        """Prepare ``raw``, blanking what it quotes from ``evaluated``."""
+        text = unquote_blocks(raw.replace("\r\n", "\n").replace("\r", "\n"), evaluated)
+        return cls(raw, text, unquote_spans(text))
+
+
+def read_reply(
+    grammar: Grammar,
+    raw: str | None,
+    finish_reason: str | None = None,
+    evaluated: Sequence[str] = (),
+) -> Reading:
+    """Read one reply under the policy: cut-off and empty replies first, then the grammar.
+
+    Args:
+        grammar: The family's grammar.
+        raw: The reply text.
+        finish_reason: The backend's finish reason (``"length"``: cut off, never read).
+        evaluated: The texts the judge evaluated (answer, minutes, summary): lines of them
+            repeated in the reply never supply a value.
+    """
+    if finish_reason == "length":
+        return Reading.unscored(grammar.fields, TRUNCATED)
+    if not raw or not raw.strip():
+        return Reading.unscored(grammar.fields, EMPTY)
+    return grammar.read(Reply.of(raw, evaluated))
+
+
+# --- JSON anywhere in a reply -----------------------------------------------------------
+def json_values(text: str) -> list[Any]:
+    """Every JSON value (object or list) the judge wrote, in order of appearance.
+
+    Fenced blocks are parsed strictly, then through ``json-repair`` (trailing commas,
+    single quotes, comments); outside fences each balanced top-level ``{...}``/``[...]``
+    is tried the same way. A value nested in another is not listed twice. When nothing
+    parses, the whole reply is handed to ``json-repair`` once (a reply cut before its
+    closing bracket); its answer counts only if it is an object or a non-empty list.
+    """
+    found: list[tuple[int, Any]] = []
+    covered: list[tuple[int, int]] = []
+    for match in _FENCE.finditer(text):
+        value = _parse_json(match.group(2))
+        covered.append((match.start(), match.end()))
+        if isinstance(value, (dict, list)) and value != []:
+            found.append((match.start(), value))
+    pos = 0
+    while True:
+        start = _next_open(text, pos, covered)
+        if start < 0:
+            break
+        end = _balanced_end(text, start)
+        if end < 0:
+            pos = start + 1
+            continue
+        value = _parse_json(text[start:end])
+        if isinstance(value, (dict, list)) and value not in ([], {}):
+            found.append((start, value))
+            covered.append((start, end))
+            pos = end
+        else:
+            pos = start + 1
+    if not found:
+        value = _parse_json(text)
+        strings = isinstance(value, list) and all(isinstance(v, str) for v in value)
+        if isinstance(value, (dict, list)) and value and not strings:
+            found.append((0, value))
+    found.sort(key=lambda pair: pair[0])
+    return [value for _, value in found]
+
+
+def _next_open(text: str, pos: int, covered: Sequence[tuple[int, int]]) -> int:
+    while True:
+        starts = [i for i in (text.find("{", pos), text.find("[", pos)) if i >= 0]
+        if not starts:
+            return -1
+        start = min(starts)
+        inside = next((e for s, e in covered if s <= start < e), None)
+        if inside is None:
+            return start
+        pos = inside
+
+
+def _balanced_end(text: str, start: int) -> int:
+    """End of the bracketed value opened at ``start`` (strings respected), or -1."""
+    closing = {"{": "}", "[": "]"}
+    stack: list[str] = []
+    quote = ""
+    escaped = False
+    for i in range(start, len(text)):
+        ch = text[i]
+        if quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == quote:
+                quote = ""
+            continue
+        if ch == '"':
+            quote = ch
+        elif ch in closing:
+            stack.append(closing[ch])
+        elif stack and ch == stack[-1]:
+            stack.pop()
+            if not stack:
+                return i + 1
+        elif ch in "}]":
+            return -1
+    return -1
+
+
+def _parse_json(body: str) -> Any:
+    stripped = body.strip()
+    if not stripped:
+        return None
+    try:
+        return json.loads(stripped)
+    except ValueError:
+        pass
+    from json_repair import repair_json
+
+    try:
+        value = repair_json(stripped, return_objects=True)
+    except Exception:  # the library failing is "no JSON", not a crash
+        return None
+    return None if value in ("", None) else value
+
+
+def objects_with(values: Iterable[Any], keys: Callable[[str], bool]) -> list[Mapping[str, Any]]:
+    """Every JSON object, at any depth, with at least one key ``keys`` accepts."""
+    out: list[Mapping[str, Any]] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, Mapping):
+            if any(keys(str(k)) for k in value):
+                out.append(value)
+            for v in value.values():
+                if isinstance(v, (Mapping, list)):
+                    walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    for value in values:
+        walk(value)
+    return out
+
+
+# --- labelled values in prose -----------------------------------------------------------
+_NUM = r"[-+]?\d+(?:[.,]\d+)?"
+_LABELLED_TAIL = re.compile(
+    rf"[ \t]*(?:\*\*|__)?[ \t]*(?::|=|-|is|of)?[ \t]*(?:\*\*|__)?[ \t]*(?P<num>{_NUM})"
+    r"(?P<den>[ \t]*/[ \t]*\d+(?:\.\d+)?|[ \t]+out[ \t]+of[ \t]+\d+(?:\.\d+)?)?"
+    r"(?P<after>[ \t]*(?:\*\*|__)?[ \t]*(?:[-–][ \t]*\d)?)",
+    re.I,
+)
+
+
+def labelled(prose: str, label: str, spec: Field) -> list[Candidate]:
+    """Values written as ``<label>: N`` (``N/high``, ``N out of high``) in prose.
+
+    ``label`` is a regular expression matched at a word boundary; what may stand between
+    it and the number is only a colon, ``=``, a dash, "is" or "of" (and Markdown bold).
+    "7-8" is a range (unusable), a denominator other than the scale's top is another
+    scale (unusable), a decimal comma is unusable.
+    """
+    out: list[Candidate] = []
+    for match in re.finditer(rf"(?<![\w-])(?:{label})(?![\w-])", prose, re.I):
+        tail = _LABELLED_TAIL.match(prose, match.end())
+        if tail is None:
+            continue
+        num, den, after = tail.group("num"), tail.group("den"), tail.group("after")
+        shown = (num + (den or "")).strip()
+        if re.search(r"[-–][ \t]*\d", after or ""):
+            out.append(Candidate(None, "{c} given as a range", shown))
+            continue
+        if "," in num:
+            out.append(Candidate(None, "{c} given as " + shown + ", not one number", shown))
+            continue
+        if den is not None:
+            top = float(re.sub(r"[^\d.]", "", den.split("of")[-1]) or "nan")
+            if top != spec.high:
+                problem = "{c} given as " + shown + f", not on {spec.low:g}-{spec.high:g}"
+                out.append(Candidate(None, problem, shown))
+                continue
+        out.append(Candidate(float(num), "", shown))
+    return out
+
+
+def json_candidates(
+    objects: Iterable[Mapping[str, Any]], key: Callable[[str], bool], spec: Field
+) -> list[Candidate]:
+    """Candidates from JSON objects: the value under every key ``key`` accepts.
+
+    Numbers and numeric strings ("7", "7/10") count; booleans, nulls and text do not (a
+    ``"rating": "good"`` is a problem, not a value).
+    """
+    out: list[Candidate] = []
+    for obj in objects:
+        for k, v in obj.items():
+            if not key(str(k)):
+                continue
+            if isinstance(v, bool) or v is None:
+                out.append(Candidate(None, "{c} given as " + json.dumps(v), json.dumps(v)))
+            elif isinstance(v, (int, float)):
+                out.append(Candidate(float(v), "", f"{v:g}" if isinstance(v, float) else str(v)))
+            elif isinstance(v, str):
+                found = labelled(f"x: {v.strip()}", "x", spec) if v.strip() else []
+                if len(found) == 1 and re.fullmatch(
+                    rf"[ \t]*{_NUM}(?:[ \t]*/[ \t]*\d+|[ \t]+out[ \t]+of[ \t]+\d+)?[ \t]*", v
+                ):
+                    out.append(found[0])
+                else:
+                    out.append(Candidate(None, "{c} given as " + repr(v), v))
+    return out
