@@ -100,7 +100,7 @@ def decide(name: str, found: Sequence[Candidate], spec: Field | None = None) -> 
         or describe the unusable value.
     """
     if not found:
-        return None, f"no {name} value"
+        return None, f"no {name} score"
     values = sorted({c.value for c in found if c.value is not None})
     problems = [c for c in found if c.value is None]
     if len(values) == 1 and not problems:

@@ -170,7 +170,7 @@ def test_reply_corpus_covers_the_shapes() -> None:
     } <= families
     assert {e["prompt"] for e in entries} == set(PROMPTS)
     reasons = [r for e in entries for r in (e.get("reasons") or {}).values()]
-    assert "ambiguous" in reasons
+    assert "conflicting" in reasons
     replies = "\n".join(e["reply"] for e in entries)
     assert "```json" in replies and "|---" in replies and "out of 10" in replies
 
@@ -209,7 +209,7 @@ def test_reply_corpus_covers_the_shapes() -> None:
 def test_bound_numbers_only(text: str, expected: dict[str, float]) -> None:
     every = ["adequacy", "fluency", "grammaticality", "relevance", "topicality"]
     found = read_criteria(text, every)
-    assert {c: s.value for c, s in found.items() if s.value is not None} == expected
+    assert {c: s[0] for c, s in found.items() if s[0] is not None} == expected
 
 
 def test_parse_reasons() -> None:
@@ -220,10 +220,10 @@ def test_parse_reasons() -> None:
     assert parse_criterion("nothing", "topicality") == (None, "no topicality score")
     assert parse_criterion("Adequacy: 7\nAdequacy: 6", "adequacy") == (
         None,
-        "ambiguous adequacy: given as 7 and 6",
+        "conflicting adequacy: given as 7 and 6",
     )
     assert parse_criterion("Adequacy: 7\n**Adequacy**: 7/10", "adequacy") == (7.0, "")
-    assert parse_criterion("Adequacy: 8, 9", "adequacy")[1].startswith("ambiguous adequacy")
+    assert parse_criterion("Adequacy: 8, 9", "adequacy")[1].startswith("conflicting adequacy")
     assert "range" in parse_criterion("Adequacy: 7-8", "adequacy")[1]
     # A criterion's definition repeated by the judge is not a score.
     definition = "Adequacy (to what extent the minutes adequately capture... 0 to 10)"
@@ -377,7 +377,7 @@ def test_ambiguous_reply_is_reasked_then_logged_unscored_with_its_reason(
         "art_relevance": 8.0,
         "art_topicality": 8.0,
     }
-    assert assessment.reason == "ambiguous adequacy: given as 7 and 6"
+    assert assessment.reason == "conflicting adequacy: given as 7 and 6"
     assert assessment.details["unscored"] == {"art_adequacy": assessment.reason}
     assert len(assessment.details["raw"][0]) == 2  # both answers kept in the log
     # The sample log's metrics: the ambiguous criterion is left out of its mean, not guessed.

@@ -30,7 +30,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from elitr_bench.judges.minutes.prompts import build_filler_prompt, parse_filler_label
+from elitr_bench.judges.asking import ask, reader_of
+from elitr_bench.judges.minutes.prompts import FILLER, build_filler_prompt
 from elitr_bench.llm.base import CompletionRequest
 from elitr_bench.llm.client import gather_settled
 
@@ -265,13 +266,14 @@ async def compress_transcript(
     async def label(turn: Turn) -> tuple[str | None, int]:
         if not turn.text:
             return "filler", 1
-        for attempt in range(reask + 1):
-            request = classification_request(turn, seed, attempt)
-            completion = await client.complete(request, attempt)
-            parsed = parse_filler_label(completion.text)
-            if parsed is not None:
-                return parsed, attempt + 1
-        return None, reask + 1
+        asked = await ask(
+            client,
+            lambda attempt: (classification_request(turn, seed, attempt), attempt),
+            reader_of(FILLER),
+            reask + 1,
+        )
+        label = asked.reading.value("label")
+        return (str(label) if label is not None else None), asked.attempts
 
     answers = await gather_settled(*(label(t) for t in turns))
     return compress(

@@ -14,7 +14,7 @@ The paper gives no sampling for these judges, so their spec family (``minutes``)
 defaults to greedy decoding; ``temperature=``/``top_p=`` in the spec still apply.
 
 Scores are read conservatively (:mod:`.score_parsing`): a criterion whose answer is
-missing, ambiguous (different values) or off the 0-10 scale is unscored, its reason is
+missing, conflicting (different values) or off the 0-10 scale is unscored, its reason is
 logged per metric (``details.unscored``) and the answer is asked again like a missing one.
 
 Sampling: ``samples=k`` asks k times (draws 0..k-1) and averages each criterion over the
@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from elitr_bench.judges.asking import ask, reader_of, request_for
 from elitr_bench.judges.minutes.family import minutes_options
 from elitr_bench.judges.minutes.filler import (
     FILLER_MAX_TOKENS,
@@ -41,13 +42,8 @@ from elitr_bench.judges.minutes.filler import (
     compress,
     compress_transcript,
 )
-from elitr_bench.judges.minutes.prompts import (
-    AFGR,
-    ART,
-    MinutesPrompt,
-    ParsedScores,
-    parse_scores,
-)
+from elitr_bench.judges.minutes.prompts import AFGR, ART, MinutesPrompt
+from elitr_bench.judges.reading import Reading
 from elitr_bench.judges.summary.base import (
     MinutesAssessment,
     MinutesItem,
@@ -227,27 +223,24 @@ class GPTMinutesJudge:
         return await task
 
     def _request(self, prompt: str, draw: int) -> CompletionRequest:
-        seed = None if self.config.seed is None else self.config.seed + draw
-        return CompletionRequest(
-            prompt, self.config.temperature, self.config.top_p, self.config.max_tokens, seed
-        )
+        return request_for(self.config, prompt, draw)
 
     async def _sample(
-        self, prompt: str, index: int, client: JudgeClient
-    ) -> tuple[ParsedScores, list[str]]:
-        best: ParsedScores | None = None
-        raws: list[str] = []
-        for attempt in range(self.config.reask + 1):
-            draw = index + self.config.samples * attempt
-            completion = await client.complete(self._request(prompt, draw), draw)
-            raws.append(completion.text)
-            parsed = parse_scores(completion.text, self.prompt)
-            if best is None or parsed.n_scored > best.n_scored:
-                best = parsed
-            if parsed.complete:
-                break
-        assert best is not None
-        return best, raws
+        self, prompt: str, index: int, client: JudgeClient, minutes: str
+    ) -> tuple[Reading, list[str]]:
+        samples = self.config.samples
+
+        def attempt_request(attempt: int) -> tuple[CompletionRequest, int]:
+            draw = index + samples * attempt
+            return self._request(prompt, draw), draw
+
+        asked = await ask(
+            client,
+            attempt_request,
+            reader_of(self.prompt.grammar, (minutes,)),
+            self.config.reask + 1,
+        )
+        return asked.reading, list(asked.raws)
 
     async def assess(self, item: MinutesItem, client: JudgeClient) -> MinutesAssessment:
         """Compress the transcript (if enabled), ask ``samples`` times, parse each criterion."""
@@ -277,7 +270,7 @@ class GPTMinutesJudge:
                 details={**details, CONTEXT_DETAIL: {"prompt_tokens": tokens}},
             )
         results = await gather_settled(
-            *(self._sample(prompt, i, client) for i in range(self.config.samples))
+            *(self._sample(prompt, i, client, item.minutes) for i in range(self.config.samples))
         )
         scores: dict[str, float | None] = {}
         unscored: dict[str, str] = {}
@@ -288,10 +281,12 @@ class GPTMinutesJudge:
             scored = [v for v in values if v is not None]
             scores[metric] = statistics.fmean(scored) if scored else None
             if not scored:
-                unscored[metric] = next(p.reasons[criterion] for p, _ in results)
+                unscored[metric] = next(
+                    p.reasons[criterion] for p, _ in results if criterion in p.reasons
+                )
         details["raw"] = [raws for _, raws in results]
         details["samples"] = per_sample
-        if unscored:  # per metric, e.g. "ambiguous adequacy: given as 7 and 8"
+        if unscored:  # per metric, e.g. "conflicting adequacy: given as 7 and 8"
             details["unscored"] = unscored
         reasons = list(unscored.values())
         return MinutesAssessment(

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from elitr_bench.judges.minutes.score_parsing import SCALE_HIGH, SCALE_LOW, read_criteria
+from elitr_bench.judges.minutes.score_parsing import SCALE_HIGH, SCALE_LOW, CriteriaGrammar
+from elitr_bench.judges.reading import Reading, Reply, read_reply
 
 TRANSCRIPT = "{transcript}"
 MINUTES = "{system_generated_minutes}"
@@ -112,6 +113,11 @@ class MinutesPrompt:
         """Short sha256 of the template (identifies the prompt in result files)."""
         return hashlib.sha256(self.template.encode("utf-8")).hexdigest()[:16]
 
+    @property
+    def grammar(self) -> CriteriaGrammar:
+        """How this prompt's scores are read (fields: the criterion keys)."""
+        return CriteriaGrammar(tuple(self.criteria))
+
     def build(self, transcript: str, minutes: str) -> str:
         """Fill the template (plain replacement, braces in the texts stay as they are)."""
         head, _, tail = self.template.partition(TRANSCRIPT)
@@ -145,47 +151,26 @@ SCALE = (SCALE_LOW, SCALE_HIGH)
 """Both prompts ask for "a scale 0 to 10" (Figs. 17-18)."""
 
 
-@dataclass(frozen=True)
-class ParsedScores:
-    """Scores read from one judge answer.
-
-    Attributes:
-        values: Criterion -> score on 0-10, or None when missing, ambiguous or invalid.
-        reasons: Criterion -> why it is None (only for the unscored ones).
-    """
-
-    values: Mapping[str, float | None]
-    reasons: Mapping[str, str]
-
-    @property
-    def complete(self) -> bool:
-        """Every criterion has a score."""
-        return all(v is not None for v in self.values.values())
-
-    @property
-    def n_scored(self) -> int:
-        """How many criteria have a score."""
-        return sum(v is not None for v in self.values.values())
-
-
 def parse_criterion(text: str, criterion: str) -> tuple[float | None, str]:
     """The 0-10 score the answer binds to one criterion, or None and the reason.
 
     See :mod:`elitr_bench.judges.minutes.score_parsing` for what counts as bound. A
     criterion given different values (an explanation's score and a different summary
-    score) is unscored as ``ambiguous``; a score outside 0-10 or on another scale ("7/5",
-    "80 out of 100") is unscored, never clipped or rescaled.
+    score) is unscored as ``conflicting``; a score outside 0-10 or on another scale
+    ("7/5", "80 out of 100") is unscored, never clipped or rescaled.
     """
-    found = read_criteria(text, [criterion])[criterion]
-    return found.value, found.reason
+    reading = read_reply(CriteriaGrammar((criterion,)), text)
+    return reading.values[criterion], reading.reasons.get(criterion, "")
 
 
-def parse_scores(text: str, prompt: MinutesPrompt) -> ParsedScores:
-    """Read every criterion of ``prompt`` from a judge answer (unscored ones are None)."""
-    found = read_criteria(text, list(prompt.criteria))
-    values = {criterion: score.value for criterion, score in found.items()}
-    reasons = {c: score.reason for c, score in found.items() if score.value is None}
-    return ParsedScores(values, reasons)
+def parse_scores(
+    text: str,
+    prompt: MinutesPrompt,
+    finish_reason: str | None = None,
+    evaluated: Sequence[str] = (),
+) -> Reading:
+    """Read every criterion of ``prompt`` from a judge answer under the reading policy."""
+    return read_reply(prompt.grammar, text, finish_reason, evaluated)
 
 
 def build_filler_prompt(turn: str) -> str:
@@ -194,8 +179,23 @@ def build_filler_prompt(turn: str) -> str:
     return head + turn + tail
 
 
-def parse_filler_label(text: str) -> str | None:
-    """``filler``, ``content`` or None (both or neither word in the answer)."""
+@dataclass(frozen=True)
+class FillerGrammar:
+    """Fig. 19's answer: the label ``filler`` or ``content`` (field ``label``)."""
+
+    fields: tuple[str, ...] = ("label",)
+
+    def read(self, reply: Reply) -> Reading:
+        """The label when the answer names exactly one (or starts with one of the two)."""
+        label = _filler_label(reply.prose)
+        reason = "" if label else "the answer names neither or both labels (filler, content)"
+        return Reading({"label": label}, {"label": reason} if reason else {})
+
+
+FILLER = FillerGrammar()
+
+
+def _filler_label(text: str) -> str | None:
     low = text.lower()
     has_filler = re.search(r"\bfiller\b", low) is not None
     has_content = re.search(r"\bcontent\b", low) is not None
@@ -209,3 +209,9 @@ def parse_filler_label(text: str) -> str | None:
         first = re.match(r"\W*(filler|content)\b", low)
         return first.group(1) if first else None
     return None
+
+
+def parse_filler_label(text: str, finish_reason: str | None = None) -> str | None:
+    """``filler``, ``content`` or None (both or neither word, or a cut-off answer)."""
+    label = read_reply(FILLER, text, finish_reason).values["label"]
+    return str(label) if label is not None else None

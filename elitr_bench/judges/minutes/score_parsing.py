@@ -18,7 +18,7 @@ criterion:
 Never a score: numbers inside a scale statement, list enumerators ("1. Adequacy",
 "Adequacy:\n1. The minutes ..."), numbers that count something ("2 minor topics"),
 and numbers after words that are not separators ("the fluency suffers in bullet 3").
-A criterion given different values in one reply is unscored as ambiguous (the same value
+A criterion given different values in one reply is unscored as conflicting (the same value
 repeated is fine); a value outside 0-10 or on another scale ("8/5", "85/100", "80%", a
 reply that says it scores on 1-5) is unscored, never clipped or rescaled.
 
@@ -31,7 +31,9 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from elitr_bench.judges.jsonparse import parse_json_reply
+from elitr_bench.judges.reading import Candidate, Reply, json_values
+from elitr_bench.judges.reading import Reading as ReplyReading
+from elitr_bench.judges.reading import decide as decide_candidates
 
 #: How each criterion may be named in a reply (Fig. 18 asks for "grammatical correctness";
 #: replies also say "grammar" or "grammaticality"). Longest alternatives first.
@@ -129,36 +131,8 @@ _SENTENCE_RATIO = re.compile(
 _MAX_STEPS = 14
 
 
-@dataclass(frozen=True)
-class Reading:
-    """One number found for a criterion.
-
-    Attributes:
-        value: The score on 0-10, or None when the number cannot be one (out of range,
-            another scale, a range, a list of numbers).
-        problem: Why ``value`` is None ("" when it is a score).
-        shown: The number as written ("8/10"), for reasons.
-    """
-
-    value: float | None
-    problem: str
-    shown: str
-
-
-@dataclass(frozen=True)
-class CriterionScore:
-    """What a reply says about one criterion.
-
-    Attributes:
-        value: The score, or None.
-        reason: Why it is None ("" when scored); starts with ``ambiguous`` when the reply
-            gives the criterion different values.
-        readings: Every number bound to the criterion (for logs and tests).
-    """
-
-    value: float | None
-    reason: str
-    readings: tuple[Reading, ...] = ()
+#: A number found for a criterion (the core's candidate: value or problem, as written).
+Reading = Candidate
 
 
 # --- normalisation ----------------------------------------------------------------------
@@ -428,7 +402,7 @@ def _inline(
             found += [(c, readings[0]) for c in group]
         else:
             shown = ", ".join(r.shown for r in readings)
-            problem = Reading(None, "ambiguous {c}: " + f"{len(readings)} numbers ({shown})", shown)
+            problem = Reading(None, "conflicting {c}: " + f"{len(readings)} numbers ({shown})", shown)
             found += [(c, problem) for c in group]
     return found
 
@@ -635,11 +609,8 @@ def _json_reading(value: object, reply_scale: float | None) -> Reading | None:
 
 
 def _json(
-    raw: str, criteria: Sequence[str], reply_scale: float | None
+    values: Sequence[object], criteria: Sequence[str], reply_scale: float | None
 ) -> list[tuple[str, Reading]]:
-    if "{" not in raw:
-        return []
-    parsed = parse_json_reply(raw)
     found: list[tuple[str, Reading]] = []
 
     def walk(obj: object) -> None:
@@ -665,7 +636,8 @@ def _json(
             else:
                 walk(value)
 
-    walk(parsed)
+    for value in values:
+        walk(value)
     return found
 
 
@@ -679,39 +651,69 @@ def stated_scale(text: str) -> float | None:
     return None
 
 
-def read_criteria(text: str, criteria: Sequence[str]) -> dict[str, CriterionScore]:
+def read_criteria(
+    text: str | Reply, criteria: Sequence[str]
+) -> dict[str, tuple[float | None, str]]:
     """Every criterion's score in a reply, or None with the reason.
 
     Args:
-        text: The judge's reply, unchanged.
+        text: The judge's reply, unchanged, or prepared by the core (quoted material
+            blanked: see :class:`~elitr_bench.judges.reading.Reply`).
         criteria: Criterion keys of :data:`CRITERION_NAMES` that the prompt asked for.
 
     Returns:
-        Criterion -> :class:`CriterionScore`, in the order of ``criteria``.
+        Criterion -> ``(value, reason)``, in the order of ``criteria``.
     """
-    clean = normalise(text)
-    reply_scale = stated_scale(clean)
+    reply = text if isinstance(text, Reply) else Reply(text, text, text)
+    clean = normalise(reply.prose)
+    reply_scale = stated_scale(_preamble(clean, criteria))
     readings: dict[str, list[Reading]] = {c: [] for c in criteria}
     for finder in (_inline, _reverse, _tables):
         for crit, reading in finder(clean, criteria, reply_scale):
             readings[crit].append(reading)
-    for crit, reading in _sections(text, clean, criteria, reply_scale):
+    for crit, reading in _sections(reply.prose, clean, criteria, reply_scale):
         readings[crit].append(reading)
-    for crit, reading in _json(text, criteria, reply_scale):
+    for crit, reading in _json(json_values(reply.text), criteria, reply_scale):
         readings[crit].append(reading)
     return {c: decide(c, readings[c]) for c in criteria}
 
 
-def decide(criterion: str, readings: Sequence[Reading]) -> CriterionScore:
-    """One value when every reading agrees on it; else None with the reason."""
-    found = tuple(readings)
-    if not found:
-        return CriterionScore(None, f"no {criterion} score", found)
-    values = sorted({r.value for r in found if r.value is not None})
-    problems = [r for r in found if r.value is None]
-    if len(values) == 1 and not problems:
-        return CriterionScore(values[0], "", found)
-    if not values:
-        return CriterionScore(None, problems[0].problem.replace("{c}", criterion), found)
-    shown = " and ".join(dict.fromkeys(r.shown for r in found))
-    return CriterionScore(None, f"ambiguous {criterion}: given as {shown}", found)
+def _preamble(clean: str, criteria: Sequence[str]) -> str:
+    """The reply before its first criterion: where a judge says which scale it uses.
+
+    A scale named later, in an explanation ("annotators rate on a 1-5 scale"), is about
+    something else and does not void the scores; one stated next to a score is read
+    with that score (a parenthesis, a table header, ``4/5``).
+    """
+    first = _names_regex(criteria).search(clean)
+    return clean if first is None else clean[: first.start()]
+
+
+@dataclass(frozen=True)
+class CriteriaGrammar:
+    """The AutoMin judges' grammar: each criterion's 0-10 score, wherever it is bound.
+
+    Attributes:
+        criteria: Criterion keys of :data:`CRITERION_NAMES`, in the prompt's order.
+        metrics: The field name of each criterion in readings (``gpt_art_adequacy``...);
+            the criterion keys themselves when empty.
+    """
+
+    criteria: tuple[str, ...]
+    metrics: tuple[str, ...] = ()
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The fields of a reading: the metric names, else the criterion keys."""
+        return self.metrics or self.criteria
+
+    def read(self, reply: Reply) -> ReplyReading:
+        """Every criterion's score under the core's policy."""
+        found = read_criteria(reply, self.criteria)
+        names = dict(zip(self.criteria, self.fields, strict=True))
+        return ReplyReading.of({names[c]: pair for c, pair in found.items()})
+
+
+def decide(criterion: str, readings: Sequence[Reading]) -> tuple[float | None, str]:
+    """One value when every reading agrees on it (the core's rule); else None and why."""
+    return decide_candidates(criterion, readings)
