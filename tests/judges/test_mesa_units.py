@@ -122,12 +122,12 @@ def test_mesa_options_are_checked_in_the_spec() -> None:
 
 def test_identification_validation() -> None:
     ok = parse_identification('[{"instance": "a", "reasoning": "r", "certainty": "85"}]')
-    assert ok.value is not None and ok.value[0].certainty == 85.0
+    assert ok.value("instances") is not None and ok.value("instances")[0].certainty == 85.0
     wrapped = parse_identification(
         '{"instances": [{"instance": "a", "reasoning": "r", "certainty": 5}]}'
     )
-    assert wrapped.value is not None and len(wrapped.value) == 1
-    assert parse_identification("[]").value == ()
+    assert wrapped.value("instances") is not None and len(wrapped.value("instances")) == 1
+    assert parse_identification("[]").value("instances") == ()
     for bad, why in [
         ('[{"instance": "a", "reasoning": "r", "certainty": 101}]', "outside [0, 100]"),
         ('[{"instance": "a", "reasoning": "r", "certainty": true}]', "boolean"),
@@ -135,7 +135,7 @@ def test_identification_validation() -> None:
         ("I think there are no errors.", "no JSON"),
     ]:
         parsed = parse_identification(bad)
-        assert parsed.value is None and why in parsed.reason
+        assert parsed.value("instances") is None and why in parsed.reason
 
 
 def test_verification_validation() -> None:
@@ -144,31 +144,33 @@ def test_verification_validation() -> None:
         "'error_exists': 'true', 'severity': 7},]\n```"
     )
     parsed = parse_verification(reply)
-    assert parsed.value is not None
-    assert parsed.value[0].error_exists is True and parsed.value[0].severity == 7.0
+    found = parsed.value("instances")
+    assert found is not None
+    assert found[0].error_exists is True and found[0].severity == 7.0
     bad = parse_verification(
         '[{"instance": "a", "reasoning": "r", "certainty": 9, "error_exists": "maybe"}]'
     )
-    assert bad.value is None and "true or false" in bad.reason
+    assert bad.value("instances") is None and "true or false" in bad.reason
     sev = parse_verification(
         '[{"instance": "a", "reasoning": "r", "certainty": 9, "error_exists": true, '
         '"severity": 11}]'
     )
-    assert sev.value is None and "severity" in sev.reason
+    assert sev.value("instances") is None and "severity" in sev.reason
 
 
 def test_scoring_validation() -> None:
     parsed = parse_scoring('{ "reasoning": "fine", "confidence": 8, "rating": 2 }')
-    assert parsed.value is not None and (parsed.value.rating, parsed.value.confidence) == (2, 8)
+    assert (parsed.value("rating"), parsed.value("confidence")) == (2, 8)
     for bad, why in [
-        ('{"reasoning": "x", "confidence": 8, "rating": 6}', "'rating'=6"),
-        ('{"reasoning": "x", "confidence": 11, "rating": 1}', "'confidence'=11"),
-        ('{"reasoning": "x", "rating": 1}', "missing 'confidence'"),
-        ('[{"reasoning": "x", "confidence": 1, "rating": 1}]', "expected a JSON object"),
-        ('{"reasoning": "x", "confidence": "high", "rating": 1}', "not a number"),
+        ('{"reasoning": "x", "confidence": 8, "rating": 6}', "rating=6 outside 0-5"),
+        ('{"reasoning": "x", "confidence": 11, "rating": 1}', "confidence=11 outside 0-10"),
+        ('{"reasoning": "x", "rating": 1}', "no confidence score"),
+        ('{"reasoning": "x", "confidence": 0.85, "rating": 1}', "looks like a 0-1 value"),
+        ('{"reasoning": "x", "confidence": "high", "rating": 1}', "confidence given as 'high'"),
+        ('{"confidence": 8, "rating": 3}\nFinal rating: 2', "conflicting rating"),
     ]:
         result = parse_scoring(bad)
-        assert result.value is None and why in result.reason, result.reason
+        assert not result.complete and why in result.reason, result.reason
 
 
 def test_equations_1_and_2() -> None:

@@ -14,18 +14,17 @@ moderator reads it, but the step's outcome is only ever a validated synthesis.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
+from elitr_bench.judges import asking
+from elitr_bench.judges.asking import reader_of
 from elitr_bench.judges.config import JudgeConfig
-from elitr_bench.judges.mesa.parsing import Parsed
 from elitr_bench.judges.mesa.prompts import challenge_prompt, synthesis_prompt
+from elitr_bench.judges.reading import Grammar, Reading
 from elitr_bench.llm.base import CompletionRequest
 from elitr_bench.llm.client import JudgeClient, gather_settled
-
-T = TypeVar("T")
-Parser = Callable[[str], Parsed[T]]
 
 
 @dataclass(frozen=True)
@@ -46,34 +45,33 @@ class Reply:
     """The outcome of asking one agent (after re-asks).
 
     Attributes:
-        raw: Text of the last attempt.
-        parsed: Validation result of the last attempt.
+        raw: Text of the attempt the reading comes from (the last one when none read).
+        reading: The reading of that attempt.
         attempts: Completions asked.
     """
 
     raw: str
-    parsed: Parsed[Any]
+    reading: Reading
     attempts: int
 
 
 def request_for(config: JudgeConfig, prompt: str, draw: int) -> CompletionRequest:
     """The completion request of one draw (seed + draw, as the QA judges do)."""
-    seed = None if config.seed is None else config.seed + draw
-    return CompletionRequest(prompt, config.temperature, config.top_p, config.max_tokens, seed)
+    return asking.request_for(config, prompt, draw)
 
 
-async def ask(agent: Agent, prompt: str, parse: Parser[Any], reask: int) -> Reply:
-    """Ask until the reply validates or ``reask`` extra attempts are used up."""
-    raw, parsed = "", Parsed[Any](None, "not asked")
-    for attempt in range(reask + 1):
-        completion = await agent.client.complete(
-            request_for(agent.config, prompt, attempt), attempt
-        )
-        raw = completion.text
-        parsed = parse(raw)
-        if parsed.ok:
-            return Reply(raw, parsed, attempt + 1)
-    return Reply(raw, parsed, reask + 1)
+async def ask(
+    agent: Agent, prompt: str, grammar: Grammar, reask: int, evaluated: Sequence[str] = ()
+) -> Reply:
+    """Ask until the reply reads completely or ``reask`` extra attempts are used up."""
+    asked = await asking.ask(
+        agent.client,
+        lambda attempt: (request_for(agent.config, prompt, attempt), attempt),
+        reader_of(grammar, evaluated),
+        reask + 1,
+    )
+    raw = asked.raw if asked.reading.complete else asked.last
+    return Reply(raw, asked.reading, asked.attempts)
 
 
 def _trace(role: str, agent: Agent, reply: Reply) -> dict[str, Any]:
@@ -81,32 +79,32 @@ def _trace(role: str, agent: Agent, reply: Reply) -> dict[str, Any]:
         "role": role,
         "agent": agent.label,
         "raw": reply.raw,
-        "valid": reply.parsed.ok,
-        "reason": reply.parsed.reason,
+        "valid": reply.reading.complete,
+        "reason": reply.reading.reason,
         "attempts": reply.attempts,
     }
 
 
 async def run_step(
     prompt: str,
-    parse: Parser[T],
+    parse: Grammar,
     moderator: Agent,
     challengers: Sequence[Agent] = (),
     *,
     reask: int = 1,
-) -> tuple[Parsed[T], list[dict[str, Any]]]:
+) -> tuple[Reading, list[dict[str, Any]]]:
     """One step, alone or debated; returns the validated outcome and a trace of all calls.
 
     Args:
         prompt: The step prompt (Fig. 3, 4 or 5, filled).
-        parse: The step's validator.
+        parse: The step's grammar.
         moderator: The judge itself (drafts and synthesises).
         challengers: The challenging agents; empty = no debate (a single call).
         reask: Extra attempts for replies that fail validation (draft and synthesis).
     """
     if not challengers:
         reply = await ask(moderator, prompt, parse, reask)
-        return reply.parsed, [_trace("single", moderator, reply)]
+        return reply.reading, [_trace("single", moderator, reply)]
     draft = await ask(moderator, prompt, parse, reask)
     trace = [_trace("draft", moderator, draft)]
     answers = await gather_settled(
@@ -120,4 +118,4 @@ async def run_step(
     synthesis = synthesis_prompt(prompt, draft.raw, [a.raw for a in answers])
     final = await ask(moderator, synthesis, parse, reask)
     trace.append(_trace("synthesis", moderator, final))
-    return final.parsed, trace
+    return final.reading, trace

@@ -30,9 +30,10 @@ from elitr_bench.judges.mesa.fit import (
 )
 from elitr_bench.judges.mesa.options import CHALLENGERS, MesaOptions, mesa_options
 from elitr_bench.judges.mesa.parsing import (
-    parse_identification,
-    parse_scoring,
-    parse_verification,
+    IDENTIFICATION,
+    SCORING,
+    VERIFICATION,
+    type_score,
 )
 from elitr_bench.judges.mesa.prompts import (
     CHALLENGE,
@@ -307,34 +308,38 @@ class MesaMethod:
 
         prompt = step_prompt("identification", etype, **common)
         found, result.steps["identification"] = await run_step(
-            prompt, parse_identification, moderator, challengers, reask=reask
+            prompt, IDENTIFICATION, moderator, challengers, reask=reask
         )
-        if found.value is None:
+        candidates = found.value("instances")
+        if candidates is None:
             result.reason = found.reason
             return result
-        result.candidates = len(found.value)
+        result.candidates = len(candidates)
 
-        listing = _dumps([c.to_dict() for c in found.value])
+        listing = _dumps([c.to_dict() for c in candidates])
         prompt = step_prompt("verification", etype, list_of_instances=listing, **common)
         checked, result.steps["verification"] = await run_step(
-            prompt, parse_verification, moderator, challengers, reask=reask
+            prompt, VERIFICATION, moderator, challengers, reask=reask
         )
-        if checked.value is None:
+        verified = checked.value("instances")
+        if verified is None:
             result.reason = checked.reason
             return result
-        result.verified = [v.to_dict() for v in checked.value]
-        result.instances = sum(v.error_exists for v in checked.value)
+        result.verified = [v.to_dict() for v in verified]
+        result.instances = sum(v.error_exists for v in verified)
 
         prompt = step_prompt("scoring", etype, list_of_instances=_dumps(result.verified), **common)
         scored, result.steps["scoring"] = await run_step(
-            prompt, parse_scoring, moderator, challengers, reask=reask
+            prompt, SCORING, moderator, challengers, reask=reask
         )
-        if scored.value is None:
+        final = result.steps["scoring"][-1]["raw"]
+        verdict = type_score(scored, final)
+        if verdict is None:
             result.reason = scored.reason
             return result
-        result.rating = scored.value.rating
-        result.confidence = scored.value.confidence
-        result.reasoning = scored.value.reasoning
+        result.rating = verdict.rating
+        result.confidence = verdict.confidence
+        result.reasoning = verdict.reasoning
         return result
 
     async def assess(self, item: MinutesItem, client: JudgeClient) -> MinutesAssessment:

@@ -1,9 +1,13 @@
 """Reading MESA's three step replies: tolerant JSON syntax, strict meaning.
 
-Syntax is repaired by the shared :func:`~elitr_bench.judges.jsonparse.parse_json_reply`
-(``json-repair``). What the values mean is checked strictly here: every field the step's
-format asks for must be present with the right type and inside its range, otherwise the
-reply is rejected with a reason (and re-asked, then reported), never coerced into a score.
+Syntax is repaired by ``json-repair`` (through the core's
+:func:`~elitr_bench.judges.reading.json_values`). What the values mean is checked
+strictly here: every field the step's format asks for must be present with the right
+type and inside its range, otherwise the reply is rejected with a reason (and re-asked,
+then reported), never coerced into a score. The core's policy applies on top: a reply
+cut off by the token limit is never read, JSON the judge quotes in a block quote or
+prose is not its answer, and two different answers in one reply (a draft and a final
+block, JSON against a "Final rating: 2" line) make the step conflicting.
 
 Two concessions follow the paper's own format lines (App. A): numbers may come as numeric
 strings (Figs. 3-4 show ``'certainty': '<score ...>'`` in quotes and ask for "double quotes
@@ -15,35 +19,24 @@ not the text (1-10).
 
 from __future__ import annotations
 
+import json
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any
 
-from elitr_bench.judges.jsonparse import parse_json_reply
-
-T = TypeVar("T")
-
-_NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)$")
-
-
-@dataclass(frozen=True)
-class Parsed(Generic[T]):
-    """A validated reply or the reason it was rejected.
-
-    Attributes:
-        value: The validated value, or None.
-        reason: Why the reply was rejected ("" when valid).
-    """
-
-    value: T | None
-    reason: str = ""
-
-    @property
-    def ok(self) -> bool:
-        """Whether the reply was valid."""
-        return self.value is not None
+from elitr_bench.judges.reading import (
+    Field,
+    Reading,
+    Reply,
+    decide,
+    json_candidates,
+    json_values,
+    labelled,
+    objects_with,
+    read_reply,
+)
 
 
 @dataclass(frozen=True)
@@ -95,6 +88,9 @@ class _Invalid(Exception):
     """A field failed validation (message = reason)."""
 
 
+_NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)$")
+
+
 def _number(obj: Mapping[str, Any], key: str, low: float, high: float, where: str) -> float:
     if key not in obj:
         raise _Invalid(f"{where}: missing {key!r}")
@@ -108,6 +104,9 @@ def _number(obj: Mapping[str, Any], key: str, low: float, high: float, where: st
     value = float(raw)
     if not low <= value <= high:
         raise _Invalid(f"{where}: {key!r}={value:g} is outside [{low:g}, {high:g}]")
+    off = Field(key, low, high).problem(value)
+    if off:  # 0.85 on 0-100: a 0-1 value, not one on the asked scale
+        raise _Invalid(f"{where}: {off}")
     return value
 
 
@@ -146,11 +145,20 @@ def _as_list(value: Any) -> list[Any]:
     raise _Invalid(f"expected a JSON list of instances, got {type(value).__name__}")
 
 
-def _json(text: str) -> Any:
-    value = parse_json_reply(text)
-    if value is None:
+_EMPTY_LIST = re.compile(r"^\s*(?:```[a-zA-Z]*\s*)?\[\s*\](?:\s*```)?\s*$")
+
+
+def _answer(text: str) -> Any:
+    """The step's one JSON answer; two different ones are conflicting, none is no JSON."""
+    values = json_values(text)
+    if not values:
+        if _EMPTY_LIST.match(text):
+            return []
         raise _Invalid("no JSON in the reply")
-    return value
+    distinct = {json.dumps(v, sort_keys=True, default=str) for v in values}
+    if len(distinct) > 1:
+        raise _Invalid(f"conflicting answers: {len(distinct)} different JSON values in one reply")
+    return values[0]
 
 
 def _instances(text: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
@@ -158,63 +166,125 @@ def _instances(text: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
 
     Lazy, so a reply's first problem is the one reported (steps 1 and 2 share this).
     """
-    for i, obj in enumerate(_as_list(_json(text))):
+    for i, obj in enumerate(_as_list(_answer(text))):
         where = f"instance {i + 1}"
         if not isinstance(obj, Mapping):
             raise _Invalid(f"{where}: expected an object, got {type(obj).__name__}")
         yield where, obj
 
 
-def parse_identification(text: str) -> Parsed[tuple[Candidate, ...]]:
-    """Validate a step 1 reply: a list of ``{instance, reasoning, certainty 0-100}``."""
-    try:
-        out = []
-        for where, obj in _instances(text):
-            out.append(
-                Candidate(
-                    instance=_text(obj, "instance", where),
-                    reasoning=_text(obj, "reasoning", where),
-                    certainty=_number(obj, "certainty", 0, 100, where),
-                )
-            )
-    except _Invalid as exc:
-        return Parsed(None, f"identification reply: {exc}")
-    return Parsed(tuple(out))
+@dataclass(frozen=True)
+class _ListStep:
+    """Steps 1 and 2: the reply is one JSON list of instance objects (field ``instances``)."""
+
+    step: str
+    build: Callable[[str, Mapping[str, Any]], Any]
+    fields: tuple[str, ...] = ("instances",)
+
+    def read(self, reply: Reply) -> Reading:
+        try:
+            out = tuple(self.build(where, obj) for where, obj in _instances(reply.text))
+        except _Invalid as exc:
+            return Reading({"instances": None}, {"instances": f"{self.step} reply: {exc}"})
+        return Reading({"instances": out})
 
 
-def parse_verification(text: str) -> Parsed[tuple[Verified, ...]]:
-    """Validate a step 2 reply: instances with ``error_exists``, certainty, optional severity."""
-    try:
-        out = []
-        for where, obj in _instances(text):
-            severity = (
-                _number(obj, "severity", 0, 10, where) if obj.get("severity") is not None else None
-            )
-            out.append(
-                Verified(
-                    instance=_text(obj, "instance", where),
-                    reasoning=_text(obj, "reasoning", where),
-                    certainty=_number(obj, "certainty", 0, 100, where),
-                    error_exists=_boolean(obj, "error_exists", where),
-                    severity=severity,
-                )
-            )
-    except _Invalid as exc:
-        return Parsed(None, f"verification reply: {exc}")
-    return Parsed(tuple(out))
+def _candidate(where: str, obj: Mapping[str, Any]) -> Candidate:
+    return Candidate(
+        instance=_text(obj, "instance", where),
+        reasoning=_text(obj, "reasoning", where),
+        certainty=_number(obj, "certainty", 0, 100, where),
+    )
 
 
-def parse_scoring(text: str) -> Parsed[TypeScore]:
-    """Validate a step 3 reply: ``{reasoning, confidence 0-10, rating 0-5}``."""
-    try:
-        obj = _json(text)
-        if not isinstance(obj, Mapping):
-            raise _Invalid(f"expected a JSON object, got {type(obj).__name__}")
-        score = TypeScore(
-            rating=_number(obj, "rating", 0, 5, "scoring"),
-            confidence=_number(obj, "confidence", 0, 10, "scoring"),
-            reasoning=_text(obj, "reasoning", "scoring"),
-        )
-    except _Invalid as exc:
-        return Parsed(None, f"scoring reply: {exc}")
-    return Parsed(score)
+def _verified(where: str, obj: Mapping[str, Any]) -> Verified:
+    severity = _number(obj, "severity", 0, 10, where) if obj.get("severity") is not None else None
+    return Verified(
+        instance=_text(obj, "instance", where),
+        reasoning=_text(obj, "reasoning", where),
+        certainty=_number(obj, "certainty", 0, 100, where),
+        error_exists=_boolean(obj, "error_exists", where),
+        severity=severity,
+    )
+
+
+IDENTIFICATION = _ListStep("identification", _candidate)
+"""Step 1 (Fig. 3): ``[{instance, reasoning, certainty 0-100}, ...]``."""
+VERIFICATION = _ListStep("verification", _verified)
+"""Step 2 (Fig. 4): instances with ``error_exists``, certainty and an optional severity."""
+
+RATING = Field("rating", 0, 5)
+CONFIDENCE = Field("confidence", 0, 10)
+
+
+def _key(names: tuple[str, ...]) -> Callable[[str], bool]:
+    return lambda key: re.sub(r"[\s_-]+", " ", key.strip().lower()) in names
+
+
+_RATING_KEYS = ("rating", "final rating", "score", "final score")
+_CONFIDENCE_KEYS = ("confidence", "certainty", "confidence score")
+
+
+@dataclass(frozen=True)
+class ScoringGrammar:
+    """Step 3 (Fig. 5): ``rating`` 0-5 and ``confidence`` 0-10, from JSON and restatements.
+
+    Every JSON object of the reply and every ``Rating: N`` / ``Confidence: N`` line
+    must agree on each field.
+    """
+
+    fields: tuple[str, ...] = ("rating", "confidence")
+
+    def read(self, reply: Reply) -> Reading:
+        """Both values, each agreed by every place that states it."""
+        values = json_values(reply.text)
+        decided = {}
+        for spec, keys, label in (
+            (RATING, _RATING_KEYS, r"(?:final\s+|overall\s+)?(?:rating|score)"),
+            (CONFIDENCE, _CONFIDENCE_KEYS, r"confidence(?:\s+score)?|certainty"),
+        ):
+            objects = objects_with(values, _key(keys))
+            found = json_candidates(objects, _key(keys), spec) + labelled(reply.prose, label, spec)
+            value, why = decide(spec.name, found, spec)
+            decided[spec.name] = (value, f"scoring reply: {why}" if why else "")
+        if not values and all(v is None for v, _ in decided.values()):
+            decided = dict.fromkeys(decided, (None, "scoring reply: no JSON in the reply"))
+        return Reading.of(decided)
+
+
+SCORING = ScoringGrammar()
+
+
+def scoring_reasoning(text: str) -> str:
+    """The ``reasoning`` the judge gave with its step 3 answer ("" if none)."""
+    for obj in objects_with(json_values(text), lambda k: k.strip().lower() == "reasoning"):
+        value = obj.get("reasoning")
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return ""
+
+
+def parse_identification(text: str, finish_reason: str | None = None) -> Reading:
+    """Read a step 1 reply (field ``instances``: a tuple of :class:`Candidate`)."""
+    return read_reply(IDENTIFICATION, text, finish_reason)
+
+
+def parse_verification(text: str, finish_reason: str | None = None) -> Reading:
+    """Read a step 2 reply (field ``instances``: a tuple of :class:`Verified`)."""
+    return read_reply(VERIFICATION, text, finish_reason)
+
+
+def parse_scoring(text: str, finish_reason: str | None = None) -> Reading:
+    """Read a step 3 reply (fields ``rating`` 0-5 and ``confidence`` 0-10)."""
+    return read_reply(SCORING, text, finish_reason)
+
+
+def type_score(reading: Reading, text: str) -> TypeScore | None:
+    """The step 3 verdict of a complete reading, with the judge's reasoning."""
+    if not reading.complete:
+        return None
+    return TypeScore(
+        rating=float(reading.value("rating")),
+        confidence=float(reading.value("confidence")),
+        reasoning=scoring_reasoning(text),
+    )

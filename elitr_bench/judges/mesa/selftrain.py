@@ -31,12 +31,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from elitr_bench.data.errors import ElitrBenchError
-from elitr_bench.judges.jsonparse import parse_json_reply
 from elitr_bench.judges.mesa.debate import Agent, ask
 from elitr_bench.judges.mesa.guidance import Guidance
 from elitr_bench.judges.mesa.method import MesaMethod
-from elitr_bench.judges.mesa.parsing import Parsed
 from elitr_bench.judges.mesa.prompts import consolidation_prompt, feedback_prompt
+from elitr_bench.judges.reading import Reading, Reply, json_values
 from elitr_bench.judges.summary.base import MinutesAssessment, MinutesItem
 from elitr_bench.llm.client import JudgeClient
 
@@ -145,11 +144,34 @@ def assessment_block(assessment: MinutesAssessment) -> str:
     return json.dumps(rows, ensure_ascii=False, indent=1)
 
 
-def _parse_feedback(text: str) -> Parsed[dict[str, Any]]:
-    value = parse_json_reply(text)
-    if not isinstance(value, Mapping) or not value:
-        return Parsed(None, "feedback reply: expected a JSON object keyed by error type")
-    return Parsed({str(k).upper(): v for k, v in value.items()})
+@dataclass(frozen=True)
+class _FeedbackGrammar:
+    """The feedback reply: one JSON object keyed by error type (field ``feedback``)."""
+
+    fields: tuple[str, ...] = ("feedback",)
+
+    def read(self, reply: Reply) -> Reading:
+        objects = [v for v in json_values(reply.text) if isinstance(v, Mapping) and v]
+        if len(objects) != 1:
+            why = "expected a JSON object keyed by error type"
+            if len(objects) > 1:
+                why = f"{len(objects)} JSON objects, expected one keyed by error type"
+            return Reading({"feedback": None}, {"feedback": f"feedback reply: {why}"})
+        return Reading({"feedback": {str(k).upper(): v for k, v in objects[0].items()}})
+
+
+@dataclass(frozen=True)
+class _GuidanceGrammar:
+    """The consolidation reply: the guidance text itself (field ``guidance``)."""
+
+    fields: tuple[str, ...] = ("guidance",)
+
+    def read(self, reply: Reply) -> Reading:
+        return Reading({"guidance": reply.raw.strip()})
+
+
+_FEEDBACK = _FeedbackGrammar()
+_GUIDANCE = _GuidanceGrammar()
 
 
 def _text(value: Any) -> str:
@@ -202,15 +224,15 @@ async def train(
             assessment=assessment_block(assessment),
             human=human_block(sample.human),
         )
-        reply = await ask(agent, prompt, _parse_feedback, reask)
+        reply = await ask(agent, prompt, _FEEDBACK, reask)
         return {
             "meeting_id": sample.item.meeting_id,
             "system": sample.item.system,
             "human": dict(sample.human),
             "mesa": {k: v for k, v in assessment.scores.items()},
             "raw": reply.raw,
-            "valid": reply.parsed.ok,
-            "feedback": reply.parsed.value or {},
+            "valid": reply.reading.complete,
+            "feedback": reply.reading.value("feedback") or {},
         }
 
     feedback = list(
@@ -230,10 +252,10 @@ async def train(
         reply = await ask(
             agent,
             consolidation_prompt(etype, "\n".join(lines)),
-            lambda t: Parsed(t.strip() or None, "" if t.strip() else "empty guidance"),
+            _GUIDANCE,
             reask,
         )
-        return str(reply.parsed.value or "")
+        return str(reply.reading.value("guidance") or "")
 
     texts = await asyncio.gather(*(consolidate(code) for code in method.types.codes))
     meetings = tuple(sorted({s.item.meeting_id for s in samples}))

@@ -402,7 +402,9 @@ def _inline(
             found += [(c, readings[0]) for c in group]
         else:
             shown = ", ".join(r.shown for r in readings)
-            problem = Reading(None, "conflicting {c}: " + f"{len(readings)} numbers ({shown})", shown)
+            problem = Reading(
+                None, "conflicting {c}: " + f"{len(readings)} numbers ({shown})", shown
+            )
             found += [(c, problem) for c in group]
     return found
 
