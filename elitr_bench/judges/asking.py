@@ -120,7 +120,7 @@ async def ask(
     for attempt in range(max(1, attempts)):
         request, draw = attempt_request(attempt)
         completion = await client.complete(request, draw)
-        raws.append(completion.text)
+        raws.append(completion.text or "")
         reasons.append(completion.finish_reason)
         reading = read(completion)
         if best is None or reading.n_scored > best.n_scored:

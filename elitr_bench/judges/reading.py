@@ -36,7 +36,7 @@ from typing import Any, Protocol
 
 #: The reason of every field of a reply the token limit cut off.
 TRUNCATED = "truncated: the reply was cut off at the token limit (finish_reason=length)"
-EMPTY = "empty reply"
+EMPTY = "empty reply: the judge wrote no text"
 
 
 @dataclass(frozen=True)
@@ -230,16 +230,17 @@ def _is_json(body: str) -> bool:
     return isinstance(value, (dict, list)) and bool(value)
 
 
-def unquote_blocks(text: str, evaluated: Sequence[str] = ()) -> str:
+def unquote_blocks(text: str, evaluated: Sequence[str] = (), *, code: bool = True) -> str:
     """The reply with block-level quotations blanked (same length and line breaks).
 
     Blanked: ``>`` block-quote lines, fenced code blocks that are not JSON (a JSON block
     is the judge's own answer unless it sits in a block quote), and every line of an
     evaluated text (answer, minutes, summary) of at least 12 characters that the reply
-    repeats verbatim and that could carry a value.
+    repeats verbatim and that could carry a value. ``code=False`` keeps code blocks (a
+    family whose answer is a list of texts, not a number).
     """
     out = text
-    for match in _FENCE.finditer(text):
+    for match in _FENCE.finditer(text) if code else ():
         if not _is_json(match.group(2)):
             out = _blank(out, match.start(), match.end())
     for match in _BLOCK_QUOTE.finditer(out):

@@ -577,9 +577,9 @@ def test_reply_without_text_is_unscored_not_an_exception(broken: str) -> None:
     comp = asyncio.run(judge.compare("m", a, b))
     assert comp.status == "unscored"
     if broken == "extraction":
-        assert comp.reason == "extraction reply is empty (no key facts) (asked 2 times)"
+        assert comp.reason == "empty reply: the judge wrote no text (asked 2 times)"
         assert client.calls == 2
     else:
-        assert {s.reason for s in comp.sides} == {"alignment reply holds no JSON list"}
+        assert {s.reason for s in comp.sides} == {"empty reply: the judge wrote no text"}
         assert client.calls == 1 + 2 * 2
         assert comp.side("a").n_sentences == 2 and comp.side("a").unit == "sentence"

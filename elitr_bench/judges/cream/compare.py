@@ -20,8 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from elitr_bench.judges.asking import ask, reader_of, request_for
 from elitr_bench.judges.config import JudgeConfig, judge_endpoint
-from elitr_bench.judges.cream.parse import CreamParseError, parse_key_facts
+from elitr_bench.judges.cream.parse import KEY_FACTS, AlignmentGrammar
 from elitr_bench.judges.cream.prompts import (
     DEFAULT_MAX_KEY_FACTS,
     alignment_prompt,
@@ -131,27 +132,23 @@ class CreamJudge:
     def _request(
         self, prompt: str, draw: int, messages: tuple[tuple[str, str], ...] = ()
     ) -> CompletionRequest:
-        seed = None if self.config.seed is None else self.config.seed + draw
-        return CompletionRequest(
-            prompt,
-            self.config.temperature,
-            self.config.top_p,
-            self.config.max_tokens,
-            seed,
-            messages,
-        )
+        return request_for(self.config, prompt, draw, messages)
 
-    async def _extract(self, prompt: str) -> tuple[tuple[str, ...], str, str]:
+    async def _extract(
+        self, prompt: str, evaluated: Sequence[str]
+    ) -> tuple[tuple[str, ...], str, str]:
         """Key facts, the reply they came from, and the reason if there are none."""
-        raw, reason = "", ""
-        for draw in range(self.config.reask + 1):
-            raw = (await self.client.complete(self._request(prompt, draw), draw)).text or ""
-            try:
-                return parse_key_facts(raw), raw, ""
-            except CreamParseError as exc:
-                reason = str(exc)
-        asked = self.config.reask + 1
-        return (), raw, f"{reason} (asked {asked} time{'s' if asked > 1 else ''})"
+        asked = await ask(
+            self.client,
+            lambda draw: (self._request(prompt, draw), draw),
+            reader_of(KEY_FACTS, evaluated),
+            self.config.reask + 1,
+        )
+        facts = asked.reading.value("key_facts")
+        if facts is not None:
+            return tuple(facts), asked.raw, ""
+        n = asked.attempts
+        return (), asked.last, f"{asked.reading.reason} (asked {n} time{'s' if n > 1 else ''})"
 
     async def _align(
         self,
@@ -161,21 +158,23 @@ class CreamJudge:
     ) -> SideScore:
         summary = entrant.summary
         prompt = alignment_prompt(summary.units(self.unit))
-        side = self.unscored(entrant, "not asked")
-        for draw in range(self.config.reask + 1):
-            reply = await self.client.complete(self._request(prompt, draw, history), draw)
-            side = score_side(
-                entrant.system,
-                len(summary.lines),
-                key_facts,
-                reply.text,
-                attempts=draw + 1,
-                n_sentences=len(summary.sentences),
-                unit=self.unit,
-            )
-            if side.alignments:  # parsed; a missing conciseness is the judge's answer
-                return side
-        return side
+        grammar = AlignmentGrammar(tuple(key_facts), len(summary.units(self.unit)))
+        asked = await ask(
+            self.client,
+            lambda draw: (self._request(prompt, draw, history), draw),
+            reader_of(grammar),
+            self.config.reask + 1,
+        )
+        return score_side(
+            entrant.system,
+            len(summary.lines),
+            key_facts,
+            asked.raw if asked.reading.complete else asked.last,
+            attempts=asked.attempts,
+            n_sentences=len(summary.sentences),
+            unit=self.unit,
+            finish_reason=asked.finish_reasons[asked.best if asked.reading.complete else -1],
+        )
 
     async def compare(self, meeting_id: str, first: Entrant, second: Entrant) -> Comparison:
         """Compare two summaries of a meeting with ``first`` first in the paragraph."""
@@ -193,7 +192,7 @@ class CreamJudge:
                 judge=self.identity(),
             )
         prompt = extraction_prompt(paragraph_of(first.lines, second.lines), self.max_key_facts)
-        key_facts, raw, reason = await self._extract(prompt)
+        key_facts, raw, reason = await self._extract(prompt, (*first.lines, *second.lines))
         if not key_facts:
             sides = (self.unscored(first, reason), self.unscored(second, reason))
             return Comparison(

@@ -4,8 +4,19 @@ Syntax problems (prose around the JSON, Markdown fences, trailing commas, single
 the brace-less list the paper prints) are repaired, because they do not change what the
 judge said. Meaning problems make the comparison unscored with a reason, never a number:
 an extraction reply without a list of key facts (prose, a refusal, ``{"facts": []}``, an
-empty or missing text), an alignment answer that is neither "Yes" nor "No", a line number
-outside the summary, an alignment that does not answer every key fact once, a missing key.
+empty or missing text), an echo of the prompt's example facts, an alignment answer that
+is neither "Yes" nor "No", a line number outside the summary, an alignment that does not
+answer every key fact exactly once, two different alignment answers in one reply, a
+missing key. The core's policy applies to both (:mod:`elitr_bench.judges.reading`): a
+reply the token limit cut off is never read.
+
+Key facts are the *top-level* items of the judge's list. Not facts: headings that group
+items ("- **Decisions:**", "Summary 1:"; their sub-items are the facts), sub-items of a
+fact (its entities, its source line), items of a "Notes:"/"Remarks:" section after the
+list, and the nine example facts of the prompt.
+
+Alignment entries are matched to key facts by the fact text the judge repeats (answers
+in another order are common), and by position only when the entries carry no fact text.
 
 "Line number" is the prompt's word; what it numbers is the summary's sentences by default
 (``segment.py``), or its lines with ``unit=line``.
@@ -13,23 +24,35 @@ outside the summary, an alignment that does not answer every key fact once, a mi
 
 from __future__ import annotations
 
+import difflib
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from elitr_bench.judges.jsonparse import parse_json_reply
+from elitr_bench.judges.cream.prompts import EXAMPLE_KEY_FACTS
+from elitr_bench.judges.reading import Reading, Reply, json_values, read_reply, unquote_blocks
 
-# A list item: a bullet (-, *, +, bullet signs, dashes) or an enumerator (1. 1) (1) 1: [1]),
-# the enumerator possibly in bold (**1.**), then the item's text.
+# A list item: indentation, a bullet (-, *, +, bullet signs, dashes) or an enumerator
+# (1. 1) (1) 1: [1]), the enumerator possibly in bold (**1.**), then the item's text.
 _ITEM = re.compile(
-    r"^\s*(?:\*\*)?(?:[-*+\u2022\u2013\u2014]|\(?\d{1,3}[.):]|\[\d{1,3}\])(?:\*\*)?"
-    r"\s+(?P<text>\S.*)$"
+    r"^(?P<indent>[ \t]*)(?:\*\*)?"
+    r"(?:[-*+\u2022\u2013\u2014\u25e6\u25aa]|\(?\d{1,3}[.):]|\[\d{1,3}\])"
+    r"(?:\*\*)?[ \t]+(?P<text>\S.*)$"
 )
+# A line (or item) that opens a section of remarks, not facts.
+_NOTES = re.compile(
+    r"^[\W_]*(?:notes?|remarks?|comments?|explanations?|observations?|caveats?|"
+    r"assumptions?|disclaimers?|rationale|reasoning|additional (?:notes|context|information)|"
+    r"methodology|clarifications?|limitations?)\b[^\n]*$",
+    re.I,
+)
+_EXAMPLES = {re.sub(r"\W+", " ", f).strip().lower() for f in EXAMPLE_KEY_FACTS}
 
 
 class CreamParseError(ValueError):
-    """A reply that cannot be scored; the message is the recorded reason."""
+    """A reply that cannot be used; the message is the recorded reason (internal)."""
 
 
 @dataclass(frozen=True)
@@ -62,54 +85,141 @@ def _strings_of(value: Any) -> list[str] | None:
     return None
 
 
+def _clean(item: str) -> str:
+    text = item.strip()
+    for mark in ("**", "__"):
+        if text.startswith(mark) and text.endswith(mark) and len(text) > 4:
+            text = text[2:-2].strip()
+    return text.strip("*").strip()
+
+
 def _is_heading(item: str) -> bool:
-    """A list item that only introduces others ("- **Summary 1:**"), not a fact.
+    """An item that only introduces others ("- **Summary 1:**", "- **Decisions**").
 
-    Only short items (at most four words) ending in a colon: a longer one ("- The team
-    discussed the following points:") may be the judge's reading of a summary line, and
-    the judge aligns it like any other key fact.
+    Short (at most four words) and ending in a colon, or wholly bold without a sentence's
+    full stop: a longer one ("- The team discussed the following points:") may be the
+    judge's reading of a summary line, and the judge aligns it like any other key fact.
     """
-    text = item.strip().strip("*_").strip()
-    return text.endswith(":") and len(text.split()) <= 4
+    text = item.strip()
+    bare = text.strip("*_").strip()
+    if bare.endswith(":") and len(bare.split()) <= 4:
+        return True
+    bold = re.fullmatch(r"(?:\*\*|__)(?P<body>[^*_]+)(?:\*\*|__):?", text)
+    return (
+        bold is not None
+        and not bold.group("body").rstrip().endswith(".")
+        and len(bold.group("body").split()) <= 6
+    )
 
 
-def parse_key_facts(text: str | None) -> tuple[str, ...]:
-    """The key facts of an extraction reply, in order, without duplicates.
+@dataclass
+class _Item:
+    indent: int
+    text: str
+    children: list[_Item]
 
-    The App. A.2 prompt shows its example facts as a ``*`` bullet list, and judges answer
-    with a bulleted or numbered list, often under a heading and with closing remarks, or
-    in a fenced block. Only the list items are key facts (short items ending in a colon,
-    "- Summary 1:", head a group and are not). A JSON list of strings (or an
-    object holding exactly one) is the same list in another syntax and is accepted too.
-    Anything else (prose, a refusal, ``{"facts": []}``, an empty reply) holds no list:
-    turning it into "key facts" would score the comparison on text that is not one, so it
-    is an error, and the caller asks again or leaves the comparison unscored.
 
-    Raises:
-        CreamParseError: The reply holds no list of key facts (the message says whether it
-            was empty, JSON without one, or text without one; the reply itself is kept
-            with the comparison).
-    """
-    stripped = (text or "").strip()
-    if not stripped:
-        raise CreamParseError("extraction reply is empty (no key facts)")
-    lines = [ln for ln in stripped.splitlines() if ln.strip() and not ln.strip().startswith("```")]
-    facts = [m.group("text").strip() for ln in lines if (m := _ITEM.match(ln))]
-    facts = [f for f in facts if not _is_heading(f)]
+def _width(indent: str) -> int:
+    return len(indent.replace("\t", "    "))
+
+
+def _list_items(text: str) -> list[str]:
+    """The top-level key facts of a Markdown-ish list (see the module docstring)."""
+    roots: list[_Item] = []
+    stack: list[_Item] = []
+    in_notes = False
+    for line in text.splitlines():
+        if not line.strip() or line.strip().startswith(("```", "~~~")):
+            continue
+        match = _ITEM.match(line)
+        if match is None:
+            # A non-item line: a heading, prose, or the opening of a notes section.
+            in_notes = bool(_NOTES.match(line.strip()))
+            stack = []
+            continue
+        body = match.group("text").strip()
+        if _NOTES.match(body) and re.match(r"[\W_]*\w+[\w ]{0,30}:", body):
+            in_notes = True  # "- Note: ..." / "- **Notes:**" opens remarks too
+            stack = []
+            continue
+        if in_notes:
+            continue
+        item = _Item(_width(match.group("indent")), body, [])
+        while stack and stack[-1].indent >= item.indent:
+            stack.pop()
+        (stack[-1].children if stack else roots).append(item)
+        stack.append(item)
+    facts: list[str] = []
+    for item in roots:
+        if _is_heading(item.text):
+            facts.extend(_clean(c.text) for c in item.children if not _is_heading(c.text))
+        else:
+            facts.append(_clean(item.text))  # its sub-items describe it: not facts
+    return [f for f in facts if f]
+
+
+def _key(text: str) -> str:
+    return re.sub(r"\W+", " ", text).strip().lower()
+
+
+@dataclass(frozen=True)
+class KeyFactsGrammar:
+    """The extraction reply (App. A.2, step 1): field ``key_facts``, a tuple of strings."""
+
+    fields: tuple[str, ...] = ("key_facts",)
+
+    def read(self, reply: Reply) -> Reading:
+        """The key facts, in order, without duplicates; or why there are none."""
+        try:
+            # A fenced bullet list is the judge's own answer here: only block quotes go.
+            facts = _key_facts(unquote_blocks(reply.raw, code=False))
+        except CreamParseError as exc:
+            return Reading({"key_facts": None}, {"key_facts": str(exc)})
+        return Reading({"key_facts": facts})
+
+
+def _key_facts(text: str) -> tuple[str, ...]:
+    facts = _list_items(text)
     if not facts:
-        value = parse_json_reply(stripped)
-        if value is not None and not isinstance(value, str):
-            facts = _strings_of(value) or []
-            if not facts:
+        values = json_values(text)
+        if not values and text.strip().startswith(("[", "{")):
+            raise CreamParseError("extraction reply is JSON without a list of key facts")
+        if values:
+            lists = [found for v in values if (found := _strings_of(v))]
+            if not lists:
                 raise CreamParseError("extraction reply is JSON without a list of key facts")
+            if len({json.dumps(f) for f in lists}) > 1:
+                raise CreamParseError("extraction reply holds conflicting lists of key facts")
+            facts = lists[0]
     unique: list[str] = []
     for fact in facts:
-        fact = fact.strip().strip("*").strip()
         if fact and fact not in unique:
             unique.append(fact)
     if not unique:
         raise CreamParseError("extraction reply holds no bullet list of key facts")
+    echoed = [f for f in unique if _key(f) in _EXAMPLES or "kevin carr" in f.lower()]
+    if echoed:
+        raise CreamParseError(
+            f"extraction reply repeats {len(echoed)} of the prompt's example key facts "
+            "(Kevin Carr): an echo of the instructions, not facts of these summaries"
+        )
     return tuple(unique)
+
+
+KEY_FACTS = KeyFactsGrammar()
+
+
+def parse_key_facts(text: str | None, finish_reason: str | None = None) -> Reading:
+    """Read an extraction reply (field ``key_facts``) under the reading policy.
+
+    The App. A.2 prompt shows its example facts as a ``*`` bullet list, and judges answer
+    with a bulleted or numbered list, often under a heading and with closing remarks, or
+    in a fenced block. A JSON list of strings (or an object holding exactly one) is the
+    same list in another syntax and is accepted too. Anything else (prose, a refusal,
+    ``{"facts": []}``, an empty reply) holds no list: turning it into "key facts" would
+    score the comparison on text that is not one, so it is unscored with the reason.
+    """
+    return read_reply(KEY_FACTS, text or "", finish_reason)
 
 
 _KEY_FIELDS = {
@@ -196,60 +306,124 @@ def _answer(value: Any, where: str) -> bool:
     raise CreamParseError(f'{where}: response {value!r} is neither "Yes" nor "No"')
 
 
-def parse_alignment(
-    text: str | None, key_facts: Sequence[str], n_units: int
-) -> tuple[tuple[Alignment, ...], str]:
-    """Check an alignment reply against the key facts and the summary's line count.
-
-    Entries are matched to key facts by position: the judge is asked to answer "for each
-    key fact", so the answer must have exactly one entry per key fact, in order. A "Yes"
-    without line numbers still counts as supported for completeness but leaves conciseness
-    unscored (which lines it covers is unknown); that is returned as a note.
-
-    Args:
-        text: The judge's reply (None or empty: no JSON list).
-        key_facts: Key facts from the extraction step.
-        n_units: Numbered units (sentences, or lines with ``unit=line``) of the summary.
-
-    Returns:
-        The alignments, and a note ("" or why conciseness cannot be computed).
-
-    Raises:
-        CreamParseError: No JSON list, a missing key, an unknown answer, a line outside the
-            summary, or a number of entries different from the number of key facts.
-    """
-    text = text or ""
-    value = parse_json_reply(text)
-    if isinstance(value, list) and len(value) == 1 and isinstance(value[0], dict):
-        fixed = _braceless(text)
-        if fixed is not None:
-            repaired = parse_json_reply(fixed)
-            if isinstance(repaired, list) and len(repaired) > 1:
-                value = repaired
-    if isinstance(value, dict):
-        lists = [v for v in value.values() if isinstance(v, list)]
-        value = lists[0] if len(lists) == 1 else [value]
-    if not isinstance(value, list):
+def _entries(text: str) -> list[Any]:
+    """The one JSON list of alignment entries in a reply (conflicting answers refused)."""
+    answers: list[list[Any]] = []
+    for value in json_values(text):
+        if isinstance(value, dict):
+            lists = [v for v in value.values() if isinstance(v, list)]
+            value = lists[0] if len(lists) == 1 else [value]
+        if isinstance(value, list):
+            if len(value) == 1 and isinstance(value[0], dict):
+                fixed = _braceless(text)
+                repaired = json_values(fixed) if fixed is not None else []
+                if repaired and isinstance(repaired[0], list) and len(repaired[0]) > 1:
+                    value = repaired[0]
+            answers.append(value)
+    if not answers:
         raise CreamParseError("alignment reply holds no JSON list")
-    entries = [e for e in value if e not in (None, "", [], {})]
+    distinct = {json.dumps(a, sort_keys=True, default=str) for a in answers}
+    if len(distinct) > 1:
+        raise CreamParseError(
+            f"alignment reply holds {len(distinct)} different answers (conflicting)"
+        )
+    return [e for e in answers[0] if e not in (None, "", [], {})]
+
+
+def _match(texts: Sequence[str], key_facts: Sequence[str]) -> list[int]:
+    """For each entry's fact text, the index of the key fact it answers."""
+    keys = [_key(f) for f in key_facts]
+    out: list[int] = []
+    for i, text in enumerate(texts, start=1):
+        wanted = _key(text)
+        exact = [j for j, k in enumerate(keys) if k == wanted]
+        if len(exact) == 1:
+            out.append(exact[0])
+            continue
+        ratios = [difflib.SequenceMatcher(None, wanted, k).ratio() for k in keys]
+        best = max(range(len(keys)), key=ratios.__getitem__)
+        close = [j for j, r in enumerate(ratios) if r >= ratios[best] - 0.05]
+        if ratios[best] < 0.8 or len(close) > 1:
+            raise CreamParseError(f"alignment entry {i} names no key fact that was asked: {text!r}")
+        out.append(best)
+    return out
+
+
+@dataclass(frozen=True)
+class AlignmentGrammar:
+    """The alignment reply (App. A.2, step 2): field ``alignments``, one per key fact.
+
+    Attributes:
+        key_facts: The key facts the judge was asked about, in order.
+        n_units: The summary's numbered units (line numbers must lie in 1..n_units).
+    """
+
+    key_facts: tuple[str, ...]
+    n_units: int
+    fields: tuple[str, ...] = ("alignments",)
+
+    def read(self, reply: Reply) -> Reading:
+        """Every key fact's alignment, or why the reply cannot be used."""
+        try:
+            found = _alignments(reply.text, self.key_facts, self.n_units)
+        except CreamParseError as exc:
+            return Reading({"alignments": None}, {"alignments": str(exc)})
+        return Reading({"alignments": found})
+
+
+def _alignments(text: str, key_facts: Sequence[str], n_units: int) -> tuple[Alignment, ...]:
+    entries = _entries(text)
     if len(entries) != len(key_facts):
         raise CreamParseError(
             f"alignment answers {len(entries)} entries for {len(key_facts)} key facts"
         )
-    out: list[Alignment] = []
-    notes: list[str] = []
-    for i, (entry, fact) in enumerate(zip(entries, key_facts, strict=True), start=1):
+    parsed: list[tuple[dict[str, Any], str]] = []
+    for i, entry in enumerate(entries, start=1):
         where = f"alignment entry {i}"
         if not isinstance(entry, dict):
             raise CreamParseError(f"{where} is not a dictionary")
         fields = _canonical(entry)
         if "response" not in fields:
             raise CreamParseError(f'{where} has no "response" key')
+        parsed.append((fields, where))
+    named = [str(f.get("key fact", "") or "").strip() for f, _ in parsed]
+    if all(named):
+        order = _match(named, key_facts)
+        twice = sorted({j for j in order if order.count(j) > 1})
+        if twice:
+            raise CreamParseError(
+                f"alignment answers key fact {twice[0] + 1} more than once (and another not at all)"
+            )
+    else:
+        order = list(range(len(entries)))
+    out: list[Alignment | None] = [None] * len(key_facts)
+    for (fields, where), j, said in zip(parsed, order, named, strict=True):
         supported = _answer(fields["response"], where)
         lines = _line_numbers(fields.get("line number"), n_units, where)
         if not supported:
             lines = ()  # lines cited for a "No" support nothing
-        elif not lines:
-            notes.append(f'{where}: "Yes" without line numbers')
-        out.append(Alignment(fact, supported, lines, str(fields.get("key fact", "") or "")))
-    return tuple(out), "; ".join(notes)
+        out[j] = Alignment(key_facts[j], supported, lines, said)
+    return tuple(a for a in out if a is not None)
+
+
+def parse_alignment(
+    text: str | None,
+    key_facts: Sequence[str],
+    n_units: int,
+    finish_reason: str | None = None,
+) -> Reading:
+    """Read an alignment reply against the key facts and the summary's unit count.
+
+    Args:
+        text: The judge's reply (None or empty: no JSON list).
+        key_facts: Key facts from the extraction step.
+        n_units: Numbered units (sentences, or lines with ``unit=line``) of the summary.
+        finish_reason: The backend's finish reason (``"length"``: never read).
+
+    Returns:
+        A reading whose field ``alignments`` holds one :class:`Alignment` per key fact in
+        the key facts' order, or None with the reason (no JSON list, a missing key, an
+        unknown answer, a line outside the summary, a fact answered twice or never,
+        conflicting answers).
+    """
+    return read_reply(AlignmentGrammar(tuple(key_facts), n_units), text or "", finish_reason)

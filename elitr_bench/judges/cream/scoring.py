@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from elitr_bench.judges.cream.parse import Alignment, CreamParseError, parse_alignment
+from elitr_bench.judges.cream.parse import Alignment, parse_alignment
 
 METRICS: tuple[str, ...] = ("completeness", "conciseness")
 
@@ -160,23 +160,29 @@ def score_side(
     *,
     n_sentences: int | None = None,
     unit: str = "line",
+    finish_reason: str | None = None,
 ) -> SideScore:
-    """Parse an alignment reply and compute both metrics (unscored with a reason on error).
+    """Read an alignment reply and compute both metrics (unscored with a reason on error).
 
     ``unit`` says what the alignment prompt numbered: line numbers are checked against,
     and conciseness divides by, ``n_sentences`` for ``sentence`` and ``n_lines`` for
-    ``line``. A missing or empty reply is unscored like any reply without a JSON list.
+    ``line``. A missing or empty reply is unscored like any reply without a JSON list, a
+    cut-off one (``finish_reason="length"``) like any cut-off judge reply. A "Yes"
+    without line numbers still counts as supported for completeness but leaves
+    conciseness unscored (which lines it covers is unknown).
     """
     side = unscored_side(system, n_lines, "", reply, attempts, n_sentences=n_sentences, unit=unit)
     n_units = side.n_units
-    try:
-        alignments, note = parse_alignment(reply, key_facts, n_units)
-    except CreamParseError as exc:
-        return replace(side, reason=str(exc))
+    reading = parse_alignment(reply, key_facts, n_units, finish_reason)
+    alignments = reading.value("alignments")
+    if alignments is None:
+        return replace(side, reason=reading.reason)
     scores: dict[str, float | None] = {
         "completeness": completeness(alignments),
         "conciseness": conciseness(alignments, n_units),
     }
+    missing = [i for i, a in enumerate(alignments, start=1) if a.supported and not a.lines]
+    note = "; ".join(f'alignment entry {i}: "Yes" without line numbers' for i in missing)
     reason = f"conciseness unscored: {note}" if scores["conciseness"] is None else ""
     return replace(side, scores=scores, alignments=alignments, reason=reason)
 
