@@ -14,10 +14,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.reading import Grammar, Reading, read_reply
-from elitr_bench.llm.base import CompletionRequest
-from elitr_bench.llm.cache import Completion
+from elitr_bench.llm.base import CompletionBackend, CompletionRequest
+from elitr_bench.llm.cache import Completion, JudgeCache, open_cache
 from elitr_bench.llm.client import JudgeClient
+from elitr_bench.llm.context_window import judge_window
+from elitr_bench.llm.factory import make_backend
+from elitr_bench.llm.ratelimit import RateLimiter
 
 
 @dataclass(frozen=True)
@@ -129,3 +133,29 @@ async def ask(
             break
     assert best is not None
     return Asked(best, tuple(raws), len(raws), best_at, tuple(reasons))
+
+
+def make_client(
+    config: JudgeConfig,
+    cache: JudgeCache | None = None,
+    backend: CompletionBackend | None = None,
+) -> JudgeClient:
+    """The one way a judge of any family gets its client (backend, cache, limits, retries).
+
+    Args:
+        config: The LLM judge config (backend, limits, retries, cache setting, window).
+        cache: A cache owned by someone else (a second client of the same run, MESA's
+            debate pool, the filler classifier); None opens ``config.cache`` and the
+            client owns (closes) it.
+        backend: A backend to use instead of the config's (tests, reuse).
+    """
+    return JudgeClient(
+        backend or make_backend(config),
+        cache if cache is not None else open_cache(config.cache),
+        RateLimiter(config.rpm, config.tpm),
+        concurrency=config.concurrency,
+        retries=config.retries,
+        backoff=config.backoff,
+        owns_cache=cache is None,
+        window=judge_window(config),
+    )

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar, cast
 
 from elitr_bench.data.records import ReleasedResponse
-from elitr_bench.judges.asking import ask, reader_of, request_for
+from elitr_bench.judges.asking import ask, make_client, reader_of, request_for
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.errors import JudgeError, ReplayMatchError
 from elitr_bench.judges.qa.family import qa_options
@@ -32,7 +32,7 @@ from elitr_bench.judges.rubrics import Rubric
 from elitr_bench.judges.usage import usage_with_cost
 from elitr_bench.llm.aio import run_coroutine
 from elitr_bench.llm.base import CompletionBackend, CompletionRequest
-from elitr_bench.llm.cache import JudgeCache, open_cache
+from elitr_bench.llm.cache import JudgeCache
 from elitr_bench.llm.client import JudgeClient, gather_settled
 from elitr_bench.llm.context_window import (
     ContextWindowError,
@@ -41,8 +41,6 @@ from elitr_bench.llm.context_window import (
     overlength_line,
     way_out,
 )
-from elitr_bench.llm.factory import make_backend
-from elitr_bench.llm.ratelimit import RateLimiter
 
 Status = Literal["scored", "unscored", "skipped", "error"]
 OnError = Literal["raise", "record"]
@@ -451,17 +449,7 @@ def make_judge(
         return ReplayJudge(config)
     if config.backend == "lexical":
         return LexicalJudge(config)
-    client = JudgeClient(
-        backend or make_backend(config),
-        cache if cache is not None else open_cache(config.cache),
-        RateLimiter(config.rpm, config.tpm),
-        concurrency=config.concurrency,
-        retries=config.retries,
-        backoff=config.backoff,
-        owns_cache=cache is None,
-        window=judge_window(config),
-    )
-    return LLMJudge(config, client)
+    return LLMJudge(config, make_client(config, cache, backend))
 
 
 def item_label(item: JudgeItem, index: int) -> str:

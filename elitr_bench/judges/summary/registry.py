@@ -142,11 +142,7 @@ def make_client(config: JudgeConfig, cache: JudgeCache | None = None) -> JudgeCl
     Raises:
         JudgeConfigError: The backend does not complete prompts (replay, lexical).
     """
-    from elitr_bench.llm.cache import open_cache
-    from elitr_bench.llm.client import JudgeClient
-    from elitr_bench.llm.context_window import judge_window
-    from elitr_bench.llm.factory import make_backend
-    from elitr_bench.llm.ratelimit import RateLimiter
+    from elitr_bench.judges import asking
 
     if not config.is_llm:
         raise JudgeConfigError(
@@ -155,16 +151,7 @@ def make_client(config: JudgeConfig, cache: JudgeCache | None = None) -> JudgeCl
             "without a key a local OpenAI-compatible server needs none "
             "(openai:MODEL,base_url=http://127.0.0.1:PORT/v1)"
         )
-    return JudgeClient(
-        make_backend(config),
-        cache if cache is not None else open_cache(config.cache),
-        RateLimiter(config.rpm, config.tpm),
-        concurrency=config.concurrency,
-        retries=config.retries,
-        backoff=config.backoff,
-        owns_cache=cache is None,
-        window=judge_window(config),
-    )
+    return asking.make_client(config, cache)
 
 
 # --- context window: checked before anything is paid ------------------------------------
