@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "elitr_bench.cli.mesa",
     "elitr_bench.cli.arena",
     "elitr_bench.cli.minutes_check",
+    "elitr_bench.cli.read_reply",
 )
 
 Handler = Callable[[argparse.Namespace], int]

@@ -203,7 +203,8 @@ class Grammar(Protocol):
 # --- quoted material ------------------------------------------------------------------
 _FENCE = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n(.*?)^[ \t]*\1[ \t]*$", re.S | re.M)
 _BLOCK_QUOTE = re.compile(r"^[ \t]*(?:[-*+][ \t]+)?>.*$", re.M)
-_DOUBLE_SPAN = re.compile(r"\"([^\"\n]*)\"|“([^”\n]*)”|„([^“”\n]*)[“”]|«([^»\n]*)»")
+# A double-quoted span may hold escaped quotes (a JSON string quoting the summary).
+_DOUBLE_SPAN = re.compile(r"\"((?:[^\"\\\n]|\\.)*)\"|“([^”\n]*)”|„([^“”\n]*)[“”]|«([^»\n]*)»")
 _SINGLE_SPAN = re.compile(r"(?<![\w'’])['‘]([^'’\n]*?)['’](?![\w'’])")
 _VALUE_LIKE = re.compile(r"\d|\\boxed|\[RESULT\]", re.I)
 #: A line of the evaluated text shorter than this is not matched in the reply (a bare
@@ -343,7 +344,10 @@ def json_values(text: str) -> list[Any]:
         if end < 0:
             pos = start + 1
             continue
-        value = _parse_json(text[start:end])
+        span = text[start:end]
+        # "[PERSON4]", "[1]": placeholders and references, not JSON an answer is written in.
+        looks = "{" in span or '"' in span or "'" in span
+        value = _parse_json(span) if looks else None
         if isinstance(value, (dict, list)) and value not in ([], {}):
             found.append((start, value))
             covered.append((start, end))
@@ -504,3 +508,59 @@ def json_candidates(
                 else:
                     out.append(Candidate(None, "{c} given as " + repr(v), v))
     return out
+
+
+_RATED = re.compile(
+    r"(?<![\w-])(?:rate|rated|rating|give|giving|gave|assign|assigning|award|deserves?|"
+    r"deserving|earns?|earning|merits?|meriting|warrants?|warranting|score\s+it)"
+    r"(?:[ \t]+(?:it|this|that|the|these|(?:response|answer|summary|minutes)(?:'s)?|"
+    r"[a-z]+ness|[a-z]+ity|for|on|as|overall|final|with|at|an?|of|score|rating)){0,6}"
+    rf"[ \t]+(?P<num>{_NUM})"
+    r"(?P<den>[ \t]*/[ \t]*\d+(?:\.\d+)?|[ \t]+out[ \t]+of[ \t]+\d+(?:\.\d+)?)?"
+    r"(?![\w%]|[ \t]*[-–][ \t]*\d|\.\d)",
+    re.I,
+)
+_OUT_OF = re.compile(
+    rf"(?<![\w./-])(?P<num>{_NUM})"
+    r"(?P<den>[ \t]*/[ \t]*(?P<a>\d+)|[ \t]+out[ \t]+of[ \t]+(?P<b>\d+))"
+    r"(?![\w.%/])",
+    re.I,
+)
+
+
+_RATE_ONLY = re.compile(r"(?<![\w-])(?:rate|rated|rating)(?![\w-])", re.I)
+
+
+def rated(prose: str, spec: Field, *, ratios: bool = True, verbs: str = "any") -> list[Candidate]:
+    """Values stated in prose: "I would rate it a 7", "deserves a 6/10", "8 out of 10".
+
+    A restatement in a sentence counts as much as the formatted answer and must agree
+    with it; ``ratios`` adds every "N/high" and "N out of high" (a number over the
+    field's own top is a score on that scale, whatever the words around it). ``verbs``
+    ``rate`` keeps only "rate/rated/rating" (MESA replies "give" severities and
+    certainties to instances, which are not the rating).
+    """
+    out: list[Candidate] = []
+    for match in _RATED.finditer(prose):
+        if verbs == "rate" and not _RATE_ONLY.match(prose, match.start()):
+            continue
+        out.append(_ratio(match.group("num"), match.group("den"), spec))
+    if ratios:
+        for match in _OUT_OF.finditer(prose):
+            top = float(match.group("a") or match.group("b"))
+            if top == spec.high:
+                out.append(_ratio(match.group("num"), match.group("den"), spec))
+    return out
+
+
+def _ratio(num: str, den: str | None, spec: Field) -> Candidate:
+    shown = (num + (den or "")).strip()
+    if "," in num:
+        return Candidate(None, "{c} given as " + shown + ", not one number", shown)
+    if den is not None:
+        top = float(re.sub(r"[^\d.]", "", den.split("of")[-1]) or "nan")
+        if top != spec.high:
+            return Candidate(
+                None, "{c} given as " + shown + f", not on {spec.low:g}-{spec.high:g}", shown
+            )
+    return Candidate(float(num), "", shown)

@@ -31,6 +31,7 @@ from elitr_bench.judges.reading import (
     json_candidates,
     json_values,
     objects_with,
+    rated,
     read_reply,
 )
 
@@ -157,7 +158,7 @@ def _marked(raw: str, high: int, marker: str) -> Candidate:
     A denominator must be the rubric's own maximum: "4/5" under a 10-point rubric is a
     score on another scale, unscored rather than rescaled.
     """
-    text = _WRAPPER.sub(r"\1", raw).replace("</s>", "").strip().strip("*").strip()
+    text = _WRAPPER.sub(r"\1", raw).replace("</s>", "").strip().strip("*{}").strip()
     text = text.rstrip(".").strip()
     if text.startswith("(") and text.endswith(")"):
         text = text[1:-1].strip()
@@ -190,6 +191,10 @@ def result_candidates(text: str, high: int = 5) -> list[Candidate]:
         if _RESULT_ECHO.match(text, match.start(1)):
             continue
         token, out_of = match.group(1), match.group(2)
+        if re.match(r"[ \t,;/|]+\d", text[match.end() :]):  # "[RESULT] 1 2 3 4 5"
+            more = text[match.start(1) : match.end() + 12].split("\n")[0].strip()
+            out.append(Candidate(None, f"[RESULT] holds several numbers ({more})", more))
+            continue
         out.append(_marked(f"{token} out of {out_of}" if out_of else token, high, "[RESULT]"))
     return out
 
@@ -245,6 +250,8 @@ class RubricGrammar:
         if not marked:
             return Reading({"score": None}, {"score": f"no {marker} found"})
         found = marked + _score_lines(reply.prose, self.high)
+        # "I would rate this response a 7", "deserves a 6/10": restatements in prose.
+        found += rated(_BOXED.sub(" ", _RESULT.sub(" ", reply.prose)), self.spec)
         objects = objects_with(json_values(reply.text), _score_key)
         found += json_candidates(objects, _score_key, self.spec)
         value, reason = decide("score", found, self.spec)

@@ -67,8 +67,8 @@ def test_key_facts_in_any_list_form(reply: str) -> None:
         ('{"facts": ["a"], "entities": ["b"]}', "JSON without a list of key facts"),
         ('[{"key fact": "a", "response": "Yes"}]', "JSON without a list of key facts"),
         ('```json\n{"key facts": null}\n```', "JSON without a list of key facts"),
-        # A table is not a list either.
-        ("| # | fact |\n|---|---|\n| 1 | Anna chairs |", "no bullet list"),
+        # A table without a column of facts is not a list either.
+        ("| # | who |\n|---|---|\n| 1 | Anna chairs |", "no bullet list"),
         # Only headings.
         ("- Summary 1:\n- Summary 2:", "no bullet list"),
     ],
@@ -77,6 +77,11 @@ def test_reply_without_a_key_fact_list_is_refused(reply: str | None, reason: str
     reading = parse_key_facts(reply)
     assert reading.value("key_facts") is None
     assert reason in reading.reason
+
+
+def test_key_fact_column_of_a_table() -> None:
+    reply = "| # | Key fact |\n|---|---|\n| 1 | Anna chairs the meeting. |\n| 2 | Bob leaves. |"
+    assert parse_key_facts(reply).value("key_facts") == ("Anna chairs the meeting.", "Bob leaves.")
 
 
 def test_alignment_scores_by_hand() -> None:

@@ -15,6 +15,7 @@ def parse_boxed(text: str) -> Reading:
 def parse_result_tag(text: str) -> Reading:
     return PROMETHEUS.parse(text)
 
+
 CORPUS = Path(__file__).parent / "data" / "qa_judge_replies.yaml"
 
 

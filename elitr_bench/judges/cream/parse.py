@@ -38,14 +38,17 @@ from elitr_bench.judges.reading import Reading, Reply, json_values, read_reply, 
 # (1. 1) (1) 1: [1]), the enumerator possibly in bold (**1.**), then the item's text.
 _ITEM = re.compile(
     r"^(?P<indent>[ \t]*)(?:\*\*)?"
-    r"(?:[-*+\u2022\u2013\u2014\u25e6\u25aa]|\(?\d{1,3}[.):]|\[\d{1,3}\])"
-    r"(?:\*\*)?[ \t]+(?P<text>\S.*)$"
+    r"(?:[-*+\u2022\u2013\u2014\u25e6\u25aa]|\(?\d{1,3}[.):]|\[\d{1,3}\]"
+    r"|(?:key[ \t]+)?fact[ \t]*#?\d{1,3}[ \t]*[:.)])"
+    r"(?:\*\*)?[ \t]+(?P<text>\S.*)$",
+    re.I,
 )
 # A line (or item) that opens a section of remarks, not facts.
 _NOTES = re.compile(
     r"^[\W_]*(?:notes?|remarks?|comments?|explanations?|observations?|caveats?|"
     r"assumptions?|disclaimers?|rationale|reasoning|additional (?:notes|context|information)|"
-    r"methodology|clarifications?|limitations?)\b[^\n]*$",
+    r"methodology|clarifications?|limitations?|excluded|omitted|removed|discarded|dropped|"
+    r"rejected|duplicates?|merged|not included|ignored|out of scope)\b[^\n]*$",
     re.I,
 )
 _EXAMPLES = {re.sub(r"\W+", " ", f).strip().lower() for f in EXAMPLE_KEY_FACTS}
@@ -80,16 +83,22 @@ def _strings_of(value: Any) -> list[str] | None:
         if len(lists) != 1:
             return None
         value = lists[0]
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        # [{"key fact": "..."}, ...]: one fact string per object, under a fact key.
+        value = [_fact_of(v) for v in value]
     if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
         return [v.strip() for v in value if v.strip()]
     return None
 
 
+def _fact_of(entry: dict[str, Any]) -> str | None:
+    texts = [v for k, v in entry.items() if "fact" in str(k).lower() and isinstance(v, str)]
+    return texts[0] if len(texts) == 1 and len(entry) == 1 else None
+
+
 def _clean(item: str) -> str:
-    text = item.strip()
-    for mark in ("**", "__"):
-        if text.startswith(mark) and text.endswith(mark) and len(text) > 4:
-            text = text[2:-2].strip()
+    """The fact's text without Markdown emphasis (bold anywhere in it, backticks)."""
+    text = re.sub(r"\*\*|__|`", "", item.strip())
     return text.strip("*").strip()
 
 
@@ -117,6 +126,7 @@ class _Item:
     indent: int
     text: str
     children: list[_Item]
+    group: int = 0
 
 
 def _width(indent: str) -> int:
@@ -128,6 +138,7 @@ def _list_items(text: str) -> list[str]:
     roots: list[_Item] = []
     stack: list[_Item] = []
     in_notes = False
+    group = 0
     for line in text.splitlines():
         if not line.strip() or line.strip().startswith(("```", "~~~")):
             continue
@@ -136,6 +147,7 @@ def _list_items(text: str) -> list[str]:
             # A non-item line: a heading, prose, or the opening of a notes section.
             in_notes = bool(_NOTES.match(line.strip()))
             stack = []
+            group += 1
             continue
         body = match.group("text").strip()
         if _NOTES.match(body) and re.match(r"[\W_]*\w+[\w ]{0,30}:", body):
@@ -144,18 +156,44 @@ def _list_items(text: str) -> list[str]:
             continue
         if in_notes:
             continue
-        item = _Item(_width(match.group("indent")), body, [])
+        item = _Item(_width(match.group("indent")), body, [], group)
         while stack and stack[-1].indent >= item.indent:
             stack.pop()
         (stack[-1].children if stack else roots).append(item)
         stack.append(item)
-    facts: list[str] = []
+    facts: list[tuple[str, int]] = []
     for item in roots:
         if _is_heading(item.text):
-            facts.extend(_clean(c.text) for c in item.children if not _is_heading(c.text))
+            facts.extend(
+                (_clean(c.text), item.group) for c in item.children if not _is_heading(c.text)
+            )
         else:
-            facts.append(_clean(item.text))  # its sub-items describe it: not facts
-    return [f for f in facts if f]
+            facts.append((_clean(item.text), item.group))  # its sub-items describe it
+    groups: dict[str, set[int]] = {}
+    for fact, at in facts:
+        groups.setdefault(_key(fact), set()).add(at)
+    if any(len(at) > 1 for at in groups.values()):
+        # The same fact in two lists separated by prose: a draft and its revision.
+        raise CreamParseError(
+            "extraction reply holds two versions of the key-fact list (a draft and a "
+            "revision): which one is the answer is not said unambiguously"
+        )
+    return [fact for fact, _ in facts if fact] or _table_facts(text)
+
+
+def _table_facts(text: str) -> list[str]:
+    """The key-fact column of a Markdown table (a header cell naming the facts)."""
+    rows = [
+        [c.strip() for c in line.strip().strip("|").split("|")]
+        for line in text.splitlines()
+        if line.strip().startswith("|") and not re.fullmatch(r"[\s|:-]+", line)
+    ]
+    if len(rows) < 2:
+        return []
+    column = next((i for i, c in enumerate(rows[0]) if re.search(r"fact", c, re.I)), None)
+    if column is None:
+        return []
+    return [_clean(row[column]) for row in rows[1:] if column < len(row) and row[column].strip()]
 
 
 def _key(text: str) -> str:
@@ -264,7 +302,7 @@ def _line_numbers(value: Any, n_units: int, where: str) -> tuple[int, ...]:
         items: list[Any] = [value]
     elif isinstance(value, str):
         items = []
-        for part in re.split(r"[,;\s]+(?:and\s+)?", value.strip()):
+        for part in re.split(r"[,;\s]+(?:and\s+)?", value.strip().strip("[]").strip()):
             if not part:
                 continue
             span = re.fullmatch(r"(\d+)\s*[-\u2013]\s*(\d+)", part)
@@ -303,6 +341,10 @@ def _answer(value: Any, where: str) -> bool:
             return True
         if word == "no":
             return False
+        # "No, not mentioned in the summary.": the answer word, then the judge's why.
+        lead = re.match(r"(yes|no)\s*[,;:.\u2013\u2014-]\s*(?P<rest>.*)", word)
+        if lead and not re.search(r"\b(?:yes|no|partially|partly)\b", lead.group("rest")):
+            return lead.group(1) == "yes"
     raise CreamParseError(f'{where}: response {value!r} is neither "Yes" nor "No"')
 
 

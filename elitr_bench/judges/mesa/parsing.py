@@ -35,6 +35,7 @@ from elitr_bench.judges.reading import (
     json_values,
     labelled,
     objects_with,
+    rated,
     read_reply,
 )
 
@@ -240,11 +241,13 @@ class ScoringGrammar:
         values = json_values(reply.text)
         decided = {}
         for spec, keys, label in (
-            (RATING, _RATING_KEYS, r"(?:final\s+|overall\s+)?(?:rating|score)"),
+            (RATING, _RATING_KEYS, r"(?:final\s+|overall\s+)?rating|(?:final|overall)\s+score"),
             (CONFIDENCE, _CONFIDENCE_KEYS, r"confidence(?:\s+score)?|certainty"),
         ):
             objects = objects_with(values, _key(keys))
             found = json_candidates(objects, _key(keys), spec) + labelled(reply.prose, label, spec)
+            if spec is RATING:  # "I would rate the summary a 2": must agree with the JSON
+                found += rated(reply.prose, spec, ratios=False, verbs="rate")
             value, why = decide(spec.name, found, spec)
             decided[spec.name] = (value, f"scoring reply: {why}" if why else "")
         if not values and all(v is None for v, _ in decided.values()):

@@ -76,7 +76,7 @@ _AFTER_OK = frozenset(
     {
         "because", "since", "as", "and", "but", "with", "overall", "given", "due", "which",
         "indicating", "meaning", "so", "while", "although", "though", "considering",
-        "reflecting", "reflects",
+        "reflecting", "reflects", "rather", "instead", "not", "now",
     }
 )  # fmt: skip
 # A scale statement: "0-10", "0 to 10", "on a scale of 0 to 10", "on a 1-5 scale",
@@ -103,7 +103,9 @@ _CHAIN_WORD = re.compile(
     r"[ \t]*(?:is|as|of|at|was|be|would|will|i|i'd|i’d|i'll|think|say|believe|give|gives|"
     r"giving|gave|given|gets|get|receives|receive|deserves|deserve|earns|earn|merits|"
     r"rated|rate|rating|ratings|scored|score|scores|grade|graded|mark|level|a|an|it|them|"
-    r"this|these|the|its|their|minutes'?|summary|overall|final|here|now)(?![\w'’])",
+    r"this|these|the|its|their|minutes'?|summary|overall|final|here|now|should|could|must|"
+    r"instead|changed|revised|lowered|raised|reduced|increased|adjusted|corrected|updated|"
+    r"to|really|actually)(?![\w'’])",
     re.I,
 )
 _PAREN = re.compile(r"[ \t]*[(\[](?P<body>[^()\[\]\n]*)[)\]]")
@@ -243,7 +245,10 @@ def read_number(
     return Reading(value, "", shown), tail
 
 
-_LIST_SEP = re.compile(r"[ \t]*[,;][ \t]*(?:and[ \t]+)?|[ \t]+and[ \t]+", re.I)
+# "8, 9 and 7", and a revision written as a change: "8/10 -> 7/10" (two values: conflicting).
+_LIST_SEP = re.compile(
+    r"[ \t]*[,;][ \t]*(?:and[ \t]+)?|[ \t]+and[ \t]+|[ \t]*(?:→|->|=>|⇒)[ \t]*", re.I
+)
 
 
 def _number_list(text: str, first: Reading, pos: int, scale_hi: float | None) -> list[Reading]:
@@ -645,12 +650,15 @@ def _json(
 
 # --- putting it together ----------------------------------------------------------------
 def stated_scale(text: str) -> float | None:
-    """Upper end of a scale the reply says it uses when that is not 10 ("on a 1-5 scale")."""
-    for match in _STATED_SCALE.finditer(text):
-        hi = float(match.group("a") or match.group("b"))
-        if hi != SCALE_HIGH:
-            return hi
-    return None
+    """Upper end of a scale the reply says it uses when that is not 10 ("on a 1-5 scale").
+
+    None when the text also names the asked 0-10 scale: the other scale is then about
+    something else ("annotators rated on a 1-5 scale; I use the requested 0-10 scale").
+    """
+    tops = [float(m.group("a") or m.group("b")) for m in _STATED_SCALE.finditer(text)]
+    if SCALE_HIGH in tops:
+        return None
+    return next((hi for hi in tops if hi != SCALE_HIGH), None)
 
 
 def read_criteria(

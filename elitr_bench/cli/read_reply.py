@@ -1,0 +1,192 @@
+"""``elitr-bench read-reply KIND [FILE|-]``: what the judge reader takes from one reply.
+
+The same code the runs use (the family's grammar under the core's reading policy), so a
+user who wonders why an item was unscored can paste the logged reply and see each field's
+value or reason. ``--jsonl FILE`` reads one JSON object per line::
+
+    {"reply": "...", "finish_reason": "stop" | "length" | null,
+     "key_facts": [...], "units": N, "evaluated": "..." | [...]}
+
+(``key_facts`` and ``units`` for ``cream-alignment``; ``evaluated``, optional, is the text
+the judge evaluated, whose lines quoted in the reply never supply a value) and prints one
+result per line, in order.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from elitr_bench.data.errors import ElitrBenchError
+from elitr_bench.judges.cream.parse import KEY_FACTS
+from elitr_bench.judges.cream.scoring import score_side
+from elitr_bench.judges.mesa.parsing import SCORING
+from elitr_bench.judges.minutes.prompts import AFGR, ART, FILLER
+from elitr_bench.judges.reading import Grammar, Reading, read_reply
+from elitr_bench.judges.rubrics import GPT4, PROMETHEUS
+
+
+class ReadReplyError(ElitrBenchError):
+    """Bad input to ``read-reply`` (one line naming the file, line or flag)."""
+
+
+@dataclass(frozen=True)
+class Record:
+    """One reply to read, with what some kinds need besides the text."""
+
+    reply: str
+    finish_reason: str | None = None
+    key_facts: tuple[str, ...] | None = None
+    units: int | None = None
+    evaluated: tuple[str, ...] = ()
+
+
+def _alignment(record: Record) -> Reading:
+    if not record.key_facts or record.units is None or record.units < 1:
+        raise ReadReplyError(
+            "read-reply cream-alignment: give the key facts asked about and the summary's "
+            "number of units (--key-facts FILE --units N, or 'key_facts' and 'units' in "
+            "each --jsonl line)"
+        )
+    side = score_side(
+        "reply",
+        record.units,
+        record.key_facts,
+        record.reply,
+        finish_reason=record.finish_reason,
+    )
+    values = dict(side.scores)
+    return Reading(values, {k: side.reason for k, v in values.items() if v is None})
+
+
+def _grammar(grammar: Grammar) -> Callable[[Record], Reading]:
+    def read(record: Record) -> Reading:
+        return read_reply(grammar, record.reply, record.finish_reason, record.evaluated)
+
+    return read
+
+
+#: KIND -> reader; field names as the issue tracker and the README list them.
+KINDS: Mapping[str, Callable[[Record], Reading]] = {
+    "gpt4-rubric": _grammar(GPT4.grammar),
+    "prometheus-rubric": _grammar(PROMETHEUS.grammar),
+    "gpt-art": _grammar(ART.grammar),
+    "gpt-afgr": _grammar(AFGR.grammar),
+    "automin-filler": _grammar(FILLER),
+    "cream-key-facts": _grammar(KEY_FACTS),
+    "cream-alignment": _alignment,
+    "mesa-scoring": _grammar(SCORING),
+}
+
+
+def read_record(kind: str, record: Record) -> dict[str, Any]:
+    """``{"values": ..., "reasons": ...}`` for one reply (rounded to 4 places)."""
+    out = KINDS[kind](record).to_dict()
+    out["values"] = {
+        k: round(v, 4) if isinstance(v, float) else v for k, v in out["values"].items()
+    }
+    return out
+
+
+def _record(data: Any, where: str) -> Record:
+    if not isinstance(data, Mapping) or not isinstance(data.get("reply", ""), str):
+        raise ReadReplyError(f'{where}: expected a JSON object with a "reply" string')
+    finish = data.get("finish_reason")
+    if finish is not None and not isinstance(finish, str):
+        raise ReadReplyError(f"{where}: finish_reason must be a string or null")
+    facts = data.get("key_facts")
+    if facts is not None and not (
+        isinstance(facts, list) and all(isinstance(f, str) for f in facts)
+    ):
+        raise ReadReplyError(f"{where}: key_facts must be a list of strings")
+    units = data.get("units")
+    if units is not None and (isinstance(units, bool) or not isinstance(units, int)):
+        raise ReadReplyError(f"{where}: units must be an integer")
+    evaluated = data.get("evaluated") or ()
+    if isinstance(evaluated, str):
+        evaluated = (evaluated,)
+    return Record(
+        str(data.get("reply") or ""),
+        finish,
+        tuple(facts) if facts is not None else None,
+        units,
+        tuple(str(e) for e in evaluated),
+    )
+
+
+def _read_text(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        return Path(path).read_text("utf-8")
+    except FileNotFoundError:
+        raise ReadReplyError(f"read-reply: {path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ReadReplyError(f"read-reply: {path}: cannot read ({exc})") from None
+
+
+def _records(args: argparse.Namespace) -> Sequence[Record]:
+    if args.jsonl:
+        if args.file not in (None, "-"):
+            raise ReadReplyError("read-reply: give either FILE or --jsonl FILE, not both")
+        out = []
+        for number, line in enumerate(_read_text(args.jsonl).splitlines(), start=1):
+            if not line.strip():
+                continue
+            where = f"{args.jsonl}:{number}"
+            try:
+                data = json.loads(line)
+            except ValueError as exc:
+                raise ReadReplyError(f"{where}: not a JSON object ({exc})") from None
+            out.append(_record(data, where))
+        return out
+    facts = None
+    if args.key_facts:
+        facts = tuple(f.strip() for f in _read_text(args.key_facts).splitlines() if f.strip())
+    evaluated = (_read_text(args.evaluated),) if args.evaluated else ()
+    reply = _read_text(args.file or "-")
+    return [Record(reply, args.finish_reason, facts, args.units, evaluated)]
+
+
+def _handler(args: argparse.Namespace) -> int:
+    for record in _records(args):
+        print(json.dumps(read_record(args.kind, record), ensure_ascii=False))
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    """Add ``read-reply`` to the ``elitr-bench`` parser."""
+    parser = subparsers.add_parser(
+        "read-reply",
+        help="show what the judge reader takes from a judge reply (values or reasons)",
+        description=(
+            "Read one judge reply (FILE, or - for standard input) with the code the runs "
+            "use and print {'values': ..., 'reasons': ...} as one JSON line; with --jsonl, "
+            "one result per input line."
+        ),
+    )
+    parser.add_argument("kind", choices=sorted(KINDS), metavar="KIND", help=", ".join(KINDS))
+    parser.add_argument("file", nargs="?", default=None, metavar="FILE|-")
+    parser.add_argument("--jsonl", metavar="FILE", help="one JSON object per line ('-': stdin)")
+    parser.add_argument(
+        "--finish-reason",
+        default=None,
+        help="the backend's finish reason of the reply ('length': cut off, never read)",
+    )
+    parser.add_argument(
+        "--key-facts", metavar="FILE", help="cream-alignment: the key facts, one per line"
+    )
+    parser.add_argument(
+        "--units", type=int, default=None, help="cream-alignment: the summary's numbered units"
+    )
+    parser.add_argument(
+        "--evaluated",
+        metavar="FILE",
+        help="the text the judge evaluated (answer, minutes): quoted lines never count",
+    )
+    parser.set_defaults(handler=_handler)

@@ -1,0 +1,92 @@
+"""No reply of the red-team corpus becomes a wrong number, and no clean value is lost."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from elitr_bench.cli.read_reply import KINDS, read_record
+from tests.judges.redteam import accepted, entries, record, verdict
+
+ENTRIES = list(entries())
+MAIN = "import sys; from elitr_bench.cli import main; sys.exit(main())"
+ACCEPTED = accepted()
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: e["id"])
+def test_reply_gives_its_value_or_none_never_another(entry: dict[str, Any]) -> None:
+    got = read_record(entry["kind"], record(entry))
+    for field, expected in entry["expected"].items():
+        value = got["values"].get(field)
+        outcome = verdict(entry["kind"], expected, value)
+        assert outcome != "wrong", f"{field}: expected {expected!r}, read {value!r}"
+        if outcome == "unscored":
+            # Only the values listed as accepted losses may stay unread, with their reason.
+            assert field in ACCEPTED.get(entry["id"], {}), (
+                f"{field}: the clean value {expected!r} was lost ({got['reasons'].get(field)})"
+            )
+            assert got["reasons"][field] == ACCEPTED[entry["id"]][field]
+
+
+def test_corpus_covers_every_kind_with_hard_shapes() -> None:
+    assert len(ENTRIES) >= 250
+    assert len({e["id"] for e in ENTRIES}) == len(ENTRIES)
+    kinds = {e["kind"] for e in ENTRIES}
+    assert kinds == set(KINDS) - {"automin-filler"}
+    shapes = {e["shape"] for e in ENTRIES}
+    for shape in (
+        "truncated",
+        "quoting",
+        "correction",
+        "conflicting",
+        "off-scale",
+        "json",
+        "table",
+        "language",
+        "injection",
+        "echo",
+        "notes-section",
+        "sub-bullets",
+    ):
+        assert shape in shapes, shape
+    cut = [e for e in ENTRIES if e.get("finish_reason") == "length"]
+    assert len(cut) >= 10
+    for entry in cut:  # a cut-off reply never gives a value, whatever it held
+        got = read_record(entry["kind"], record(entry))
+        assert all(v is None for v in got["values"].values()), entry["id"]
+
+
+def test_accepted_losses_are_still_lost() -> None:
+    """An accepted loss the reader now scores right is removed from the list (kept honest)."""
+    by_id = {e["id"]: e for e in ENTRIES}
+    for reply_id, fields in ACCEPTED.items():
+        got = read_record(by_id[reply_id]["kind"], record(by_id[reply_id]))
+        for field in fields:
+            assert got["values"].get(field) is None, f"{reply_id}/{field} is scored now"
+
+
+def test_read_reply_cli_is_the_same_reader(tmp_path: Path) -> None:
+    """``elitr-bench read-reply KIND --jsonl`` prints, line by line, what the tests read."""
+    for kind in ("gpt-art", "cream-alignment", "mesa-scoring"):
+        chosen = [e for e in ENTRIES if e["kind"] == kind]
+        lines = []
+        for e in chosen:
+            row = {"reply": e["reply"], "finish_reason": e.get("finish_reason")}
+            if kind == "cream-alignment":
+                row |= {"key_facts": e["key_facts"], "units": e["units"]}
+            lines.append(json.dumps(row))
+        path = tmp_path / f"{kind}.jsonl"
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        done = subprocess.run(
+            [sys.executable, "-c", MAIN, "read-reply", kind, "--jsonl", str(path)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        printed = [json.loads(line) for line in done.stdout.splitlines()]
+        assert printed == [read_record(kind, record(e)) for e in chosen]
