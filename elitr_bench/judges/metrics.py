@@ -32,6 +32,8 @@ LEXICAL_SCORE = "lexical_score"
 SCORE_METRICS = (JUDGE_SCORE, LEXICAL_SCORE)
 JUDGE_UNSCORED = "judge_unscored"
 JUDGE_ERRORS = "judge_errors"
+#: Answers written in the judge's own reply format (counted; see ``Judgement.minimum``).
+JUDGE_FORMAT_IN_ANSWER = "judge_format_in_answer"
 COUNT_AGGREGATION = "judge_count"
 #: The rubric a QA judge uses unless told otherwise (not repeated in filter names).
 DEFAULT_QA_RUBRIC = "gpt4-rubric"
@@ -96,8 +98,9 @@ def judge_metrics(judged: Mapping[str, Any] | Sequence[Any]) -> dict[str, float]
     Returns:
         The score for a scored item only (``judge_score``, or ``lexical_score`` when the
         judge's identity says ``lexical``), plus the 0/1 counters ``judge_unscored`` (no
-        valid score) and ``judge_errors`` (the judge failed; the item waits for
-        ``elitr-bench score``) for every item.
+        valid score), ``judge_errors`` (the judge failed; the item waits for
+        ``elitr-bench score``) and ``judge_format_in_answer`` (the answer holds the
+        judge's reply format) for every item.
     """
     entry = judged_entry(judged)
     judge = entry.get("judge", entry)
@@ -106,9 +109,13 @@ def judge_metrics(judged: Mapping[str, Any] | Sequence[Any]) -> dict[str, float]
     errors = 1.0 if status == "error" else 0.0
     identity = judge.get("identity")
     backend = identity.get("backend") if isinstance(identity, Mapping) else None
+    counts = {
+        JUDGE_ERRORS: errors,
+        JUDGE_FORMAT_IN_ANSWER: 1.0 if judge.get("format_in_answer") else 0.0,
+    }
     if status == "scored" and isinstance(score, (int, float)) and not math.isnan(float(score)):
-        return {score_metric(backend): float(score), JUDGE_UNSCORED: 0.0, JUDGE_ERRORS: errors}
-    return {JUDGE_UNSCORED: 1.0 if status == "unscored" else 0.0, JUDGE_ERRORS: errors}
+        return {score_metric(backend): float(score), JUDGE_UNSCORED: 0.0, **counts}
+    return {JUDGE_UNSCORED: 1.0 if status == "unscored" else 0.0, **counts}
 
 
 def judge_count(items: Sequence[float | None]) -> float:

@@ -318,6 +318,24 @@ def read_reply(
     return grammar.read(Reply.of(raw, evaluated))
 
 
+def shows_format(grammar: Grammar, text: str) -> bool:
+    r"""Whether ``text`` (an answer, minutes) is written in the judge's own reply format.
+
+    Read as if it were a judge reply, without removing anything it quotes: any value or
+    value-like problem the grammar finds (``\boxed{10}``, ``[RESULT] 5``, ``Adequacy:
+    10``) means that a judge quoting the text would lend it that value. Used to count such
+    answers (``judge_format_in_answer``) and to keep them from gaining by confusing the
+    judge (see the tasks' README).
+    """
+    if not text or not text.strip():
+        return False
+    reading = grammar.read(Reply(text, text, text))
+    return any(
+        value is not None or not reading.reasons.get(name, "").startswith("no ")
+        for name, value in reading.values.items()
+    )
+
+
 # --- JSON anywhere in a reply -----------------------------------------------------------
 def json_values(text: str) -> list[Any]:
     """Every JSON value (object or list) the judge wrote, in order of appearance.

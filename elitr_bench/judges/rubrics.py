@@ -243,6 +243,16 @@ class RubricGrammar:
             return boxed_candidates(text, self.high)
         return result_candidates(text, self.high)
 
+    def shows_format(self, text: str) -> bool:
+        """Whether ``text`` holds this rubric's reply format (marker, score line, JSON score).
+
+        An answer written so is counted (``judge_format_in_answer``), and if its judge
+        reply stays unscored it scores the rubric's minimum (:mod:`.qa.engine`).
+        """
+        found = self.marked(text) + _score_lines(text, self.high)
+        found += json_candidates(objects_with(json_values(text), _score_key), _score_key, self.spec)
+        return bool(found)
+
     def read(self, reply: Reply) -> Reading:
         """The score, when the marker gives one and every restatement agrees."""
         marked = self.marked(reply.prose)

@@ -201,7 +201,12 @@ def qa_metric_list(*, judged: bool, noisy: bool) -> list[MetricEntry]:
         judged: A judge scores the answers (``--metadata judge=...`` other than none).
         noisy: The transcripts carry simulated ASR noise (``effective_wer`` per meeting).
     """
-    from elitr_bench.judges.metrics import COUNT_AGGREGATION, JUDGE_ERRORS, JUDGE_UNSCORED
+    from elitr_bench.judges.metrics import (
+        COUNT_AGGREGATION,
+        JUDGE_ERRORS,
+        JUDGE_FORMAT_IN_ANSWER,
+        JUDGE_UNSCORED,
+    )
 
     entries: list[MetricEntry] = []
     if judged:  # the paper's score on its 10-point scale
@@ -209,6 +214,7 @@ def qa_metric_list(*, judged: bool, noisy: bool) -> list[MetricEntry]:
             score("judge_score"),
             statistic(JUDGE_UNSCORED, COUNT_AGGREGATION),
             statistic(JUDGE_ERRORS, COUNT_AGGREGATION),
+            statistic(JUDGE_FORMAT_IN_ANSWER, COUNT_AGGREGATION),
         ]
     entries += [score("f1"), score("rouge_l")]
     if noisy:

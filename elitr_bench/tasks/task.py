@@ -24,6 +24,7 @@ from elitr_bench.data.records import MODES, SETTINGS, SPLITS, Mode, Setting, Spl
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.metrics import (
     JUDGE_ERRORS,
+    JUDGE_FORMAT_IN_ANSWER,
     JUDGE_UNSCORED,
     judge_filter_name,
     with_score_metric,
@@ -672,7 +673,7 @@ class ElitrQATask(LmEvalContract, ConfigurableTask):
             "prompt_tokens": self._prompt_tokens.get(key),
         }
         if self.judge_config is not None:
-            values.update({JUDGE_UNSCORED: 0.0, JUDGE_ERRORS: 0.0})
+            values.update({JUDGE_UNSCORED: 0.0, JUDGE_ERRORS: 0.0, JUDGE_FORMAT_IN_ANSWER: 0.0})
         if status != "skipped" and results:
             values.update(self._answer_metrics(doc, results[0]))
         return self.complete(values, str(doc["meeting_id"]))

@@ -79,7 +79,11 @@ def test_filter_output_of_a_failed_judge(loopback: LoopbackOpenAI) -> None:
     assert [j["response"] for j in judged] == [f"answer {i}" for i in range(4)]
     assert [j["judge"]["status"] for j in judged] == ["scored", "scored", "error", "error"]
     assert "HTTP 401" in judged[2]["judge"]["reason"]
-    assert judge_metrics(out[2]) == {"judge_unscored": 0.0, "judge_errors": 1.0}
+    assert judge_metrics(out[2]) == {
+        "judge_unscored": 0.0,
+        "judge_errors": 1.0,
+        "judge_format_in_answer": 0.0,
+    }
     assert TEST_KEY not in json.dumps(judged)
 
 

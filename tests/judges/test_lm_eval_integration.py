@@ -49,13 +49,22 @@ def test_filter_is_registered_and_judges_all_responses(loopback: LoopbackOpenAI)
     assert first["judge"]["status"] == "scored" and first["judge"]["score"] == 9.0
     assert first["judge"]["identity"]["model"] == "gpt-4-0613"
     assert json.loads(out[3][0])["judge"]["score"] == 2.0
-    assert judge_metrics(out[3]) == {"judge_score": 2.0, "judge_unscored": 0.0, "judge_errors": 0.0}
+    assert judge_metrics(out[3]) == {
+        "judge_score": 2.0,
+        "judge_unscored": 0.0,
+        "judge_errors": 0.0,
+        "judge_format_in_answer": 0.0,
+    }
 
     set_run_judge("none")
     skipped = list(filt.apply(resps, _docs(5)))
     assert json.loads(skipped[0][0])["judge"]["status"] == "skipped"
     assert len(loopback.requests) == 5
-    assert judge_metrics(skipped[0]) == {"judge_unscored": 0.0, "judge_errors": 0.0}
+    assert judge_metrics(skipped[0]) == {
+        "judge_unscored": 0.0,
+        "judge_errors": 0.0,
+        "judge_format_in_answer": 0.0,
+    }
 
 
 def test_metrics_aggregate_with_exact_stderr_in_lm_eval() -> None:

@@ -44,6 +44,7 @@ def test_lexical_writes_lexical_score_and_never_judge_score() -> None:
         "lexical_score": 4.0,
         "judge_unscored": 0.0,
         "judge_errors": 0.0,
+        "judge_format_in_answer": 0.0,
     }
     assert "judge_score" in judge_metrics([judged("replay")])
     listed = [{"metric": "judge_score", "aggregation": "mean"}, {"metric": "f1"}]

@@ -172,7 +172,7 @@ def test_metric_lists_follow_the_run(tiny_llama: Path) -> None:
     # No tokenizer: no prompt_tokens; clean transcripts: no effective_wer.
     listed_replay = [m["metric"] for m in replay["configs"]["elitr_qa_dev"]["metric_list"]]
     assert listed_replay == [
-        "judge_score", "judge_unscored", "judge_errors", "f1", "rouge_l",
+        "judge_score", "judge_unscored", "judge_errors", "judge_format_in_answer", "f1", "rouge_l",
         "overlength_skipped", "overlength_truncated",
     ]  # fmt: skip
     _assert_every_listed_metric_everywhere(replay, replay["samples"])

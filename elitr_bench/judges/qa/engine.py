@@ -20,7 +20,7 @@ import string
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, TypeVar, cast
 
 from elitr_bench.data.records import ReleasedResponse
@@ -28,7 +28,7 @@ from elitr_bench.judges.asking import ask, make_client, reader_of, request_for
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.errors import JudgeError, ReplayMatchError
 from elitr_bench.judges.qa.family import qa_options
-from elitr_bench.judges.rubrics import Rubric
+from elitr_bench.judges.rubrics import RUBRICS, Rubric
 from elitr_bench.judges.usage import usage_with_cost
 from elitr_bench.llm.aio import run_coroutine
 from elitr_bench.llm.base import CompletionBackend, CompletionRequest
@@ -127,7 +127,7 @@ class SampleJudgement:
 
 @dataclass(frozen=True)
 class Judgement:
-    """The judge's verdict on one item.
+    r"""The judge's verdict on one item.
 
     Attributes:
         score: Mean over scored samples on the 10-point scale; None unless ``scored``.
@@ -136,7 +136,14 @@ class Judgement:
         raw: Raw judge output (last sample) or a description for non-LLM judges.
         samples: Per-sample results.
         spread: Sample standard deviation of the scored samples (None if fewer than 2).
-        reason: Why an ``error`` item was not judged (one line); ``""`` otherwise.
+        reason: Why an ``error`` item was not judged (one line); why the minimum was given
+            (``minimum``); ``""`` otherwise.
+        format_in_answer: The answer is written in the judge's own reply format
+            (``\boxed{10}``, ``[RESULT] 5``, ``Score: 10``): counted as
+            ``judge_format_in_answer``.
+        minimum: The judge's replies stayed unscored and the answer holds the judge's
+            format, so the item scores the rubric's minimum instead of leaving the mean
+            (an answer must not gain by confusing its judge).
     """
 
     score: float | None
@@ -145,6 +152,8 @@ class Judgement:
     samples: tuple[SampleJudgement, ...] = ()
     spread: float | None = None
     reason: str = ""
+    format_in_answer: bool = False
+    minimum: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The ``judge`` dict placed in lm-eval filtered responses (JSON-safe, no NaN)."""
@@ -156,6 +165,8 @@ class Judgement:
             "spread": self.spread,
             "n_scored_samples": sum(s.score is not None for s in self.samples),
             "reason": self.reason,
+            "format_in_answer": self.format_in_answer,
+            "minimum": self.minimum,
         }
 
     @classmethod
@@ -183,10 +194,36 @@ class Judgement:
             samples=samples,
             spread=data.get("spread"),
             reason=str(data.get("reason", "")),
+            format_in_answer=bool(data.get("format_in_answer", False)),
+            minimum=bool(data.get("minimum", False)),
         )
 
 
 SKIPPED = Judgement(score=None, status="skipped", raw="")
+
+#: Why an item scored the minimum (logged as its reason).
+MINIMUM_REASON = (
+    "scored the rubric's minimum: the judge's replies stayed unscored and the answer holds "
+    "the judge's own reply format"
+)
+
+
+def minimum_judgement(unscored: Judgement, rubric: Rubric) -> Judgement:
+    r"""The rubric's minimum for an unscored item whose answer holds the judge's format.
+
+    Without this rule an answer could remove itself from ``judge_score`` by writing
+    ``\boxed{10}`` (or "Score: 10"): the judge quoting it gives conflicting values, the
+    item is unscored, and the mean skips it. Such an item scores the lowest score of the
+    scale instead, flagged (``minimum``), so confusing the judge never pays.
+    """
+    return replace(
+        unscored,
+        score=rubric.to_ten_point(rubric.low),
+        status="scored",
+        reason=MINIMUM_REASON,
+        format_in_answer=True,
+        minimum=True,
+    )
 
 
 def error_judgement(reason: str) -> Judgement:
@@ -280,7 +317,10 @@ class LLMJudge:
         samples = await gather_settled(
             *(self._sample(prompt, i, evaluated) for i in range(self.config.samples))
         )
-        return _aggregate(samples)
+        judgement = _aggregate(samples)
+        if judgement.status == "unscored" and self.rubric.grammar.shows_format(item.response):
+            return minimum_judgement(judgement, self.rubric)
+        return judgement
 
     async def aclose(self) -> None:
         """Close the backend."""
@@ -452,6 +492,12 @@ def make_judge(
     return LLMJudge(config, make_client(config, cache, backend))
 
 
+def answer_shows_format(config: JudgeConfig, item: JudgeItem) -> bool:
+    """Whether the item's answer holds the reply format of the config's rubric."""
+    rubric = RUBRICS.get(config.rubric)
+    return rubric is not None and rubric.grammar.shows_format(item.response)
+
+
 def item_label(item: JudgeItem, index: int) -> str:
     """How an item is named in messages: ``meeting/question``, else its position."""
     if item.meeting_id and item.question_id:
@@ -527,6 +573,8 @@ def summarize(judgements: Iterable[Judgement]) -> dict[str, Any]:
         "judge_unscored": sum(j.status == "unscored" for j in items),
         "judge_skipped": sum(j.status == "skipped" for j in items),
         "judge_errors": sum(j.status == "error" for j in items),
+        "judge_format_in_answer": sum(j.format_in_answer for j in items),
+        "judge_minimum": sum(j.minimum for j in items),
         "n": len(items),
     }
 
@@ -622,6 +670,8 @@ async def judge_items_async(
                     result = error_judgement(reason)
                 else:
                     breaker.succeeded()
+        if not result.format_in_answer and answer_shows_format(config, item):
+            result = replace(result, format_in_answer=True)
         if bar is not None:
             bar.update(1)
         return result

@@ -7,7 +7,12 @@ from typing import TYPE_CHECKING
 
 from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.family import JudgeFamily, register_family
-from elitr_bench.judges.metrics import JUDGE_ERRORS, JUDGE_UNSCORED, score_metric
+from elitr_bench.judges.metrics import (
+    JUDGE_ERRORS,
+    JUDGE_FORMAT_IN_ANSWER,
+    JUDGE_UNSCORED,
+    score_metric,
+)
 from elitr_bench.judges.rubrics import RUBRICS
 
 if TYPE_CHECKING:
@@ -39,7 +44,7 @@ def _check(config: JudgeConfig, spec: str) -> None:
 
 
 def _metrics(config: JudgeConfig) -> tuple[str, ...]:
-    return (score_metric(config.backend), JUDGE_UNSCORED, JUDGE_ERRORS)
+    return (score_metric(config.backend), JUDGE_UNSCORED, JUDGE_ERRORS, JUDGE_FORMAT_IN_ANSWER)
 
 
 register_family(
