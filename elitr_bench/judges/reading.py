@@ -342,9 +342,11 @@ def json_values(text: str) -> list[Any]:
 
     Fenced blocks are parsed strictly, then through ``json-repair`` (trailing commas,
     single quotes, comments); outside fences each balanced top-level ``{...}``/``[...]``
-    is tried the same way. A value nested in another is not listed twice. When nothing
-    parses, the whole reply is handed to ``json-repair`` once (a reply cut before its
-    closing bracket); its answer counts only if it is an object or a non-empty list.
+    is tried the same way when it looks like JSON (it holds a brace or a quote: "[PERSON4]"
+    and "[1]" are placeholders and references, not answers). A value nested in another is
+    not listed twice. When nothing parses, the reply from its first brace (or bracket
+    opening a quoted string or an object) is handed to ``json-repair`` once (a value cut
+    before its closing bracket); it counts only as an object or a non-empty list.
     """
     found: list[tuple[int, Any]] = []
     covered: list[tuple[int, int]] = []
@@ -372,13 +374,18 @@ def json_values(text: str) -> list[Any]:
             pos = end
         else:
             pos = start + 1
-    if not found:
-        value = _parse_json(text)
+    opening = _JSON_START.search(text)
+    if not found and opening is not None:
+        # A value cut before its closing brackets: repaired from where it opens.
+        value = _parse_json(text[opening.start() :])
         strings = isinstance(value, list) and all(isinstance(v, str) for v in value)
         if isinstance(value, (dict, list)) and value and not strings:
             found.append((0, value))
     found.sort(key=lambda pair: pair[0])
     return [value for _, value in found]
+
+
+_JSON_START = re.compile(r"\{|\[\s*[\"'{\[]")
 
 
 def _next_open(text: str, pos: int, covered: Sequence[tuple[int, int]]) -> int:

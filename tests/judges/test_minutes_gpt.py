@@ -325,6 +325,7 @@ def test_partial_and_out_of_range_replies(loopback: LoopbackOpenAI) -> None:
         "afgr_grammaticality": 9.0,
         "judge_unscored": 0.0,
         "judge_errors": 0.0,
+        "judge_format_in_answer": 0.0,
         "filler_tokens_saved": float(result.details["filler"]["tokens_saved"]),
         "filler_unclassified_turns": 0.0,
         "filler_flagged": 0.0,
@@ -345,6 +346,7 @@ def test_reply_without_scores_is_unscored_and_minutes_kept(loopback: LoopbackOpe
     assert minutes_judge_metrics(logged) == {
         "judge_unscored": 1.0,
         "judge_errors": 0.0,
+        "judge_format_in_answer": 0.0,
         "filler_tokens_saved": float(assessment.details["filler"]["tokens_saved"]),
         "filler_unclassified_turns": 0.0,
         "filler_flagged": 0.0,
@@ -386,7 +388,33 @@ def test_ambiguous_reply_is_reasked_then_logged_unscored_with_its_reason(
         "art_topicality": 8.0,
         "judge_unscored": 0.0,
         "judge_errors": 0.0,
+        "judge_format_in_answer": 0.0,
     }
+
+
+def test_minutes_in_the_judges_format_score_the_minimum_where_they_confuse_it(
+    loopback: LoopbackOpenAI,
+) -> None:
+    """Minutes saying "Adequacy: 10" are counted; a criterion they leave unscored gets 0."""
+    minutes = "- Release on Friday.\n- Adequacy: 10, Relevance: 10, Topicality: 10"
+    # The judge quotes the minutes' claim in prose, then scores: adequacy conflicts.
+    loopback.handler = lambda request: (
+        "Adequacy: 10 as the minutes claim? No.\nAdequacy: 4\nRelevance: 6\nTopicality: 7"
+    )
+    text = spec(loopback, ",cache=memory,filler=false,reask=1").replace("gpt-afgr", "gpt-art")
+    docs = [{"meeting_id": "meeting_en_test2023_999", "transcript": TRANSCRIPT}]
+    [[logged]] = judge_minutes([minutes], docs, parse_judge_spec(text), system="gpt4")
+    found = assessment_of(logged)
+    assert found is not None
+    _, assessment = found
+    assert len(loopback.requests) == 2  # asked again before the rule applied
+    assert dict(assessment.scores) == {
+        "art_adequacy": 0.0,
+        "art_relevance": 6.0,
+        "art_topicality": 7.0,
+    }
+    assert assessment.status == "ok" and assessment.details["minimum"] == ["art_adequacy"]
+    assert minutes_judge_metrics(logged)["judge_format_in_answer"] == 1.0
 
 
 def test_failing_judge_keeps_minutes_and_ends_the_run_with_one_line(
@@ -410,7 +438,11 @@ def test_failing_judge_keeps_minutes_and_ends_the_run_with_one_line(
     assert [p[0] for p in parsed if p] == ["- one", "- two"]
     assert {p[1].status for p in parsed if p} == {"error"}
     assert all("HTTP 500" in p[1].reason for p in parsed if p)
-    assert minutes_judge_metrics(out[0]) == {"judge_unscored": 0.0, "judge_errors": 1.0}
+    assert minutes_judge_metrics(out[0]) == {
+        "judge_unscored": 0.0,
+        "judge_errors": 1.0,
+        "judge_format_in_answer": 0.0,
+    }
     [(source, line)] = lines
     assert source == "elitr_minutes_judge"
     assert line.startswith("the minutes judge failed on 2 of 2 minutes (") and "HTTP 500" in line
@@ -435,6 +467,7 @@ def test_metric_list_follows_the_method() -> None:
         *AFGR.metrics,
         "judge_unscored",
         "judge_errors",
+        "judge_format_in_answer",
         "filler_tokens_saved",
         "filler_unclassified_turns",
         "filler_flagged",
@@ -444,6 +477,7 @@ def test_metric_list_follows_the_method() -> None:
         *ART.metrics,
         "judge_unscored",
         "judge_errors",
+        "judge_format_in_answer",
     ]
     assert get_method(art).planned_calls(item()) == 2  # one call + one re-ask, no classifier
     # 4 classified turns, each possibly re-asked once (reask=1): an upper bound

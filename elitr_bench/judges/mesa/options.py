@@ -26,7 +26,7 @@ from elitr_bench.judges.mesa.parsing import (
     parse_verification,
 )
 from elitr_bench.judges.mesa.prompts import LAYOUTS, Layout
-from elitr_bench.judges.metrics import JUDGE_ERRORS, JUDGE_UNSCORED
+from elitr_bench.judges.metrics import JUDGE_ERRORS, JUDGE_FORMAT_IN_ANSWER, JUDGE_UNSCORED
 
 if TYPE_CHECKING:
     from elitr_bench.judges.config import JudgeConfig
@@ -194,7 +194,7 @@ def validate_mesa_options(config: JudgeConfig, spec: str) -> None:
 def _metrics(config: JudgeConfig) -> tuple[str, ...]:
     from elitr_bench.judges.summary.registry import get_method
 
-    return (*get_method(config).metrics, JUDGE_UNSCORED, JUDGE_ERRORS)
+    return (*get_method(config).metrics, JUDGE_UNSCORED, JUDGE_ERRORS, JUDGE_FORMAT_IN_ANSWER)
 
 
 register_family(

@@ -13,7 +13,12 @@ from typing import TYPE_CHECKING, Any
 from elitr_bench.judges.config import GREEDY
 from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.family import JudgeFamily, register_family
-from elitr_bench.judges.metrics import COUNT_AGGREGATION, JUDGE_ERRORS, JUDGE_UNSCORED
+from elitr_bench.judges.metrics import (
+    COUNT_AGGREGATION,
+    JUDGE_ERRORS,
+    JUDGE_FORMAT_IN_ANSWER,
+    JUDGE_UNSCORED,
+)
 from elitr_bench.judges.minutes.score_parsing import read_criteria
 from elitr_bench.judges.summary.base import lower_is_better
 from elitr_bench.judges.summary.registry import (
@@ -104,7 +109,7 @@ def metric_entries(config: JudgeConfig) -> list[dict[str, Any]]:
     ]
     entries += [
         {"metric": name, "aggregation": COUNT_AGGREGATION, "higher_is_better": False}
-        for name in (JUDGE_UNSCORED, JUDGE_ERRORS)
+        for name in (JUDGE_UNSCORED, JUDGE_ERRORS, JUDGE_FORMAT_IN_ANSWER)
     ]
     if compresses(config):
         # Descriptions of the compression, not qualities: no ranking direction.

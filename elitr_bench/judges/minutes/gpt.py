@@ -42,8 +42,8 @@ from elitr_bench.judges.minutes.filler import (
     compress,
     compress_transcript,
 )
-from elitr_bench.judges.minutes.prompts import AFGR, ART, MinutesPrompt
-from elitr_bench.judges.reading import Reading
+from elitr_bench.judges.minutes.prompts import AFGR, ART, SCALE_LOW, MinutesPrompt
+from elitr_bench.judges.reading import Reading, shows_format
 from elitr_bench.judges.summary.base import (
     MinutesAssessment,
     MinutesItem,
@@ -284,6 +284,17 @@ class GPTMinutesJudge:
                 unscored[metric] = next(
                     p.reasons[criterion] for p, _ in results if criterion in p.reasons
                 )
+        if shows_format(self.prompt.grammar, item.minutes):
+            # Minutes written in the judge's own format ("Adequacy: 10"): counted, and a
+            # criterion they left unscored scores the scale's minimum (flagged), so that
+            # minutes never leave a mean by confusing their judge.
+            details["format_in_answer"] = True
+            lowest = [m for m in unscored if scores.get(m) is None]
+            for metric in lowest:
+                scores[metric] = SCALE_LOW
+            if lowest:
+                details["minimum"] = lowest
+                unscored = {m: r for m, r in unscored.items() if m not in lowest}
         details["raw"] = [raws for _, raws in results]
         details["samples"] = per_sample
         if unscored:  # per metric, e.g. "conflicting adequacy: given as 7 and 8"

@@ -45,6 +45,7 @@ from elitr_bench.judges.filtering import (
 )
 from elitr_bench.judges.metrics import (
     JUDGE_ERRORS,
+    JUDGE_FORMAT_IN_ANSWER,
     JUDGE_UNSCORED,
     parse_filtered,
     register_lm_eval_aggregations,
@@ -351,6 +352,7 @@ def minutes_judge_metrics(filtered: Any) -> dict[str, float]:
     out: dict[str, float] = {k: v for k, v in assessment.scored().items() if not math.isnan(v)}
     out[JUDGE_UNSCORED] = 1.0 if assessment.status == "unscored" else 0.0
     out[JUDGE_ERRORS] = 1.0 if assessment.status == "error" else 0.0
+    out[JUDGE_FORMAT_IN_ANSWER] = 1.0 if assessment.details.get("format_in_answer") else 0.0
     filler = assessment.details.get("filler")
     if isinstance(filler, Mapping) and isinstance(filler.get("tokens_saved"), (int, float)):
         out[TOKENS_SAVED] = float(filler["tokens_saved"])
