@@ -92,6 +92,7 @@ async def run_step(
     challengers: Sequence[Agent] = (),
     *,
     reask: int = 1,
+    evaluated: Sequence[str] = (),
 ) -> tuple[Reading, list[dict[str, Any]]]:
     """One step, alone or debated; returns the validated outcome and a trace of all calls.
 
@@ -101,21 +102,25 @@ async def run_step(
         moderator: The judge itself (drafts and synthesises).
         challengers: The challenging agents; empty = no debate (a single call).
         reask: Extra attempts for replies that fail validation (draft and synthesis).
+        evaluated: The summary under assessment: its lines quoted in a reply never
+            supply a value.
     """
     if not challengers:
-        reply = await ask(moderator, prompt, parse, reask)
+        reply = await ask(moderator, prompt, parse, reask, evaluated)
         return reply.reading, [_trace("single", moderator, reply)]
-    draft = await ask(moderator, prompt, parse, reask)
+    draft = await ask(moderator, prompt, parse, reask, evaluated)
     trace = [_trace("draft", moderator, draft)]
     answers = await gather_settled(
         *(
-            ask(agent, challenge_prompt(prompt, draft.raw, i, len(challengers)), parse, 0)
+            ask(
+                agent, challenge_prompt(prompt, draft.raw, i, len(challengers)), parse, 0, evaluated
+            )
             for i, agent in enumerate(challengers)
         )
     )
     for i, (agent, answer) in enumerate(zip(challengers, answers, strict=True)):
         trace.append(_trace(f"challenger{i + 1}", agent, answer))
     synthesis = synthesis_prompt(prompt, draft.raw, [a.raw for a in answers])
-    final = await ask(moderator, synthesis, parse, reask)
+    final = await ask(moderator, synthesis, parse, reask, evaluated)
     trace.append(_trace("synthesis", moderator, final))
     return final.reading, trace

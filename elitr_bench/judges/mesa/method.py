@@ -328,9 +328,11 @@ class MesaMethod:
         result.verified = [v.to_dict() for v in verified]
         result.instances = sum(v.error_exists for v in verified)
 
+        # Steps 1-2 quote the summary by design (their instances); in step 3 a quoted
+        # summary line (one that says "rating: 4") must not lend the judge a value.
         prompt = step_prompt("scoring", etype, list_of_instances=_dumps(result.verified), **common)
         scored, result.steps["scoring"] = await run_step(
-            prompt, SCORING, moderator, challengers, reask=reask
+            prompt, SCORING, moderator, challengers, reask=reask, evaluated=(item.minutes,)
         )
         final = result.steps["scoring"][-1]["raw"]
         verdict = type_score(scored, final)
