@@ -274,6 +274,30 @@ def unquote_spans(text: str) -> str:
     return out
 
 
+_THINK = re.compile(r"<(think|thinking|reasoning|scratchpad)>(.*?)(?:</\1>|\Z)", re.S | re.I)
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+(?=\S)|\n+")
+_LOOSE_NUMBER = re.compile(r"(?<![\w./\[-])(\d+(?:\.\d+)?)(?![\w%/\]]|\.\d)")
+
+
+def draft_values(thinking: str, label: str, spec: Field) -> list[Candidate]:
+    """Every number on the field's scale in a sentence of a draft that names the field.
+
+    A reasoning block is the judge's draft: its "so topicality is high, 9" or "score 5"
+    is as much the judge's value as the final answer, and a final answer that differs
+    makes the field conflicting (no "last wins"). Read loosely on purpose: a draft that
+    only mentions a number near the field's name costs a re-ask, never a wrong value.
+    """
+    out: list[Candidate] = []
+    for sentence in _SENTENCE.split(thinking):
+        if not re.search(rf"(?<![\w-])(?:{label})", sentence, re.I):
+            continue
+        for match in _LOOSE_NUMBER.finditer(sentence):
+            value = float(match.group(1))
+            if spec.low <= value <= spec.high:
+                out.append(Candidate(value, "", match.group(1)))
+    return out
+
+
 @dataclass(frozen=True)
 class Reply:
     """A judge reply prepared for a grammar.
@@ -283,17 +307,22 @@ class Reply:
         text: ``raw`` with block-level quotations blanked (for JSON and structure).
         prose: ``text`` with value-carrying quotation-mark spans blanked too (for
             line and prose grammars).
+        thinking: The reasoning block(s) of the reply (``<think>...</think>`` and
+            the like, a reasoning model's draft), also part of ``text`` and ``prose``:
+            every value it states, however loosely, must agree (:func:`draft_values`).
     """
 
     raw: str
     text: str
     prose: str
+    thinking: str = ""
 
     @classmethod
     def of(cls, raw: str, evaluated: Sequence[str] = ()) -> Reply:
         """Prepare ``raw``, blanking what it quotes from ``evaluated``."""
         text = unquote_blocks(raw.replace("\r\n", "\n").replace("\r", "\n"), evaluated)
-        return cls(raw, text, unquote_spans(text))
+        prose = unquote_spans(text)
+        return cls(raw, text, prose, "\n".join(m.group(2) for m in _THINK.finditer(prose)))
 
 
 def read_reply(
@@ -429,12 +458,30 @@ def _balanced_end(text: str, start: int) -> int:
     return -1
 
 
+class Repeated(list[Any]):
+    """The values of a key an object gives twice with different values (``{"r": 2, "r": 3}``).
+
+    ``json`` keeps the last; the judge gave both, so every family sees the conflict.
+    """
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out and out[key] != value:
+            earlier = out[key]
+            out[key] = Repeated([*(earlier if isinstance(earlier, Repeated) else [earlier]), value])
+        else:
+            out[key] = value
+    return out
+
+
 def _parse_json(body: str) -> Any:
     stripped = body.strip()
     if not stripped:
         return None
     try:
-        return json.loads(stripped)
+        return json.loads(stripped, object_pairs_hook=_pairs)
     except ValueError:
         pass
     from json_repair import repair_json
@@ -520,7 +567,10 @@ def json_candidates(
         for k, v in obj.items():
             if not key(str(k)):
                 continue
-            if isinstance(v, bool) or v is None:
+            if isinstance(v, Repeated):
+                shown = " and ".join(json.dumps(x) for x in v)
+                out.append(Candidate(None, "{c} given twice in one object: " + shown, shown))
+            elif isinstance(v, bool) or v is None:
                 out.append(Candidate(None, "{c} given as " + json.dumps(v), json.dumps(v)))
             elif isinstance(v, (int, float)):
                 out.append(Candidate(float(v), "", f"{v:g}" if isinstance(v, float) else str(v)))
@@ -542,8 +592,12 @@ _RATED = re.compile(
     r"[a-z]+ness|[a-z]+ity|for|on|as|overall|final|with|at|an?|of|score|rating)){0,6}"
     rf"[ \t]+(?P<num>{_NUM})"
     r"(?P<den>[ \t]*/[ \t]*\d+(?:\.\d+)?|[ \t]+out[ \t]+of[ \t]+\d+(?:\.\d+)?)?"
-    r"(?![\w%]|[ \t]*[-–][ \t]*\d|\.\d)",
-    re.I,
+    r"(?![\w%]|[ \t]*[-–][ \t]*\d|\.\d)"
+    # "the initial score is 4.", "i.e. a 4.", "an 8.": a value closing its sentence.
+    r"|(?<![\w-])(?:score|rating)[ \t]+(?:is|was|would[ \t]+be|of|=|:)[ \t]+"
+    rf"(?P<num2>{_NUM})(?=[ \t]*(?:[.;!)]|$))"
+    rf"|(?<![\w-])an?[ \t]+(?P<num3>{_NUM})(?=[ \t]*(?:[.;!)]|$))",
+    re.I | re.M,
 )
 _OUT_OF = re.compile(
     rf"(?<![\w./-])(?P<num>{_NUM})"
@@ -569,7 +623,10 @@ def rated(prose: str, spec: Field, *, ratios: bool = True, verbs: str = "any") -
     for match in _RATED.finditer(prose):
         if verbs == "rate" and not _RATE_ONLY.match(prose, match.start()):
             continue
-        out.append(_ratio(match.group("num"), match.group("den"), spec))
+        if match.group("num") is not None:
+            out.append(_ratio(match.group("num"), match.group("den"), spec))
+        elif verbs != "rate":
+            out.append(_ratio(match.group("num2") or match.group("num3"), None, spec))
     if ratios:
         for match in _OUT_OF.finditer(prose):
             top = float(match.group("a") or match.group("b"))

@@ -28,6 +28,7 @@ from elitr_bench.judges.reading import (
     Reading,
     Reply,
     decide,
+    draft_values,
     json_candidates,
     json_values,
     objects_with,
@@ -264,6 +265,7 @@ class RubricGrammar:
         found += rated(_BOXED.sub(" ", _RESULT.sub(" ", reply.prose)), self.spec)
         objects = objects_with(json_values(reply.text), _score_key)
         found += json_candidates(objects, _score_key, self.spec)
+        found += draft_values(reply.thinking, r"score|rating|rate|grade|result|boxed", self.spec)
         value, reason = decide("score", found, self.spec)
         if value is not None:
             value = int(value)

@@ -38,8 +38,8 @@ from elitr_bench.judges.reading import Reading, Reply, json_values, read_reply, 
 # (1. 1) (1) 1: [1]), the enumerator possibly in bold (**1.**), then the item's text.
 _ITEM = re.compile(
     r"^(?P<indent>[ \t]*)(?:\*\*)?"
-    r"(?:[-*+\u2022\u2013\u2014\u25e6\u25aa]|\(?\d{1,3}[.):]|\[\d{1,3}\]"
-    r"|(?:key[ \t]+)?fact[ \t]*#?\d{1,3}[ \t]*[:.)])"
+    r"(?:[-*+\u2022\u2013\u2014\u25e6\u25aa]|\(?\d{1,3}(?:\.\d{1,3})*[.):]|\[\d{1,3}\]"
+    r"|\\item|(?:key[ \t]+)?fact[ \t]*#?\d{1,3}[ \t]*[:.)])"
     r"(?:\*\*)?[ \t]+(?P<text>\S.*)$",
     re.I,
 )
@@ -97,22 +97,27 @@ def _fact_of(entry: dict[str, Any]) -> str | None:
 
 
 def _clean(item: str) -> str:
-    """The fact's text without Markdown emphasis (bold anywhere in it, backticks)."""
-    text = re.sub(r"\*\*|__|`", "", item.strip())
-    return text.strip("*").strip()
+    """The fact's text without Markdown emphasis (bold, backticks) or wrapping quotes."""
+    text = re.sub(r"\*\*|__|`", "", item.strip()).strip("*").strip()
+    if len(text) > 1 and text[0] == text[-1] and text[0] in "\"'":
+        text = text[1:-1].strip()  # a YAML or JSON string: "[PERSON6] will ..."
+    return text
 
 
-def _is_heading(item: str) -> bool:
+def _is_heading(item: str, children: bool = False) -> bool:
     """An item that only introduces others ("- **Summary 1:**", "- **Decisions**").
 
-    Short (at most four words) and ending in a colon, or wholly bold without a sentence's
-    full stop: a longer one ("- The team discussed the following points:") may be the
-    judge's reading of a summary line, and the judge aligns it like any other key fact.
+    Short (at most four words) and ending in a colon, wholly bold without a sentence's
+    full stop, or a short label without a full stop that has sub-items. A longer one
+    ("- The team discussed the following points:") may be the judge's reading of a
+    summary line, and the judge aligns it like any other key fact.
     """
     text = item.strip()
     bare = text.strip("*_").strip()
     if bare.endswith(":") and len(bare.split()) <= 4:
         return True
+    if children and not bare.rstrip().endswith((".", "!", "?")) and len(bare.split()) <= 5:
+        return True  # "1. Decisions" over "1.1. The team chose ...": a group heading
     bold = re.fullmatch(r"(?:\*\*|__)(?P<body>[^*_]+)(?:\*\*|__):?", text)
     return (
         bold is not None
@@ -139,10 +144,16 @@ def _list_items(text: str) -> list[str]:
     stack: list[_Item] = []
     in_notes = False
     group = 0
+    last: _Item | None = None
     for line in text.splitlines():
         if not line.strip() or line.strip().startswith(("```", "~~~")):
+            last = None
             continue
         match = _ITEM.match(line)
+        if match is None and last is not None and line[:1] in " \t":
+            last.text += " " + line.strip()  # a fact wrapped onto an indented next line
+            continue
+        last = None
         if match is None:
             # A non-item line: a heading, prose, or the opening of a notes section.
             in_notes = bool(_NOTES.match(line.strip()))
@@ -161,9 +172,10 @@ def _list_items(text: str) -> list[str]:
             stack.pop()
         (stack[-1].children if stack else roots).append(item)
         stack.append(item)
+        last = item
     facts: list[tuple[str, int]] = []
     for item in roots:
-        if _is_heading(item.text):
+        if _is_heading(item.text, bool(item.children)):
             facts.extend(
                 (_clean(c.text), item.group) for c in item.children if not _is_heading(c.text)
             )
@@ -408,9 +420,50 @@ class AlignmentGrammar:
         """Every key fact's alignment, or why the reply cannot be used."""
         try:
             found = _alignments(reply.text, self.key_facts, self.n_units)
+            _agrees(found, reply)
         except CreamParseError as exc:
             return Reading({"alignments": None}, {"alignments": str(exc)})
         return Reading({"alignments": found})
+
+
+_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+_WORD_NUMBERS = {word: i for i, word in enumerate(_WORDS)}
+_COUNT = re.compile(
+    r"(?<![\w.])(?P<n>\d+|" + "|".join(_WORD_NUMBERS) + r")\s+(?:out\s+)?of\s+(?:the\s+)?"
+    r"(?P<total>\d+|" + "|".join(_WORD_NUMBERS) + r")\s+(?:key\s+)?facts?\s+"
+    r"(?:are|is|were|was|can\s+be|could\s+be)\s+(?:\w+\s+)?"
+    r"(?:inferred|supported|found|present|covered|mentioned|included|captured)",
+    re.I,
+)
+_DRAFT_ANSWER = re.compile(
+    r"(?<![\w-])(?:key\s+)?fact\s*#?(?P<i>\d{1,3})\b[^\n.;]*?\b(?P<a>yes|no)\b", re.I
+)
+
+
+def _number(word: str) -> int:
+    return int(word) if word.isdigit() else _WORD_NUMBERS[word.lower()]
+
+
+def _agrees(found: Sequence[Alignment], reply: Reply) -> None:
+    """Refuse an answer that the reply's own prose or reasoning contradicts.
+
+    "3 of the 4 key facts are inferred" beside a list with two "Yes", or a reasoning
+    block that answers "Fact 2: ... No" before a "Yes", states two answers: conflicting.
+    """
+    supported = sum(a.supported for a in found)
+    for match in _COUNT.finditer(reply.prose):
+        if _number(match.group("total")) == len(found) and _number(match.group("n")) != supported:
+            raise CreamParseError(
+                f"alignment reply says {match.group(0)!r} but answers Yes for {supported} "
+                "key facts (conflicting)"
+            )
+    for match in _DRAFT_ANSWER.finditer(reply.thinking):
+        i = int(match.group("i"))
+        if 1 <= i <= len(found) and found[i - 1].supported != (match.group("a").lower() == "yes"):
+            raise CreamParseError(
+                f"alignment reply's reasoning answers key fact {i} otherwise than its JSON "
+                "(conflicting)"
+            )
 
 
 def _alignments(text: str, key_facts: Sequence[str], n_units: int) -> tuple[Alignment, ...]:

@@ -31,6 +31,7 @@ from elitr_bench.judges.reading import (
     Reading,
     Reply,
     decide,
+    draft_values,
     json_candidates,
     json_values,
     labelled,
@@ -248,6 +249,7 @@ class ScoringGrammar:
             found = json_candidates(objects, _key(keys), spec) + labelled(reply.prose, label, spec)
             if spec is RATING:  # "I would rate the summary a 2": must agree with the JSON
                 found += rated(reply.prose, spec, ratios=False, verbs="rate")
+            found += draft_values(reply.thinking, label, spec)
             value, why = decide(spec.name, found, spec)
             decided[spec.name] = (value, f"scoring reply: {why}" if why else "")
         if not values and all(v is None for v, _ in decided.values()):

@@ -31,7 +31,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from elitr_bench.judges.reading import Candidate, Reply, json_values
+from elitr_bench.judges.reading import Candidate, Field, Reply, draft_values, json_values
 from elitr_bench.judges.reading import Reading as ReplyReading
 from elitr_bench.judges.reading import decide as decide_candidates
 
@@ -415,7 +415,8 @@ def _inline(
 
 
 _REVERSE = re.compile(
-    rf"(?<![\w.])(?:an?|of|give|gave|given|assign|assigned|rate|rated|score|scored|it|them)"
+    rf"(?<![\w.])(?:an?|of|give|gave|given|assign|assigned|rate|rated|score|scored|it|them|"
+    rf"say|said|put|be)"
     rf"[ \t]+(?=(?:{_NUM})(?![A-Za-z0-9_]))",
     re.I,
 )
@@ -685,7 +686,36 @@ def read_criteria(
         readings[crit].append(reading)
     for crit, reading in _json(json_values(reply.text), criteria, reply_scale):
         readings[crit].append(reading)
+    for crit, reading in _initials(clean, criteria):
+        readings[crit].append(reading)
+    for crit in criteria:  # a reasoning block's draft values must agree too
+        spec = Field(crit, SCALE_LOW, SCALE_HIGH)
+        readings[crit] += draft_values(reply.thinking, CRITERION_NAMES[crit], spec)
     return {c: decide(c, readings[c]) for c in criteria}
+
+
+_INITIAL = re.compile(rf"(?<![A-Za-z])(?P<letter>[A-Z])[ \t]*[=:][ \t]*(?P<num>{_NUM})(?![\w.])")
+
+
+def _initials(clean: str, criteria: Sequence[str]) -> list[tuple[str, Reading]]:
+    """A line naming every asked criterion by its initial ("A=7, F=8, G=9, R=7").
+
+    Only a line holding exactly the initials of the asked criteria counts, so a stray
+    "A: 3" (a list item) is never read as adequacy.
+    """
+    initials = {c[0].upper(): c for c in criteria}
+    if len(initials) != len(criteria):
+        return []
+    found: list[tuple[str, Reading]] = []
+    for line in clean.split("\n"):
+        pairs = [(m.group("letter"), m.group("num")) for m in _INITIAL.finditer(line)]
+        if sorted(letter for letter, _ in pairs) != sorted(initials):
+            continue
+        for letter, num in pairs:
+            number = read_number(num, 0, None, check_tail=False)
+            if number is not None:
+                found.append((initials[letter], number[0]))
+    return found
 
 
 def _preamble(clean: str, criteria: Sequence[str]) -> str:
