@@ -298,6 +298,46 @@ def draft_values(thinking: str, label: str, spec: Field) -> list[Candidate]:
     return out
 
 
+_HTML_ROW = re.compile(r"<tr[^>]*>(.*?)</tr>", re.S | re.I)
+_HTML_CELL = re.compile(r"<t[dh][^>]*>(.*?)</t[dh]>", re.S | re.I)
+_ELEMENT = re.compile(r"<(?P<tag>[A-Za-z][\w-]*)(?:\s[^<>]*)?>(?P<body>[^<>\n]*)</(?P=tag)>")
+_TAG = re.compile(r"</?[A-Za-z][\w-]*(?:\s[^<>]*)?/?>")
+_LATEX_ROW = re.compile(r"^(?P<row>[^\n&]*(?:&[^\n&]*)+?)\s*\\\\\s*(?:\\hline)?\s*$", re.M)
+
+
+def plain_markup(prose: str) -> str:
+    """XML, HTML and LaTeX answers in the line shapes the grammars read.
+
+    ``<adequacy>7</adequacy>`` becomes ``adequacy: 7``, an HTML or LaTeX table row a
+    Markdown row (``| Adequacy | 7 |``), a list item ``- ...``; other tags go. The
+    words and numbers stay where they were, so nothing is read that the judge did not
+    write next to its label.
+    """
+    if "<" not in prose and "&" not in prose:
+        return prose
+    out = _HTML_ROW.sub(
+        lambda m: "\n| " + " | ".join(c.strip() for c in _HTML_CELL.findall(m.group(1))) + " |",
+        prose,
+    )
+    out = re.sub(r"<li[^>]*>", "\n- ", out, flags=re.I)
+    out = _ELEMENT.sub(
+        lambda m: (
+            m.group(0)
+            if m.group("tag").lower() in _KEEP_TAGS
+            else f"{m.group('tag')}: {m.group('body').strip()}"
+        ),
+        out,
+    )
+    out = _TAG.sub(" ", out)
+    return _LATEX_ROW.sub(
+        lambda m: "| " + " | ".join(c.strip() for c in m.group("row").split("&")) + " |", out
+    )
+
+
+#: Inline tags that only style text: their content stays as it is.
+_KEEP_TAGS = frozenset({"b", "strong", "i", "em", "u", "span", "code", "td", "th", "li", "p"})
+
+
 @dataclass(frozen=True)
 class Reply:
     """A judge reply prepared for a grammar.
@@ -322,7 +362,8 @@ class Reply:
         """Prepare ``raw``, blanking what it quotes from ``evaluated``."""
         text = unquote_blocks(raw.replace("\r\n", "\n").replace("\r", "\n"), evaluated)
         prose = unquote_spans(text)
-        return cls(raw, text, prose, "\n".join(m.group(2) for m in _THINK.finditer(prose)))
+        thinking = "\n".join(m.group(2) for m in _THINK.finditer(prose))
+        return cls(raw, text, plain_markup(prose), thinking)
 
 
 def read_reply(
