@@ -212,5 +212,6 @@ register_family(
             "scoring": parse_scoring,
         },
         check=validate_mesa_options,
+        redacted=("pool",),
     )
 )

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from elitr_bench.judges.config import GREEDY
 from elitr_bench.judges.errors import JudgeConfigError
-from elitr_bench.judges.family import JudgeFamily, register_family
+from elitr_bench.judges.family import JudgeFamily, families, register_family
 from elitr_bench.judges.metrics import (
     COUNT_AGGREGATION,
     JUDGE_ERRORS,
@@ -126,7 +126,9 @@ def _metrics(config: JudgeConfig) -> tuple[str, ...]:
 
 
 def _methods() -> tuple[str, ...]:
-    return tuple(m for m in known_methods() if m != "mesa")
+    """Every minutes method no other family claims (those have options of their own)."""
+    claimed = {m for f in families() if f.name != "minutes" for m in f.method_names()}
+    return tuple(m for m in known_methods() if m not in claimed)
 
 
 register_family(
@@ -143,5 +145,6 @@ register_family(
         check=_check,
         identity=_identity,
         models=_models,
+        other_model="filler_model",
     )
 )
