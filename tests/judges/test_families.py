@@ -215,3 +215,16 @@ def test_the_default_family_is_the_one_a_bare_config_has() -> None:
 
     assert JudgeConfig(backend="openai").family == default_family().name
     assert parse_judge_spec("openai:m").family == default_family().name
+
+
+def test_minutes_methods_share_the_collision_rule() -> None:
+    from elitr_bench.judges.summary.registry import METHODS, get_method, register_method
+
+    get_method(parse_judge_spec("openai:m,rubric=gpt-art"))  # registered by its module
+    with pytest.raises(
+        JudgeConfigError,
+        match=r"minutes method 'gpt-art' is registered twice: "
+        r"by elitr_bench\.judges\.minutes\.gpt and by tests\.judges\.test_families",
+    ):
+        register_method("gpt-art", lambda config: None)  # type: ignore[arg-type,return-value]
+    assert METHODS.origin("gpt-art") == "elitr_bench.judges.minutes.gpt"

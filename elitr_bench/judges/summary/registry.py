@@ -4,11 +4,14 @@ A judge spec names its minutes method with ``rubric=`` (the AutoMin prompts ``gp
 ``gpt-afgr``, which are prompts like the QA rubrics) or ``method=`` (multi-step methods such
 as ``mesa``). Methods register a factory ``JudgeConfig -> MinutesMethod`` with
 :func:`register_method` when their module is imported; the registry knows which module
-holds each built-in name so that a spec works without importing anything first. A method
-living elsewhere can be added to :data:`_MODULES` or simply imported before use; an
-unknown name falls back to importing ``elitr_bench.judges.minutes.<name>`` (dashes as
-underscores). ``method=mesa`` imports ``elitr_bench.judges.mesa`` (then ``.method``), whose
-import must call ``register_method("mesa", factory)``.
+holds each built-in name (lazy placeholders of :data:`METHODS`, the same registry type
+and collision rule as the judge families) so that a spec works without importing
+anything first. A method living elsewhere registers when its family's module is
+imported (installed families are loaded through their entry points before a name is
+called unknown); an unknown name falls back to importing
+``elitr_bench.judges.minutes.<name>`` (dashes as underscores). ``method=mesa`` imports
+``elitr_bench.judges.mesa`` (then ``.method``), whose import must call
+``register_method("mesa", factory)``.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from elitr_bench.judges.config import family_identity
 from elitr_bench.judges.errors import JudgeConfigError
+from elitr_bench.judges.family import families
+from elitr_bench.judges.plugins import Registry
 from elitr_bench.judges.summary.base import (
     MinutesAssessment,
     MinutesItem,
@@ -40,7 +46,8 @@ log = logging.getLogger(__name__)
 
 MethodFactory = Callable[["JudgeConfig"], MinutesMethod]
 
-_FACTORIES: dict[str, MethodFactory] = {}
+#: Every minutes method by name: one registry type and collision rule with the families.
+METHODS: Registry[MethodFactory] = Registry("minutes method")
 
 # Built-in method name -> modules (tried in order) whose import registers it.
 _MODULES: dict[str, tuple[str, ...]] = {
@@ -56,6 +63,9 @@ _MODULES: dict[str, tuple[str, ...]] = {
 MINUTES_RUBRICS: tuple[str, ...] = ("gpt-art", "gpt-afgr")
 """Minutes methods selected with ``rubric=`` (prompt-only methods)."""
 
+for _name, _modules in _MODULES.items():
+    METHODS.add_placeholder(_name, _modules)
+
 
 def register_method(name: str, factory: MethodFactory, *, replace: bool = False) -> None:
     """Make ``name`` selectable with ``rubric=name`` / ``method=name`` in a judge spec.
@@ -63,21 +73,20 @@ def register_method(name: str, factory: MethodFactory, *, replace: bool = False)
     Args:
         name: Method name (lower case, e.g. ``mesa``).
         factory: Builds the method from the parsed judge config.
-        replace: Allow re-registering a name (module reloads, tests).
+        replace: Take the name even from a factory another module registered (tests);
+            the same module registering again (a reload) always replaces.
 
     Raises:
-        JudgeConfigError: The name is taken by another factory and ``replace`` is False.
+        JudgeConfigError: The name is taken by a factory of another module (the message
+            names both) and ``replace`` is False.
     """
-    key = name.strip().lower()
-    old = _FACTORIES.get(key)
-    if old is not None and old is not factory and not replace:
-        raise JudgeConfigError(f"minutes method {key!r} is already registered")
-    _FACTORIES[key] = factory
+    origin = str(sys._getframe(1).f_globals.get("__name__", "?"))
+    METHODS.register(name.strip().lower(), factory, origin, replace=replace)
 
 
 def known_methods() -> tuple[str, ...]:
     """Names that a spec may select (registered now or importable built-ins)."""
-    return tuple(sorted({*_FACTORIES, *_MODULES}))
+    return tuple(sorted(METHODS.names()))
 
 
 def method_name(config: JudgeConfig) -> str | None:
@@ -85,22 +94,25 @@ def method_name(config: JudgeConfig) -> str | None:
     if getattr(config, "method", ""):
         return str(config.method).strip().lower()
     rubric = config.rubric.strip().lower()
-    if rubric in _FACTORIES or rubric in _MODULES:
+    if rubric in METHODS.names():
         return rubric
     return None
 
 
 def _load(name: str) -> MethodFactory | None:
-    modules = _MODULES.get(name, (f"elitr_bench.judges.minutes.{name.replace('-', '_')}",))
-    for module in modules:
-        if name in _FACTORIES:
-            break
+    found = METHODS.resolve(name)
+    if found is None and METHODS.placeholder(name) is None:
+        families()  # installed families register their methods when loaded
+        found = METHODS.resolve(name)
+    if found is None and METHODS.placeholder(name) is None:
+        module = f"elitr_bench.judges.minutes.{name.replace('-', '_')}"
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as exc:
             if exc.name is None or not module.startswith(exc.name):
                 raise  # the module exists but one of its own imports is missing
-    return _FACTORIES.get(name)
+        found = METHODS.resolve(name)
+    return found
 
 
 def get_method(config: JudgeConfig) -> MinutesMethod:
@@ -117,10 +129,11 @@ def get_method(config: JudgeConfig) -> MinutesMethod:
             "or method=mesa"
         )
     factory = _load(name)
-    if factory is None and name in _MODULES:
+    holder = METHODS.placeholder(name)
+    if factory is None and holder is not None:
         raise JudgeConfigError(
             f"judge spec {spec!r}: minutes method {name!r} is not available here (none of "
-            f"{', '.join(_MODULES[name])} registered it)"
+            f"{', '.join(holder.modules)} registered it)"
         )
     if factory is None:
         raise JudgeConfigError(
