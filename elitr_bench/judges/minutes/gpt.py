@@ -47,6 +47,7 @@ from elitr_bench.judges.reading import Reading, shows_format
 from elitr_bench.judges.summary.base import (
     MinutesAssessment,
     MinutesItem,
+    MinutesMethod,
     SideCalls,
     status_for,
 )
@@ -60,7 +61,7 @@ if TYPE_CHECKING:
     from elitr_bench.llm.client import JudgeClient
 
 
-class GPTMinutesJudge:
+class GPTMinutesJudge(MinutesMethod):
     """A :class:`~elitr_bench.judges.summary.base.MinutesMethod` for one AutoMin prompt.
 
     Args:

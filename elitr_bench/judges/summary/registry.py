@@ -173,17 +173,15 @@ def make_client(config: JudgeConfig, cache: JudgeCache | None = None) -> JudgeCl
 def context_over(items: Sequence[MinutesItem], method: MinutesMethod) -> list[Overlong | None]:
     """Per item: its judge prompt when it cannot fit the judge's window, else None.
 
-    Methods say so with ``context_over(items)``; a method without it is checked only by
+    Methods say so with ``context_over(items)``; by default a method is checked only by
     the judge client, call by call.
     """
-    check = getattr(method, "context_over", None)
-    return list(check(items)) if callable(check) else [None] * len(items)
+    return list(method.context_over(items))
 
 
 def context_unsure(items: Sequence[MinutesItem], method: MinutesMethod) -> list[Overlong | None]:
     """Per item: a prompt that fits or not depending on what a paid step returns."""
-    check = getattr(method, "context_unsure", None)
-    return list(check(items)) if callable(check) else [None] * len(items)
+    return list(method.context_unsure(items))
 
 
 def context_line(
@@ -192,9 +190,8 @@ def context_line(
     """The one line naming over-long meetings, their tokens, the limit and the ways out."""
     from elitr_bench.llm.context_window import judge_window, overlength_line, way_out
 
-    extra = getattr(method, "context_way_out", None)
-    alternatives: tuple[str, ...] = tuple(extra()) if callable(extra) else ()
-    basis = str(getattr(method, "context_basis", "") or "")
+    alternatives = tuple(method.context_way_out())
+    basis = method.context_basis
     if basis:
         what = f"{what} ({basis})"
     return overlength_line(what, over, judge_window(config), way_out(config, over, *alternatives))
@@ -315,9 +312,8 @@ def identity_of(config: JudgeConfig, method: MinutesMethod) -> dict[str, Any]:
             "max_tokens": config.max_tokens,
         },
     }
-    prompt_hash = getattr(method, "prompt_hash", None)
-    if isinstance(prompt_hash, str):
-        ident["prompt_hash"] = prompt_hash
+    if isinstance(method.prompt_hash, str):
+        ident["prompt_hash"] = method.prompt_hash
     ident.update(family_identity(config))  # who classified the turns, if anyone did
     from elitr_bench.llm.endpoint import endpoint_key
 
@@ -370,15 +366,13 @@ async def assess_items_run(
             bar.update(1)
         return result
 
-    finish = getattr(active, "finish_run", None)  # methods that open their own clients
     side: dict[str, dict[str, Any]] = {}
     try:
         assessments = list(await asyncio.gather(*(one(item) for item in items)))
     finally:
         if bar is not None:
             bar.close()
-        if callable(finish):
-            side = await finish()
+        side = await active.finish_run()  # methods that open their own clients
         if own:
             await judge_client.aclose()
     run = MinutesRun(
@@ -421,21 +415,14 @@ def plan(
     calls = 0
     prompt_tokens = 0
     completion_tokens = 0
-    chars_fn = getattr(method, "planned_prompt_chars", None)
-    out_fn = getattr(method, "planned_completion_tokens", None)
-    side_fn = getattr(method, "planned_side_calls", None)
     side: dict[str, list[Any]] = {}  # label -> [config, calls, prompt tokens, completion]
     for item in items:
         n = method.planned_calls(item)
         calls += n
-        chars = (
-            int(chars_fn(item))
-            if callable(chars_fn)
-            else n * (len(item.transcript) + len(item.minutes))
-        )
-        prompt_tokens += chars // 4
-        completion_tokens += int(out_fn(item)) if callable(out_fn) else n * config.max_tokens
-        for extra in side_fn(item) if callable(side_fn) else ():
+        prompt_tokens += int(method.planned_prompt_chars(item)) // 4
+        out = method.planned_completion_tokens(item)
+        completion_tokens += int(out) if out is not None else n * config.max_tokens
+        for extra in method.planned_side_calls(item):
             entry = side.setdefault(extra.label, [extra.config, 0, 0, 0])
             entry[1] += extra.calls
             entry[2] += extra.prompt_chars // 4
