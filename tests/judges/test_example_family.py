@@ -110,3 +110,21 @@ def test_it_judges_automin_minutes_through_lm_eval(
     assert results["judge_unscored,openai:gpt-4o:geval"] == 0.0
     [judged] = [p for p in prompts if p != "Reply with OK."]  # the preflight asks that
     assert "3. Check whether" in judged and "\n4. " not in judged
+
+
+def test_the_docs_list_exactly_the_files_the_example_needed() -> None:
+    """``docs/architecture.md`` "Adding a judge family" names every file of the example."""
+    import re
+
+    doc = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    block = doc.split("<!-- family-files -->")[1].split("<!-- /family-files -->")[0]
+    listed = set(re.findall(r"^- `([^`]+)`:", block, re.M))
+    skip = {"__pycache__", "build", ".pytest_cache", ".ruff_cache"}
+    files = {
+        p.relative_to(EXAMPLE).as_posix()
+        for p in EXAMPLE.rglob("*")
+        if p.is_file()
+        and not skip & set(p.relative_to(EXAMPLE).parts)
+        and not any(part.endswith(".egg-info") for part in p.parts)
+    }
+    assert listed == files
