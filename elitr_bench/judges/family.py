@@ -81,6 +81,10 @@ class JudgeFamily:
         redacted: Its string options that may hold credentials (masked by ``to_dict``).
         other_model: How messages name a model its ``models`` hook returns (the option
             that sets it).
+        lower_is_better: Whether one of its metrics (an lm-eval metric or a field its
+            command writes) is better when lower; None: all are higher-is-better.
+        scale: The fixed range of one of its metrics (figures show the whole scale);
+            None from the hook, or no hook: no fixed range.
     """
 
     name: str
@@ -100,6 +104,8 @@ class JudgeFamily:
     ready: Callable[[Config, Mapping[str, str]], None] | None = None
     redacted: tuple[str, ...] = ()
     other_model: str = "other model"
+    lower_is_better: Callable[[str], bool] | None = None
+    scale: Callable[[str], tuple[float, float] | None] | None = None
 
     def option_names(self) -> tuple[str, ...]:
         """The spec options this family owns, in its record's order."""

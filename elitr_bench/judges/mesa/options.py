@@ -9,6 +9,7 @@ when the spec is parsed, so a typo fails in seconds.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -191,6 +192,23 @@ def validate_mesa_options(config: JudgeConfig, spec: str) -> None:
         raise JudgeConfigError(f"judge spec {spec!r}: {exc}") from None
 
 
+#: Metrics where a lower value is better: MESA's error ratings (0 = no error) and impact,
+#: as lm-eval metrics (``mesa_OM``) or ``elitr-bench mesa`` fields (``types.OM.rating``).
+_LOWER_IS_BETTER = re.compile(r"^(?:mesa_[A-Z][A-Z0-9_]*|types\.[^.]+\.rating|(?:mesa_)?impact)$")
+
+
+def _lower_is_better(metric: str) -> bool:
+    return bool(_LOWER_IS_BETTER.match(metric))
+
+
+def _scale(metric: str) -> tuple[float, float] | None:
+    if metric == "mesa_quality":
+        return (1.0, 10.0)  # MESA Eq. 2
+    if metric.startswith("mesa_"):
+        return (0.0, 5.0)  # MESA Fig. 5: ratings 0-5
+    return None
+
+
 def _metrics(config: JudgeConfig) -> tuple[str, ...]:
     from elitr_bench.judges.summary.registry import get_method
 
@@ -213,5 +231,7 @@ register_family(
         },
         check=validate_mesa_options,
         redacted=("pool",),
+        lower_is_better=_lower_is_better,
+        scale=_scale,
     )
 )

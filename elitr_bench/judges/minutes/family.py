@@ -121,6 +121,10 @@ def metric_entries(config: JudgeConfig) -> list[dict[str, Any]]:
     return entries
 
 
+def _scale(metric: str) -> tuple[float, float] | None:
+    return (0.0, 10.0) if metric.startswith(("afgr_", "art_")) else None  # Figs. 17-18
+
+
 def _metrics(config: JudgeConfig) -> tuple[str, ...]:
     return tuple(str(e["metric"]) for e in metric_entries(config))
 
@@ -146,5 +150,6 @@ register_family(
         identity=_identity,
         models=_models,
         other_model="filler_model",
+        scale=_scale,
     )
 )

@@ -11,7 +11,6 @@ mean never silently includes a guess.
 from __future__ import annotations
 
 import math
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -223,11 +222,28 @@ class MinutesMethod(ABC):
         return ()
 
 
-#: Metrics where a lower value is better: MESA's error ratings (0 = no error) and impact,
-#: as lm-eval metrics (``mesa_OM``) or ``elitr-bench mesa`` fields (``types.OM.rating``).
-_LOWER_IS_BETTER = re.compile(r"^(?:mesa_[A-Z][A-Z0-9_]*|types\.[^.]+\.rating|(?:mesa_)?impact)$")
-
-
 def lower_is_better(metric: str) -> bool:
-    """Whether ``metric`` (``@LABEL`` ignored) scores errors, so that lower is better."""
-    return bool(_LOWER_IS_BETTER.match(metric.partition("@")[0]))
+    """Whether ``metric`` (``@LABEL`` ignored) scores errors, so that lower is better.
+
+    Each family declares its own (``JudgeFamily.lower_is_better``); a metric no family
+    claims is higher-is-better.
+    """
+    from elitr_bench.judges.family import families
+
+    name = metric.partition("@")[0]
+    return any(f.lower_is_better is not None and f.lower_is_better(name) for f in families())
+
+
+def metric_scale(metric: str) -> tuple[float, float] | None:
+    """The fixed score range of a judge metric (``@LABEL`` ignored), as its family declares.
+
+    None: a metric without one (ROUGE, counts) or that no family claims.
+    """
+    from elitr_bench.judges.family import families
+
+    name = metric.partition("@")[0]
+    for family in families():
+        scale = family.scale(name) if family.scale is not None else None
+        if scale is not None:
+            return scale
+    return None

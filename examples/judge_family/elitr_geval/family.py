@@ -53,6 +53,7 @@ register_family(
         metrics=_metrics,
         parsers={"score": read_score},
         check=_check,
+        scale=lambda metric: (1.0, 5.0) if metric == METRIC else None,  # figures' axes
     )
 )
 register_method(METHOD, _factory)

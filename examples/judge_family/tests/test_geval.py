@@ -70,3 +70,10 @@ def test_assess_reasks_until_the_form_is_filled_in() -> None:
     assessment = asyncio.run(method.assess(item, client))  # type: ignore[arg-type]
     assert assessment.status == "ok" and assessment.scores == {"geval_score": 5.0}
     assert client.seeds == [2023, 2024]  # one draw per attempt, as every family
+
+
+def test_the_report_reads_its_scale_and_direction_from_the_family() -> None:
+    from elitr_bench.judges.summary.base import lower_is_better, metric_scale
+
+    assert metric_scale("geval_score@mine") == (1.0, 5.0)
+    assert not lower_is_better("geval_score")
