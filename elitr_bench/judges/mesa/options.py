@@ -27,7 +27,6 @@ from elitr_bench.judges.mesa.parsing import (
     parse_verification,
 )
 from elitr_bench.judges.mesa.prompts import LAYOUTS, Layout
-from elitr_bench.judges.metrics import JUDGE_ERRORS, JUDGE_FORMAT_IN_ANSWER, JUDGE_UNSCORED
 
 if TYPE_CHECKING:
     from elitr_bench.judges.config import JudgeConfig
@@ -210,9 +209,9 @@ def _scale(metric: str) -> tuple[float, float] | None:
 
 
 def _metrics(config: JudgeConfig) -> tuple[str, ...]:
-    from elitr_bench.judges.summary.registry import get_method
+    from elitr_bench.judges.summary.registry import metric_entries
 
-    return (*get_method(config).metrics, JUDGE_UNSCORED, JUDGE_ERRORS, JUDGE_FORMAT_IN_ANSWER)
+    return tuple(str(e["metric"]) for e in metric_entries(config))
 
 
 register_family(

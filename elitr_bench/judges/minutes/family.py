@@ -15,17 +15,13 @@ from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.family import JudgeFamily, families, register_family
 from elitr_bench.judges.metrics import (
     COUNT_AGGREGATION,
-    JUDGE_ERRORS,
-    JUDGE_FORMAT_IN_ANSWER,
-    JUDGE_UNSCORED,
 )
 from elitr_bench.judges.minutes.score_parsing import read_criteria
-from elitr_bench.judges.summary.base import lower_is_better
 from elitr_bench.judges.summary.registry import (
     MINUTES_RUBRICS,
-    get_method,
     known_methods,
     method_name,
+    metric_entries,
 )
 
 if TYPE_CHECKING:
@@ -97,28 +93,18 @@ def _models(config: JudgeConfig) -> list[str]:
     return []
 
 
-def metric_entries(config: JudgeConfig) -> list[dict[str, Any]]:
-    """lm-eval ``metric_list`` entries of a task judged by a minutes method (MESA too).
+def filler_metric_entries() -> list[dict[str, Any]]:
+    """The metric entries of the filler compression (an AutoMin judge with ``filler=true``).
 
-    Which metrics exist depends on the method (``art_*``, ``afgr_*``, ``mesa_*``); MESA's
-    per-type ratings count errors, so they are lower-is-better (0 = none).
+    Descriptions of the compression, not qualities: no ranking direction.
     """
-    entries: list[dict[str, Any]] = [
-        {"metric": m, "aggregation": "mean", "higher_is_better": not lower_is_better(m)}
-        for m in get_method(config).metrics
-    ]
-    entries += [
-        {"metric": name, "aggregation": COUNT_AGGREGATION, "higher_is_better": False}
-        for name in (JUDGE_UNSCORED, JUDGE_ERRORS, JUDGE_FORMAT_IN_ANSWER)
-    ]
-    if compresses(config):
-        # Descriptions of the compression, not qualities: no ranking direction.
-        entries.append({"metric": TOKENS_SAVED, "aggregation": "mean", "higher_is_better": None})
-        entries += [
+    return [
+        {"metric": TOKENS_SAVED, "aggregation": "mean", "higher_is_better": None},
+        *(
             {"metric": name, "aggregation": COUNT_AGGREGATION, "higher_is_better": None}
             for name in (FILLER_UNCLASSIFIED, FILLER_FLAGGED)
-        ]
-    return entries
+        ),
+    ]
 
 
 def _scale(metric: str) -> tuple[float, float] | None:
@@ -126,7 +112,7 @@ def _scale(metric: str) -> tuple[float, float] | None:
 
 
 def _metrics(config: JudgeConfig) -> tuple[str, ...]:
-    return tuple(str(e["metric"]) for e in metric_entries(config))
+    return tuple(str(e["metric"]) for e in metric_entries(config))  # any method's, shared
 
 
 def _methods() -> tuple[str, ...]:

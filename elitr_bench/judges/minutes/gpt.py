@@ -32,7 +32,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from elitr_bench.judges.asking import ask, reader_of, request_for
-from elitr_bench.judges.minutes.family import minutes_options
+from elitr_bench.judges.minutes.family import filler_metric_entries, minutes_options
 from elitr_bench.judges.minutes.filler import (
     FILLER_MAX_TOKENS,
     Compression,
@@ -201,6 +201,10 @@ class GPTMinutesJudge(MinutesMethod):
         if self.filler:
             return "shortest prompt filler compression can give: every turn reduced to its label"
         return ""
+
+    def extra_metric_entries(self) -> list[dict[str, Any]]:
+        """The filler compression's fields, when it compresses (``filler=true``)."""
+        return filler_metric_entries() if self.filler else []
 
     def context_way_out(self) -> tuple[str, ...]:
         """AutoMin's own way to shorten the prompt, when it is not on."""

@@ -54,7 +54,6 @@ from elitr_bench.judges.minutes.family import (
     FILLER_FLAGGED,
     FILLER_UNCLASSIFIED,
     TOKENS_SAVED,
-    metric_entries,
 )
 from elitr_bench.judges.summary.base import (
     MinutesAssessment,
@@ -68,6 +67,7 @@ from elitr_bench.judges.summary.registry import (
     context_line,
     context_over,
     get_method,
+    metric_entries,
     plan,
     warn_unsure,
 )
@@ -385,7 +385,7 @@ def metric_list(config: JudgeConfig | None) -> list[dict[str, Any]]:
 
     lm-eval aggregates only metrics its task config lists, and which metrics exist depends
     on the judge, so the minutes task adds these at construction time
-    (:func:`~elitr_bench.judges.minutes.family.metric_entries`).
+    (:func:`~elitr_bench.judges.summary.registry.metric_entries`).
     """
     if config is None:
         return []

@@ -221,6 +221,14 @@ class MinutesMethod(ABC):
         """The method's own ways to shorten an over-long prompt (none)."""
         return ()
 
+    def extra_metric_entries(self) -> list[dict[str, Any]]:
+        """lm-eval ``metric_list`` entries it writes besides its scores and the counts.
+
+        Fields describing what the method did (not qualities), e.g. tokens a compression
+        saved; none by default.
+        """
+        return []
+
 
 def lower_is_better(metric: str) -> bool:
     """Whether ``metric`` (``@LABEL`` ignored) scores errors, so that lower is better.

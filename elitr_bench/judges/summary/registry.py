@@ -28,12 +28,19 @@ from typing import TYPE_CHECKING, Any
 from elitr_bench.judges.config import family_identity
 from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.family import families
+from elitr_bench.judges.metrics import (
+    COUNT_AGGREGATION,
+    JUDGE_ERRORS,
+    JUDGE_FORMAT_IN_ANSWER,
+    JUDGE_UNSCORED,
+)
 from elitr_bench.judges.plugins import Registry
 from elitr_bench.judges.summary.base import (
     MinutesAssessment,
     MinutesItem,
     MinutesMethod,
     error_assessment,
+    lower_is_better,
 )
 
 if TYPE_CHECKING:
@@ -141,6 +148,25 @@ def get_method(config: JudgeConfig) -> MinutesMethod:
             f"{', '.join(known_methods())}"
         )
     return factory(config)
+
+
+def metric_entries(config: JudgeConfig) -> list[dict[str, Any]]:
+    """lm-eval ``metric_list`` entries of a task judged by any minutes method.
+
+    Which metrics exist depends on the method: its scores (their direction as their
+    family declares it, :func:`~.base.lower_is_better`), the counts every judge writes,
+    then the fields the method declares itself (:meth:`~.base.MinutesMethod.extra_metric_entries`).
+    """
+    method = get_method(config)
+    entries: list[dict[str, Any]] = [
+        {"metric": m, "aggregation": "mean", "higher_is_better": not lower_is_better(m)}
+        for m in method.metrics
+    ]
+    entries += [
+        {"metric": name, "aggregation": COUNT_AGGREGATION, "higher_is_better": False}
+        for name in (JUDGE_UNSCORED, JUDGE_ERRORS, JUDGE_FORMAT_IN_ANSWER)
+    ]
+    return entries + method.extra_metric_entries()
 
 
 def make_client(config: JudgeConfig, cache: JudgeCache | None = None) -> JudgeClient:
