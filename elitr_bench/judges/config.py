@@ -430,7 +430,7 @@ def _validate(config: JudgeConfig, spec: str) -> None:
         others = " or ".join(f"{', '.join(r)} ({family})" for family, r in family_rubrics)
         raise bad(
             f"unknown rubric {config.rubric!r}; use one of {', '.join(RUBRICS)} "
-            f"({default_family().name}) or {others}"
+            f"({default_family().short or default_family().name}) or {others}"
         )
     methods = sorted({m for f in registered if f.methods is not None for m in f.methods()})
     if config.method and config.method not in methods:

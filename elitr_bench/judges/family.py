@@ -85,6 +85,7 @@ class JudgeFamily:
             command writes) is better when lower; None: all are higher-is-better.
         scale: The fixed range of one of its metrics (figures show the whole scale);
             None from the hook, or no hook: no fixed range.
+        short: How lists of rubrics name it briefly ("" = its name).
     """
 
     name: str
@@ -105,6 +106,7 @@ class JudgeFamily:
     redacted: tuple[str, ...] = ()
     other_model: str = "other model"
     lower_is_better: Callable[[str], bool] | None = None
+    short: str = ""
     scale: Callable[[str], tuple[float, float] | None] | None = None
 
     def option_names(self) -> tuple[str, ...]:

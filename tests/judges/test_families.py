@@ -228,3 +228,11 @@ def test_minutes_methods_share_the_collision_rule() -> None:
     ):
         register_method("gpt-art", lambda config: None)  # type: ignore[arg-type,return-value]
     assert METHODS.origin("gpt-art") == "elitr_bench.judges.minutes.gpt"
+
+
+def test_an_unknown_method_is_refused_by_name_whatever_options_come_with_it() -> None:
+    """The minutes family's predicate claims any method no other family holds."""
+    with pytest.raises(JudgeConfigError, match="unknown method 'zzz'; use one of gpt-afgr"):
+        parse_judge_spec("openai:m,method=zzz,filler=false")
+    with pytest.raises(JudgeConfigError, match=r"prometheus-rubric \(QA\) or gpt-art"):
+        parse_judge_spec("openai:m,rubric=likert")

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -115,10 +116,25 @@ def _metrics(config: JudgeConfig) -> tuple[str, ...]:
     return tuple(str(e["metric"]) for e in metric_entries(config))  # any method's, shared
 
 
+def _claimed_elsewhere() -> set[str]:
+    """Methods another family selects (those have options of their own)."""
+    return {m for f in families() if f.name != "minutes" for m in f.method_names()}
+
+
 def _methods() -> tuple[str, ...]:
-    """Every minutes method no other family claims (those have options of their own)."""
-    claimed = {m for f in families() if f.name != "minutes" for m in f.method_names()}
+    """Every minutes method no other family claims."""
+    claimed = _claimed_elsewhere()
     return tuple(m for m in known_methods() if m not in claimed)
+
+
+def _select(options: Mapping[str, Any]) -> bool:
+    """Any ``method=`` no other family claims is a minutes method, known or not.
+
+    An unknown one is then refused by name ("unknown method"), with the minutes options
+    it came with accepted, rather than those options being blamed.
+    """
+    method = str(options.get("method") or "").strip().lower()
+    return bool(method) and method not in _claimed_elsewhere()
 
 
 register_family(
@@ -130,6 +146,7 @@ register_family(
         defaults=GREEDY,
         rubrics=MINUTES_RUBRICS,
         methods=_methods,
+        select=_select,
         metrics=_metrics,
         parsers={"criteria": read_criteria},
         check=_check,

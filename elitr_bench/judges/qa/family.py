@@ -64,6 +64,7 @@ register_family(
     JudgeFamily(
         "qa",
         label="the QA judges",
+        short="QA",
         options=QAOptions,
         rubrics=tuple(RUBRICS),
         default=True,
