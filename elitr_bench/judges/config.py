@@ -161,9 +161,9 @@ class JudgeConfig:
         if self.rubric not in RUBRICS:
             owner = next((f for f in families() if self.rubric in f.rubrics), None)
             raise JudgeConfigError(
-                f"judge spec {self.spec or self.backend!r}: rubric={self.rubric} is "
-                f"{owner.label + chr(39) + 's' if owner else 'not a rubric'}; this judge "
-                f"needs rubric={' or '.join(RUBRICS)}"
+                f"judge spec {self.spec or self.backend!r}: rubric={self.rubric} "
+                + (f"belongs to {owner.label}" if owner else "is not a rubric of this judge")
+                + f"; this judge needs rubric={' or '.join(RUBRICS)}"
             )
         return RUBRICS[self.rubric]
 
