@@ -20,14 +20,14 @@ test-fast:
 	$(PYTHON) -m pytest -n auto -m "not slow"
 
 lint:
-	$(PYTHON) -m ruff check elitr_bench tests bench
-	$(PYTHON) -m ruff format --check elitr_bench tests bench
+	$(PYTHON) -m ruff check elitr_bench tests bench examples
+	$(PYTHON) -m ruff format --check elitr_bench tests bench examples
 	$(PYTHON) -m mypy
 	lint-imports
 
 format:
-	$(PYTHON) -m ruff format elitr_bench tests bench
-	$(PYTHON) -m ruff check --fix elitr_bench tests bench
+	$(PYTHON) -m ruff format elitr_bench tests bench examples
+	$(PYTHON) -m ruff check --fix elitr_bench tests bench examples
 
 # Offline end to end: the released GPT-4 answers through the real lm_eval CLI in the
 # three settings, judged with the released judge scores; the released GPT-4 minutes of

@@ -100,7 +100,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
             f"--judge replay scores only the released systems' answers (lm_eval --model "
             f"elitr-replay); {generated[0]} holds answers of --model "
             f"{model_of(generated[0])}. Use an LLM judge, or "
-            f"{keyless_alternatives('qa', 'elitr-bench')}"
+            f"{keyless_alternatives(True, 'elitr-bench')}"
         )
     # Judge prompts that cannot fit the judge's window stop here, before any request.
     if minutes_judge:
@@ -116,7 +116,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
         alternative=(
             KEYLESS_JUDGE
             if minutes_judge
-            else keyless_alternatives("qa", "elitr-bench", replay=bool(qa_files) and not generated)
+            else keyless_alternatives(True, "elitr-bench", replay=bool(qa_files) and not generated)
         ),
     )
 
@@ -170,7 +170,7 @@ def _cmd_judge_check(args: argparse.Namespace) -> int:
     from elitr_bench.metaeval.qa import format_report, run_judge_check
 
     config = judge_config_from_args(args.judge, args.rubric)
-    alternative = keyless_alternatives("qa", "elitr-bench", replay=True)  # released answers
+    alternative = keyless_alternatives(True, "elitr-bench", replay=True)  # released answers
     check_judge_ready(config, network=True, command="elitr-bench", alternative=alternative)
     report = run_judge_check(config)
     print(format_report(report))

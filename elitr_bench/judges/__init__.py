@@ -1,12 +1,15 @@
 """Judges: a small core and the judge families that register with it.
 
-The core: ``config`` (judge specs, family hooks, readiness, the run's judge),
-``rubrics`` (the ELITR-Bench QA prompts, pure, the specs' default), ``metrics`` (metric
-and filter names, logged-judgement parsing), ``filtering`` (what every judge filter
-shares), ``usage``, ``errors`` and ``summary`` (records, protocol and registry of the
-summary judges). The families: ``qa`` (LLM judge, replay, lexical, the ``elitr_judge``
-filter), ``minutes`` (AutoMin GPT-ART/GPT-AFGR, filler compression), ``cream``,
-``mesa``; none imports another. The transport they call is :mod:`elitr_bench.llm`.
+The core: ``config`` (judge specs, readiness, the run's judge; it names no family),
+``family`` (the family registry that decides a spec's family), ``plugins`` (the one
+registry type: lazy placeholders, entry points, one collision rule), ``option_types``
+(spec options from type hints), ``rubrics`` (the ELITR-Bench QA prompts, pure, the specs'
+default), ``metrics`` (metric and filter names, logged-judgement parsing), ``filtering``
+(what every judge filter shares), ``usage``, ``errors`` and ``summary`` (records, the
+method base class and the registry of the summary judges). The families: ``qa`` (LLM
+judge, replay, lexical, the ``elitr_judge`` filter), ``minutes`` (AutoMin
+GPT-ART/GPT-AFGR, filler compression), ``cream``, ``mesa``; none imports another. The
+transport they call is :mod:`elitr_bench.llm`.
 Importing this package stays light: lm-eval and the openai SDK are imported only by the
 modules that need them.
 """

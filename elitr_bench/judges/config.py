@@ -20,8 +20,17 @@ from typing import Any, TypeVar
 from urllib.parse import urlparse
 
 from elitr_bench.judges.errors import JudgeConfigError, JudgeNotReadyError
-from elitr_bench.judges.family import JudgeFamily, families, get_family, owner_of
-from elitr_bench.judges.rubrics import RUBRICS, Rubric
+from elitr_bench.judges.family import (
+    DEFAULT_FAMILY,
+    JudgeFamily,
+    default_family,
+    families,
+    get_family,
+    owner_of,
+    select_family,
+)
+from elitr_bench.judges.option_types import Converter, option_converters
+from elitr_bench.judges.rubrics import DEFAULT_RUBRIC, RUBRICS, Rubric
 from elitr_bench.llm.endpoint import effective_base_url, endpoint_key
 from elitr_bench.llm.redact import (
     MASK,
@@ -50,20 +59,21 @@ class JudgeConfig:
 
     The fields are what every judge shares: the endpoint and transport settings, the
     sampling, the prompt (``rubric``/``method``) and the re-asks. What only one family
-    reads (MESA's ``debate``, the AutoMin judges' ``filler``, replay's ``system``) is in
-    ``options``, that family's own frozen record (:mod:`elitr_bench.judges.family`).
+    reads is in ``options``, that family's own frozen record
+    (:mod:`elitr_bench.judges.family`).
 
-    The dataclass defaults are the QA judge's: ELITR-Bench samples its GPT-4 evaluator
-    (App. C.1: the evaluator is a source of variance under the run's seed) with the
-    setting App. B gives for GPT-4, temperature 0.6 and top-p 0.9; the seed (2023, the
-    paper's first seed) is sent to the API. The other judge families decode greedily by
-    default because their papers give no sampling (each family's ``defaults``, applied
-    by :func:`parse_judge_spec`).
+    The dataclass defaults are ELITR-Bench's answer judge's: the paper samples its GPT-4
+    evaluator (App. C.1: the evaluator is a source of variance under the run's seed)
+    with the setting App. B gives for GPT-4, temperature 0.6 and top-p 0.9; the seed
+    (2023, the paper's first seed) is sent to the API. A family whose paper gives no
+    sampling decodes greedily instead (its ``defaults``, applied by
+    :func:`parse_judge_spec`).
 
     Attributes:
         backend: ``openai``, ``hf``, ``replay`` or ``lexical``.
         model: Model name (openai), path or hub id (hf); ``""`` for replay and lexical.
-        rubric: Rubric name (``gpt4-rubric`` or ``prometheus-rubric``).
+        rubric: Rubric name (one of :data:`~elitr_bench.judges.rubrics.RUBRICS`, or a
+            rubric a family registers).
         temperature: Sampling temperature (0 = greedy).
         top_p: Nucleus sampling mass.
         seed: Seed passed to the backend; sample ``i`` / re-ask ``j`` use a derived seed.
@@ -88,19 +98,17 @@ class JudgeConfig:
         progress: Show a tqdm progress bar.
         preflight: Send one minimal authenticated request before any generation
             (openai backend), so a wrong key, URL or model fails in seconds.
-        method: Minutes method (``mesa``, ...; see ``judges/summary/registry.py``); the
-            AutoMin prompt methods are chosen with ``rubric=gpt-art`` / ``rubric=gpt-afgr``.
+        method: A judge method a family registers (see ``judges/summary/registry.py``).
         context: Every judge: its model's context window in tokens (prompt plus output).
             0 = known from the OpenAI model table or an hf judge's config, else not
             checked (see ``llm/context_window.py``); a value overrides both.
-        family: The judge family (``qa``, ``minutes``, ``mesa``, ``cream``).
-        options: The family's own options record (``QAOptions``, ``MinutesOptions``,
-            ``MesaSpecOptions``, ...); read it with :meth:`options_of`.
+        family: The judge family's registered name (:mod:`elitr_bench.judges.family`).
+        options: The family's own options record; read it with :meth:`options_of`.
     """
 
     backend: str
     model: str = ""
-    rubric: str = "gpt4-rubric"
+    rubric: str = DEFAULT_RUBRIC
     temperature: float = 0.6
     top_p: float = 0.9
     seed: int | None = 2023
@@ -126,12 +134,12 @@ class JudgeConfig:
     preflight: bool = True
     method: str = ""
     context: int = 0
-    family: str = "qa"
+    family: str = DEFAULT_FAMILY
     options: Any = None
     spec: str = field(default="", compare=False)
 
     def options_of(self, kind: type[_Options]) -> _Options:
-        """The family options record, typed (``config.options_of(MesaSpecOptions)``).
+        """The family options record, typed (``config.options_of(MyOptions)``).
 
         Raises:
             JudgeConfigError: The config is of another family.
@@ -148,12 +156,14 @@ class JudgeConfig:
         """The rubric this judge uses.
 
         Raises:
-            JudgeConfigError: The rubric is a minutes judge's (``gpt-art``/``gpt-afgr``).
+            JudgeConfigError: The rubric is another family's (a prompt of its own).
         """
         if self.rubric not in RUBRICS:
+            owner = next((f for f in families() if self.rubric in f.rubrics), None)
             raise JudgeConfigError(
-                f"judge spec {self.spec or self.backend!r}: rubric={self.rubric} judges meeting "
-                f"minutes; question answering needs rubric={' or '.join(RUBRICS)}"
+                f"judge spec {self.spec or self.backend!r}: rubric={self.rubric} "
+                + (f"belongs to {owner.label}" if owner else "is not a rubric of this judge")
+                + f"; this judge needs rubric={' or '.join(RUBRICS)}"
             )
         return RUBRICS[self.rubric]
 
@@ -200,92 +210,63 @@ class JudgeConfig:
         out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "options"}
         if self.options is not None:
             out.update(asdict(self.options))
-        for name in ("base_url", "pool"):
+        for name in ("base_url", *get_family(self.family).redacted):
             if isinstance(out.get(name), str):
                 out[name] = redact_text(out[name])
         return out
 
 
 def family_identity(config: JudgeConfig) -> Mapping[str, Any]:
-    """What the config's family options add to its judge identity (``filler_model``)."""
+    """What the config's family options add to its judge identity (a second model)."""
     hook = get_family(config.family).identity
     return hook(config) if hook is not None else {}
 
-
-#: The AutoMin prompt methods (``rubric=gpt-art|gpt-afgr``): a spec naming one is a
-#: minutes judge (:func:`judge_family`).
-_MINUTES_PROMPT_RUBRICS = ("gpt-art", "gpt-afgr")
 
 #: Greedy decoding, for judges whose paper gives no sampling (a family's ``defaults``).
 GREEDY: Mapping[str, Any] = {"temperature": 0.0, "top_p": 1.0}
 
 
 def family_defaults(name: str) -> Mapping[str, Any]:
-    """The shared options family ``name`` sets differently from the QA judge's.
+    """The shared options family ``name`` sets differently from the dataclass defaults.
 
-    * ``qa``: ELITR-Bench's rubrics; sampled at 0.6/0.9 (App. B, C.1): none.
-    * ``minutes``: AutoMin 2023's GPT-ART/GPT-AFGR judges and the filler classifier
-      (Sec. 6.3): no sampling given, so greedy.
-    * ``mesa``: MESA (Sec. 2.5): ``method=mesa``, greedy (its record's ``debate``
-      defaults to ``same``, MADP-S, the paper's MESA).
-    * ``cream``: CREAM (Sec. 3.1, App. A): no sampling given, so greedy.
+    Each family registers its own (greedy decoding where its paper gives no sampling,
+    the method it runs); the registry, not this module, knows them.
     """
     return get_family(name).defaults
 
 
 def judge_family(options: Mapping[str, Any]) -> str:
-    """The family a spec's options select: ``method=mesa``, a minutes rubric, else QA.
+    """The family a spec's shared options select, as the registered families say.
 
-    CREAM specs look like QA specs; the ``arena`` command names the family itself.
+    Every family is asked (:func:`~elitr_bench.judges.family.select_family`: its own
+    predicate, then its methods, then its rubrics); a spec none selects gets the default
+    family. A family that only a command selects is named by that command.
     """
-    method = str(options.get("method") or "").strip().lower()
-    if method == "mesa":
-        return "mesa"
-    if method or str(options.get("rubric") or "").strip().lower() in _MINUTES_PROMPT_RUBRICS:
-        return "minutes"
-    return "qa"
+    return select_family(options).name
 
 
-_BOOL_TRUE = {"1", "true", "yes", "on"}
-_BOOL_FALSE = {"0", "false", "no", "off"}
-#: The shared options a spec may set, with their types (the family's come from its record).
-_OPTION_TYPES: dict[str, str] = {
-    f.name: str(f.type)
-    for f in fields(JudgeConfig)
-    if f.name not in ("backend", "model", "spec", "family", "options")
-}
+#: The shared options a spec may set, with their converters (the family's come from its
+#: record), from the real type hints of :class:`JudgeConfig`.
+_OPTION_TYPES: dict[str, Converter] = option_converters(
+    JudgeConfig, skip=("backend", "model", "spec", "family", "options")
+)
 _OPTION_ALIASES = {"max_new_tokens": "max_tokens", "n": "samples", "k": "samples"}
 
 
-def _convert(name: str, raw: str, spec: str, kind: str | None = None) -> Any:
-    kind = kind or _OPTION_TYPES[name]
+def _convert(name: str, raw: str, spec: str, converter: Converter | None = None) -> Any:
+    converter = converter or _OPTION_TYPES[name]
     try:
-        if kind == "bool":
-            low = raw.lower()
-            if low in _BOOL_TRUE:
-                return True
-            if low in _BOOL_FALSE:
-                return False
-            raise ValueError(raw)
-        if kind == "int":
-            return int(raw)
-        if kind == "int | None":
-            return None if raw.lower() in ("none", "") else int(raw)
-        if kind == "float":
-            return float(raw)
-        if kind == "float | None":
-            return None if raw.lower() in ("none", "") else float(raw)
+        return converter.convert(raw)
     except ValueError:
         raise JudgeConfigError(
-            f"judge spec {spec!r}: option {name}={raw!r} is not a valid {kind}"
+            f"judge spec {spec!r}: option {name}={raw!r} is not a valid {converter.kind}"
         ) from None
-    return raw
 
 
 def parse_judge_spec(spec: str, *, family: str | None = None) -> JudgeConfig:
     """Parse ``<backend>[:<model>][,option=value...]`` into a :class:`JudgeConfig`.
 
-    Examples: ``openai:gpt-4-0613``, ``hf:/models/prometheus-13b,rubric=prometheus-rubric``,
+    Examples: ``openai:gpt-4-0613``, ``hf:/models/judge-13b,rubric=NAME``,
     ``replay``, ``lexical``, ``openai:gpt-4o-mini,temperature=0,samples=3,rpm=500``.
     ``price=IN:OUT`` sets both per-1M-token prices. ``none`` is not a judge: use
     :func:`resolve_run_judge` for specs that may disable judging.
@@ -298,7 +279,7 @@ def parse_judge_spec(spec: str, *, family: str | None = None) -> JudgeConfig:
     Args:
         spec: The judge spec.
         family: The judge family whose defaults apply (a command that implies one:
-            ``mesa``, ``cream``); None decides it from ``method=`` and ``rubric=``
+            the registered name); None asks the registered families
             (:func:`judge_family`). The defaults land in the config, so the judge
             identity shows what ran; options written in the spec win.
 
@@ -318,7 +299,7 @@ def parse_judge_spec(spec: str, *, family: str | None = None) -> JudgeConfig:
     if backend in ("none", "off", "skip"):  # tasks turn judging off before parsing
         raise JudgeConfigError(
             f"judge spec {spec!r}: this command needs a judge, not {backend!r}; "
-            "e.g. openai:gpt-4o (replay and lexical score QA answers only)"
+            "e.g. openai:gpt-4o (replay and lexical score answers to questions only)"
         )
     if backend not in BACKENDS:
         close = difflib.get_close_matches(backend, BACKENDS, n=1, cutoff=0.75)
@@ -391,10 +372,10 @@ def _family_values(
     """The family's own options of a spec, converted; refuses any other option.
 
     An option of another family names that family and how a spec selects it, unless a
-    command named the family (``arena``, ``mesa``), where no other family can be chosen;
+    command named the family, where no other family can be chosen;
     an unknown option gets the closest option this family takes ("did you mean").
     """
-    types = fam.option_types()
+    types = fam.converters
     owner: JudgeFamily | None = None
     used: list[str] = []  # the first other family's options, as the spec wrote them
     for key, value in raw.items():
@@ -444,11 +425,12 @@ def _validate(config: JudgeConfig, spec: str) -> None:
         return JudgeConfigError(f"judge spec {spec!r}: {msg}")
 
     registered = families()
-    family_rubrics = [(f.name, f.rubrics) for f in registered if f.rubrics and f.name != "qa"]
+    family_rubrics = [(f.name, f.rubrics) for f in registered if f.rubrics and not f.default]
     if config.rubric not in RUBRICS and not any(config.rubric in r for _, r in family_rubrics):
         others = " or ".join(f"{', '.join(r)} ({family})" for family, r in family_rubrics)
         raise bad(
-            f"unknown rubric {config.rubric!r}; use one of {', '.join(RUBRICS)} (QA) or {others}"
+            f"unknown rubric {config.rubric!r}; use one of {', '.join(RUBRICS)} "
+            f"({default_family().short or default_family().name}) or {others}"
         )
     methods = sorted({m for f in registered if f.methods is not None for m in f.methods()})
     if config.method and config.method not in methods:
@@ -506,8 +488,8 @@ def resolve_judge_spec(
 ) -> str:
     """Pick the run's judge spec: explicit value, else ``ELITR_JUDGE``, else ``default``.
 
-    ``default`` is the QA judge of ELITR-Bench unless a command names its own paper's
-    judge (``elitr-bench mesa``: MESA's GPT-4o).
+    ``default`` is ELITR-Bench's answer judge unless a command names its own paper's
+    judge.
     """
     environ = os.environ if env is None else env
     if spec is not None and spec.strip():
@@ -595,17 +577,17 @@ LOCAL_SERVER_JUDGE = "openai:MODEL,base_url=http://127.0.0.1:PORT/v1"
 
 
 def keyless_alternatives(
-    kind: str = "qa", command: str = "lm_eval", *, replay: bool = False
+    answers: bool = True, command: str = "lm_eval", *, replay: bool = False
 ) -> str:
     """The ways to go on without an API key that can work for the run at hand.
 
     Only judges that can score what the run holds are named: ``replay`` has scores for the
-    released systems' QA answers only, ``lexical`` scores QA answers only, and ``none``
-    is a way out only where generation can go on and be judged later.
+    released systems' answers to questions only, ``lexical`` scores such answers only,
+    and ``none`` is a way out only where generation can go on and be judged later.
 
     Args:
-        kind: ``qa`` (ELITR-Bench answers) or ``minutes`` (minutes tasks, ``arena``,
-            ``mesa``, minutes runs of ``score``).
+        answers: The run holds ELITR-Bench answers to questions (False: anything else,
+            e.g. summaries, which only an LLM judge scores).
         command: ``lm_eval`` (the judge is set in ``--metadata``) or ``elitr-bench``
             (``--judge``).
         replay: The answers are the released systems' (``--model elitr-replay`` runs, or
@@ -615,7 +597,7 @@ def keyless_alternatives(
         The alternatives, separated by ``; ``.
     """
     ways: list[str] = []
-    if kind == "qa":
+    if answers:
         if replay:
             ways.append(f"{judge_flag_hint('replay', command)} (the released judge scores)")
         ways.append(f"{judge_flag_hint('lexical', command)} (token F1, not the paper's score)")
@@ -632,8 +614,8 @@ def keyless_alternatives(
 
 
 #: The way out of a missing key for ``elitr-bench`` commands whose judges must be LLMs
-#: (``arena``, ``mesa``, minutes runs of ``score``).
-KEYLESS_JUDGE = keyless_alternatives("minutes", "elitr-bench")
+#: (every command judging anything but answers to questions).
+KEYLESS_JUDGE = keyless_alternatives(False, "elitr-bench")
 
 
 def check_judge_ready(
@@ -653,7 +635,8 @@ def check_judge_ready(
     gets one minimal authenticated request, once per process and endpoint (see
     :meth:`~elitr_bench.llm.openai_backend.OpenAIBackend.preflight`), and an
     ``hf`` judge's config and tokenizer are resolved (local folder or hub cache, never the
-    weights). A separate filler classifier (``filler_model=``) is checked the same way.
+    weights). Other models a family's judges call (its ``models`` hook) are checked the
+    same way, and a family's ``ready`` hook checks what its non-LLM backends read.
 
     Args:
         config: The judge (None: judging is off, nothing to check).
@@ -661,7 +644,7 @@ def check_judge_ready(
         network: Also send the preflight request of API judges and resolve hf judges.
         command: ``lm_eval`` or ``elitr-bench``: which flags the fix names.
         alternative: The ways out to suggest, as the caller's users would type them
-            (default: :func:`keyless_alternatives` for QA answers of a generating model).
+            (default: :func:`keyless_alternatives` for answers of a generating model).
 
     Raises:
         JudgeNotReadyError: One line naming what is missing and how to fix it.
@@ -670,7 +653,7 @@ def check_judge_ready(
         return
     environ = os.environ if env is None else env
     if alternative is None:
-        alternative = keyless_alternatives("qa", command)
+        alternative = keyless_alternatives(True, command)
     if config.backend == "openai":
         if importlib.util.find_spec("openai") is None:
             raise JudgeNotReadyError(
@@ -715,19 +698,14 @@ def check_judge_ready(
                 )
             if network and config.preflight:
                 _resolve_hf(model, environ)
-    elif config.backend == "replay":
-        from elitr_bench.data import load_released_responses
-
-        try:
-            load_released_responses("qa", "test2", "st", "all-eval")
-        except Exception as exc:  # the data layer's message already names the fix
-            raise JudgeNotReadyError(
-                f"judge replay: released responses unavailable: {exc}"
-            ) from None
+    else:
+        for family in families():  # the family that reads files for its backend says so
+            if family.ready is not None:
+                family.ready(config, environ)
 
 
 def _models_of(config: JudgeConfig) -> list[str]:
-    """The judge's model, then the others its family calls (a filler classifier)."""
+    """The judge's model, then the others its family calls (its ``models`` hook)."""
     hook = get_family(config.family).models
     return [config.model, *(hook(config) if hook is not None else ())]
 
@@ -807,7 +785,8 @@ def _preflight(
 
     Costs nothing for the replay, lexical and hf judges (never called for them) and at
     most a 1-token completion for an API judge; ``preflight=false`` skips it. ``judge``
-    is the spec's config when ``config`` is its filler classifier (named in the error).
+    is the spec's config when ``config`` is another model its family calls (named in the
+    error as the family's ``other_model`` option).
     """
     if not config.preflight:
         return
@@ -829,7 +808,7 @@ def _preflight(
     if problem is not None:
         name = config.spec or "openai"
         if judge is not None and judge.model != config.model:
-            name += f" (its filler_model {config.model})"
+            name += f" (its {get_family(judge.family).other_model} {config.model})"
         raise JudgeNotReadyError(
             f"judge {name}: {problem}; nothing was generated or judged yet. "
             f"Fix the key, base_url or model ({alternative}), "

@@ -1,27 +1,30 @@
 """Judge families: what each family adds to a judge spec, registered by the family itself.
 
-A judge spec is one string (``openai:gpt-4o,method=mesa,debate=same``) whose options
+A judge spec is one string (``openai:MODEL,method=NAME,option=value``) whose options
 are of two kinds: the endpoint and sampling options every LLM judge has (the
-:class:`~elitr_bench.judges.config.JudgeConfig` fields) and the options of one family
-(MESA's ``debate``, the AutoMin judges' ``filler``, replay's ``system``). A family owns
-the second kind as a frozen dataclass, and registers it here with its defaults, the
-metrics it writes, its reply parsers and its checks, so that the spec parser (the core)
-knows which options a spec may take without importing any family, and a new family
-needs no edit of the core: it calls :func:`register_family` when its module is imported.
+:class:`~elitr_bench.judges.config.JudgeConfig` fields) and the options of one family.
+A family owns the second kind as a frozen dataclass, and registers it here with how a
+spec selects it, its defaults, the metrics it writes, its reply parsers and its checks,
+so that the spec parser (the core) knows which family a spec means and which options it
+may take without importing or naming any family: a new family calls
+:func:`register_family` when its module is imported.
 
-The built-in families (``qa``, ``minutes``, ``mesa``, ``cream``) are imported by name on
-first use (:data:`BUILTIN_FAMILY_MODULES`); a third-party family imports this module and
-registers itself before its specs are parsed.
+The built-in families are lazy placeholders (module paths imported on first use,
+:data:`BUILTIN_FAMILY_MODULES`); an installed package adds one with an entry point in the
+``elitr_bench.judge_families`` group whose value is the module that registers it.
 """
 
 from __future__ import annotations
 
-import importlib
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from functools import cached_property
 from typing import Any
 
 from elitr_bench.judges.errors import JudgeConfigError
+from elitr_bench.judges.option_types import Converter, option_converters
+from elitr_bench.judges.plugins import Registry
 
 #: A parsed :class:`~elitr_bench.judges.config.JudgeConfig`, as the hooks receive it. It is
 #: ``Any`` here because ``config.py`` imports this module (no import cycle, not even for
@@ -31,10 +34,21 @@ Config = Any
 #: Raises :class:`JudgeConfigError` for a parsed config that is wrong for its family.
 SpecCheck = Callable[[Config, str], None]
 
+#: Decides from a spec's shared options (``method``, ``rubric``, ...) whether it means
+#: this family; for families that select by more than a method or rubric name.
+Selector = Callable[[Mapping[str, Any]], bool]
+
+#: The family of a :class:`~elitr_bench.judges.config.JudgeConfig` built without parsing a
+#: spec (the one registered with ``default``; a test checks they agree).
+DEFAULT_FAMILY = "qa"
+
+#: The entry-point group through which an installed package adds a judge family.
+ENTRY_POINT_GROUP = "elitr_bench.judge_families"
+
 
 @dataclass(frozen=True)
 class NoOptions:
-    """The options record of a family that takes no option of its own (CREAM)."""
+    """The options record of a family that takes no option of its own."""
 
 
 @dataclass(frozen=True)
@@ -42,22 +56,36 @@ class JudgeFamily:
     """A judge family as the core sees it.
 
     Attributes:
-        name: The family's name (``qa``, ``minutes``, ``mesa``, ``cream``).
-        label: How messages name its judges ("MESA", "the AutoMin GPT judges").
-        selector: How a spec selects it, as a user writes it (``method=mesa``); empty
-            for families a command names (``cream``) or the default (``qa``).
+        name: The family's name, as ``parse_judge_spec(spec, family=...)`` names it.
+        label: How messages name its judges ("the toy judge").
+        selector: How a spec selects it, as a user writes it (``method=NAME``), for
+            messages; empty for a family a command names or the default one.
         options: Its frozen options record: each field is a spec option only this family
-            reads, with its type and default.
+            reads, with its type (a hint the converter table of
+            :mod:`~elitr_bench.judges.option_types` knows) and default.
         defaults: Shared :class:`JudgeConfig` options this family sets differently from
-            the QA judge's (greedy sampling where its paper gives none, ``method=mesa``).
+            the dataclass defaults (greedy sampling where its paper gives none).
         rubrics: Names ``rubric=`` may select for it.
         methods: Names ``method=`` may select for it (a function: a registry may grow).
+        select: A predicate over the spec's shared options, asked before the methods
+            and rubrics of every family (None: selected by them alone).
+        default: The family of a spec that no family selects (exactly one has it).
         metrics: The per-sample metric names its judges write for a config.
         parsers: Its reply parsers (pure functions of the reply text), by name.
         check: Checks its options, and the shared ones it reads, on a parsed config.
         identity: What its options add to the judge identity (for LLM judges).
         models: Models besides the judge's own that its judges call (checked before
             anything is generated).
+        ready: Checks, before anything is generated, that what a non-LLM backend of
+            this family reads is there (raises ``JudgeNotReadyError``).
+        redacted: Its string options that may hold credentials (masked by ``to_dict``).
+        other_model: How messages name a model its ``models`` hook returns (the option
+            that sets it).
+        lower_is_better: Whether one of its metrics (an lm-eval metric or a field its
+            command writes) is better when lower; None: all are higher-is-better.
+        scale: The fixed range of one of its metrics (figures show the whole scale);
+            None from the hook, or no hook: no fixed range.
+        short: How lists of rubrics name it briefly ("" = its name).
     """
 
     name: str
@@ -67,52 +95,78 @@ class JudgeFamily:
     defaults: Mapping[str, Any] = field(default_factory=dict)
     rubrics: tuple[str, ...] = ()
     methods: Callable[[], Sequence[str]] | None = None
+    select: Selector | None = None
+    default: bool = False
     metrics: Callable[[Config], tuple[str, ...]] | None = None
     parsers: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
     check: SpecCheck | None = None
     identity: Callable[[Config], Mapping[str, Any]] | None = None
     models: Callable[[Config], Sequence[str]] | None = None
+    ready: Callable[[Config, Mapping[str, str]], None] | None = None
+    redacted: tuple[str, ...] = ()
+    other_model: str = "other model"
+    lower_is_better: Callable[[str], bool] | None = None
+    short: str = ""
+    scale: Callable[[str], tuple[float, float] | None] | None = None
 
     def option_names(self) -> tuple[str, ...]:
         """The spec options this family owns, in its record's order."""
         return tuple(f.name for f in fields(self.options))
 
-    def option_types(self) -> dict[str, str]:
-        """Option name -> its annotated type, as text (``bool``, ``str``, ``int | None``)."""
-        return {f.name: str(f.type) for f in fields(self.options)}
+    @cached_property
+    def converters(self) -> dict[str, Converter]:
+        """Option name -> its converter, from the record's real type hints."""
+        return option_converters(self.options)
+
+    def method_names(self) -> tuple[str, ...]:
+        """The names ``method=`` selects this family with."""
+        return tuple(self.methods()) if self.methods is not None else ()
+
+    def selects(self, options: Mapping[str, Any]) -> bool:
+        """Whether this family's own predicate claims a spec's shared options."""
+        return self.select is not None and bool(self.select(options))
 
 
-_FAMILIES: dict[str, JudgeFamily] = {}
+#: Every judge family, by name: built-in ones as placeholders, installed ones through
+#: :data:`ENTRY_POINT_GROUP`.
+FAMILIES: Registry[JudgeFamily] = Registry("judge family", ENTRY_POINT_GROUP)
 
 #: Modules whose import registers the built-in families, loaded by name on first use:
 #: the core names no family module in its imports, so a family depends on the core and
 #: never the other way round.
-BUILTIN_FAMILY_MODULES = (
-    "elitr_bench.judges.qa.family",
-    "elitr_bench.judges.minutes.family",
-    "elitr_bench.judges.mesa.options",
-    "elitr_bench.judges.cream.family",
-)
-_LOADED = False
+BUILTIN_FAMILY_MODULES: Mapping[str, str] = {
+    "qa": "elitr_bench.judges.qa.family",
+    "minutes": "elitr_bench.judges.minutes.family",
+    "mesa": "elitr_bench.judges.mesa.options",
+    "cream": "elitr_bench.judges.cream.family",
+}
+for _name, _module in BUILTIN_FAMILY_MODULES.items():
+    FAMILIES.add_placeholder(_name, (_module,))
 
 
-def register_family(family: JudgeFamily) -> None:
-    """Add (or replace) a judge family; a family module calls this when imported."""
-    _FAMILIES[family.name] = family
+def register_family(family: JudgeFamily, *, replace: bool = False) -> None:
+    """Add a judge family; a family module calls this when imported.
 
+    Its options record is checked here: an option type the converter table cannot
+    convert fails now, naming the field, not when a user first writes the option.
 
-def _load_builtins() -> None:
-    global _LOADED
-    if not _LOADED:
-        _LOADED = True
-        for module in BUILTIN_FAMILY_MODULES:
-            importlib.import_module(module)
+    Raises:
+        JudgeConfigError: The name is taken by a family registered from another module
+            (the message names both), or an option type is unsupported.
+    """
+    from elitr_bench.judges.option_types import UnsupportedOptionType
+
+    try:
+        family.converters  # noqa: B018 -- computed (and cached) to refuse bad hints now
+    except UnsupportedOptionType as exc:
+        raise JudgeConfigError(f"judge family {family.name!r}: {exc}") from None
+    origin = str(sys._getframe(1).f_globals.get("__name__", "?"))
+    FAMILIES.register(family.name, family, origin, replace=replace)
 
 
 def families() -> tuple[JudgeFamily, ...]:
-    """Every registered family, the built-in ones first."""
-    _load_builtins()
-    return tuple(_FAMILIES.values())
+    """Every registered family, the built-in ones first, then the installed ones."""
+    return tuple(FAMILIES.values())
 
 
 def get_family(name: str) -> JudgeFamily:
@@ -121,13 +175,43 @@ def get_family(name: str) -> JudgeFamily:
     Raises:
         JudgeConfigError: No family has that name.
     """
-    _load_builtins()
-    try:
-        return _FAMILIES[name]
-    except KeyError:
+    found = FAMILIES.resolve(name)
+    if found is None:
         raise JudgeConfigError(
-            f"unknown judge family {name!r}; use one of {', '.join(_FAMILIES)}"
-        ) from None
+            f"unknown judge family {name!r}; use one of {', '.join(FAMILIES.names())}"
+        )
+    return found
+
+
+def default_family() -> JudgeFamily:
+    """The family of a spec no family selects (the one registered with ``default``)."""
+    for family in families():
+        if family.default:
+            return family
+    raise JudgeConfigError("no judge family is registered as the default")
+
+
+def select_family(options: Mapping[str, Any]) -> JudgeFamily:
+    """The family a spec's shared options select, asking every registered family.
+
+    First a family's own predicate (``select``), then the family whose methods hold
+    ``method=``, then the one whose rubrics hold ``rubric=``, else the default family.
+    """
+    registered = families()
+    method = str(options.get("method") or "").strip().lower()
+    rubric = str(options.get("rubric") or "").strip().lower()
+    for family in registered:
+        if family.selects(options):
+            return family
+    if method:
+        for family in registered:
+            if method in family.method_names():
+                return family
+    if rubric:
+        for family in registered:
+            if not family.default and rubric in family.rubrics:
+                return family
+    return default_family()
 
 
 def owner_of(option: str) -> JudgeFamily | None:

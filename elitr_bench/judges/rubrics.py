@@ -371,6 +371,9 @@ PROMETHEUS = Rubric(
 
 RUBRICS: dict[str, Rubric] = {GPT4.name: GPT4, PROMETHEUS.name: PROMETHEUS}
 
+#: The rubric of a judge spec that names none: the paper's (Figs. 6/7).
+DEFAULT_RUBRIC = GPT4.name
+
 
 def get_rubric(name: str) -> Rubric:
     """Look a rubric up by name.

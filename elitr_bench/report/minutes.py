@@ -388,15 +388,10 @@ def draw_scatter(
 
 
 def _judge_scale(metric: str) -> tuple[float, float] | None:
-    """The fixed score range of a judge metric (None: a metric without one, e.g. ROUGE)."""
-    name = metric.split("@", 1)[0]
-    if name.startswith(("afgr_", "art_")):
-        return (0.0, 10.0)  # AutoMin Figs. 17-18: 0 to 10
-    if name == "mesa_quality":
-        return (1.0, 10.0)  # MESA Eq. 2
-    if name.startswith("mesa_"):
-        return (0.0, 5.0)  # MESA Fig. 5: ratings 0-5
-    return None
+    """The fixed score range of a judge metric, as its family declares it (None: none)."""
+    from elitr_bench.judges.summary.base import metric_scale
+
+    return metric_scale(metric)
 
 
 def _vs_human(

@@ -206,7 +206,7 @@ def judge_for_minutes(metadata: Mapping[str, Any]) -> tuple[str, JudgeConfig | N
     """
     from elitr_bench.judges import parse_judge_spec
     from elitr_bench.judges.config import ENV_JUDGE
-    from elitr_bench.judges.summary.registry import MINUTES_RUBRICS, method_name
+    from elitr_bench.judges.summary.registry import MINUTES_RUBRICS, known_methods, method_name
 
     explicit = str(metadata.get("judge") or "").strip()
     spec = explicit
@@ -221,9 +221,10 @@ def judge_for_minutes(metadata: Mapping[str, Any]) -> tuple[str, JudgeConfig | N
         return "none", None
     config = parse_judge_spec(spec)
     if method_name(config) is None:
+        methods = "|".join(m for m in known_methods() if m not in MINUTES_RUBRICS)
         raise OptionError(
             f"--metadata judge={config.spec!r} is a QA judge; minutes tasks need a minutes "
-            f"method (rubric={'|'.join(MINUTES_RUBRICS)} or method=mesa) or judge=none"
+            f"method (rubric={'|'.join(MINUTES_RUBRICS)} or method={methods}) or judge=none"
         )
     # Concealed: lm-eval writes the filter's spec into the results (see llm/redact.py).
     return config.spec, config

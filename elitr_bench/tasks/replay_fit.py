@@ -32,7 +32,9 @@ def alternatives(kind: str, model: Any) -> str:
     """The keyless ways out for this run, as ``lm_eval`` flags (replay only for replays)."""
     from elitr_bench.judges.config import keyless_alternatives
 
-    return keyless_alternatives(kind, "lm_eval", replay=kind == "qa" and is_replay_model(model))
+    return keyless_alternatives(
+        kind == "qa", "lm_eval", replay=kind == "qa" and is_replay_model(model)
+    )
 
 
 def check_replay_fits(config: JudgeConfig | None, model: Any, kind: str = "qa") -> None:

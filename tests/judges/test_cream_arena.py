@@ -368,7 +368,7 @@ GARBAGE_KEY_FACTS: dict[str, Callable[[], Reply | str]] = {
     "empty": lambda: "",
 }
 # A 200 whose content is null is not a reply at all: the transport retries it and then
-# fails the call (tests/judges/test_transport.py), so it is no shape of garbage key facts.
+# fails the call (tests/llm/test_transport.py), so it is no shape of garbage key facts.
 
 
 def _is_extraction(request: RecordedRequest) -> bool:

@@ -15,7 +15,7 @@ import pytest
 
 from elitr_bench.judges.config import parse_judge_spec, with_options
 from elitr_bench.judges.errors import JudgeConfigError
-from elitr_bench.judges.family import _FAMILIES, JudgeFamily, families, register_family
+from elitr_bench.judges.family import FAMILIES, JudgeFamily, families, register_family
 from elitr_bench.judges.mesa.options import MesaSpecOptions
 from elitr_bench.judges.minutes.family import MinutesOptions
 from elitr_bench.judges.qa.family import QAOptions
@@ -135,7 +135,7 @@ def toy_family() -> Iterator[JudgeFamily]:
     family = JudgeFamily("toy", label="the toy judge", options=_ToyOptions, defaults={"seed": 7})
     register_family(family)
     yield family
-    _FAMILIES.pop("toy")
+    FAMILIES.unregister("toy")
 
 
 def test_a_new_family_registers_itself_without_editing_the_core(
@@ -147,3 +147,92 @@ def test_a_new_family_registers_itself_without_editing_the_core(
         parse_judge_spec("openai:m,strictness=high", family="toy")
     with pytest.raises(JudgeConfigError, match="strictness=3 applies to the toy judge only"):
         parse_judge_spec("openai:m,strictness=3")
+
+
+def test_the_spec_parser_names_no_family_or_rubric() -> None:
+    """``judges/config.py`` asks the registry: no family, label or rubric in its text."""
+    import re
+    from pathlib import Path
+
+    import elitr_bench.judges.config as config_module
+    from elitr_bench.judges.rubrics import RUBRICS
+
+    text = Path(config_module.__file__).read_text(encoding="utf-8")
+    names = {f.name for f in families()} | {r for f in families() for r in f.rubrics}
+    names |= set(RUBRICS) | {"automin", "filler", "gpt-art", "gpt-afgr", "madp"}
+    found = sorted(n for n in names if re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", text, re.I))
+    assert found == []
+    assert {"qa", "minutes", "mesa", "cream", "gpt4-rubric"} <= names  # the check bites
+
+
+@pytest.fixture
+def method_family() -> Iterator[JudgeFamily]:
+    family = JudgeFamily(
+        "picky",
+        label="the picky judge",
+        options=_ToyOptions,
+        selector="method=picky",
+        methods=lambda: ("picky",),
+    )
+    register_family(family)
+    yield family
+    FAMILIES.unregister("picky")
+
+
+def test_a_method_of_a_registered_family_selects_it(method_family: JudgeFamily) -> None:
+    config = parse_judge_spec("openai:m,method=picky,strictness=4")
+    assert config.family == "picky" and config.options_of(_ToyOptions).strictness == 4
+    with pytest.raises(
+        JudgeConfigError, match="strictness=4 applies to the picky judge only; add method=picky"
+    ):
+        parse_judge_spec("openai:m,rubric=gpt-art,strictness=4")
+
+
+def test_a_predicate_selects_a_family_before_methods_and_rubrics() -> None:
+    family = JudgeFamily("eager", label="the eager judge", select=lambda o: o.get("samples") == 5)
+    register_family(family)
+    try:
+        assert parse_judge_spec("openai:m,samples=5,rubric=gpt-art").family == "eager"
+        assert parse_judge_spec("openai:m,samples=4,rubric=gpt-art").family == "minutes"
+    finally:
+        FAMILIES.unregister("eager")
+
+
+def test_a_name_taken_by_another_module_is_an_error_naming_both() -> None:
+    families()  # the built-in ones are registered
+    with pytest.raises(
+        JudgeConfigError,
+        match=r"judge family 'mesa' is registered twice: "
+        r"by elitr_bench\.judges\.mesa\.options and by tests\.judges\.test_families",
+    ):
+        register_family(JudgeFamily("mesa", label="another MESA"))
+    assert next(f for f in families() if f.name == "mesa").label == "MESA"
+
+
+def test_the_default_family_is_the_one_a_bare_config_has() -> None:
+    from elitr_bench.judges.config import JudgeConfig
+    from elitr_bench.judges.family import default_family
+
+    assert JudgeConfig(backend="openai").family == default_family().name
+    assert parse_judge_spec("openai:m").family == default_family().name
+
+
+def test_minutes_methods_share_the_collision_rule() -> None:
+    from elitr_bench.judges.summary.registry import METHODS, get_method, register_method
+
+    get_method(parse_judge_spec("openai:m,rubric=gpt-art"))  # registered by its module
+    with pytest.raises(
+        JudgeConfigError,
+        match=r"minutes method 'gpt-art' is registered twice: "
+        r"by elitr_bench\.judges\.minutes\.gpt and by tests\.judges\.test_families",
+    ):
+        register_method("gpt-art", lambda config: None)  # type: ignore[arg-type,return-value]
+    assert METHODS.origin("gpt-art") == "elitr_bench.judges.minutes.gpt"
+
+
+def test_an_unknown_method_is_refused_by_name_whatever_options_come_with_it() -> None:
+    """The minutes family's predicate claims any method no other family holds."""
+    with pytest.raises(JudgeConfigError, match="unknown method 'zzz'; use one of gpt-afgr"):
+        parse_judge_spec("openai:m,method=zzz,filler=false")
+    with pytest.raises(JudgeConfigError, match=r"prometheus-rubric \(QA\) or gpt-art"):
+        parse_judge_spec("openai:m,rubric=likert")

@@ -33,7 +33,7 @@ def test_missing_key_hint_is_the_callers_alternative() -> None:
     assert "replay" not in str(qa.value)
     assert """--metadata '{"judge": "lexical"}'""" in str(qa.value)
     assert """--metadata '{"judge": "none"}', then elitr-bench score RUN_DIR""" in str(qa.value)
-    replayed = keyless_alternatives("qa", "lm_eval", replay=True)
+    replayed = keyless_alternatives(True, "lm_eval", replay=True)
     with pytest.raises(JudgeNotReadyError) as replay_run:
         check_judge_ready(config, env={}, alternative=replayed)
     assert """--metadata '{"judge": "replay"}'""" in str(replay_run.value)

@@ -46,7 +46,12 @@ from elitr_bench.judges.mesa.prompts import (
     TEMPLATES,
     step_prompt,
 )
-from elitr_bench.judges.summary.base import MinutesAssessment, MinutesItem, status_for
+from elitr_bench.judges.summary.base import (
+    MinutesAssessment,
+    MinutesItem,
+    MinutesMethod,
+    status_for,
+)
 from elitr_bench.judges.summary.registry import register_method
 from elitr_bench.llm.client import JudgeClient, gather_settled
 from elitr_bench.llm.context_window import JudgeWindow, Overlong, judge_window
@@ -99,7 +104,7 @@ class TypeResult:
         }
 
 
-class MesaMethod:
+class MesaMethod(MinutesMethod):
     """The ``mesa`` minutes method (see the module docstring).
 
     Args:

@@ -9,6 +9,7 @@ when the spec is parsed, so a typo fails in seconds.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -26,7 +27,6 @@ from elitr_bench.judges.mesa.parsing import (
     parse_verification,
 )
 from elitr_bench.judges.mesa.prompts import LAYOUTS, Layout
-from elitr_bench.judges.metrics import JUDGE_ERRORS, JUDGE_FORMAT_IN_ANSWER, JUDGE_UNSCORED
 
 if TYPE_CHECKING:
     from elitr_bench.judges.config import JudgeConfig
@@ -191,10 +191,27 @@ def validate_mesa_options(config: JudgeConfig, spec: str) -> None:
         raise JudgeConfigError(f"judge spec {spec!r}: {exc}") from None
 
 
-def _metrics(config: JudgeConfig) -> tuple[str, ...]:
-    from elitr_bench.judges.summary.registry import get_method
+#: Metrics where a lower value is better: MESA's error ratings (0 = no error) and impact,
+#: as lm-eval metrics (``mesa_OM``) or ``elitr-bench mesa`` fields (``types.OM.rating``).
+_LOWER_IS_BETTER = re.compile(r"^(?:mesa_[A-Z][A-Z0-9_]*|types\.[^.]+\.rating|(?:mesa_)?impact)$")
 
-    return (*get_method(config).metrics, JUDGE_UNSCORED, JUDGE_ERRORS, JUDGE_FORMAT_IN_ANSWER)
+
+def _lower_is_better(metric: str) -> bool:
+    return bool(_LOWER_IS_BETTER.match(metric))
+
+
+def _scale(metric: str) -> tuple[float, float] | None:
+    if metric == "mesa_quality":
+        return (1.0, 10.0)  # MESA Eq. 2
+    if metric.startswith("mesa_"):
+        return (0.0, 5.0)  # MESA Fig. 5: ratings 0-5
+    return None
+
+
+def _metrics(config: JudgeConfig) -> tuple[str, ...]:
+    from elitr_bench.judges.summary.registry import metric_entries
+
+    return tuple(str(e["metric"]) for e in metric_entries(config))
 
 
 register_family(
@@ -212,5 +229,8 @@ register_family(
             "scoring": parse_scoring,
         },
         check=validate_mesa_options,
+        redacted=("pool",),
+        lower_is_better=_lower_is_better,
+        scale=_scale,
     )
 )

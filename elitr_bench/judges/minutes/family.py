@@ -7,25 +7,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from elitr_bench.judges.config import GREEDY
 from elitr_bench.judges.errors import JudgeConfigError
-from elitr_bench.judges.family import JudgeFamily, register_family
+from elitr_bench.judges.family import JudgeFamily, families, register_family
 from elitr_bench.judges.metrics import (
     COUNT_AGGREGATION,
-    JUDGE_ERRORS,
-    JUDGE_FORMAT_IN_ANSWER,
-    JUDGE_UNSCORED,
 )
 from elitr_bench.judges.minutes.score_parsing import read_criteria
-from elitr_bench.judges.summary.base import lower_is_better
 from elitr_bench.judges.summary.registry import (
     MINUTES_RUBRICS,
-    get_method,
     known_methods,
     method_name,
+    metric_entries,
 )
 
 if TYPE_CHECKING:
@@ -97,36 +94,47 @@ def _models(config: JudgeConfig) -> list[str]:
     return []
 
 
-def metric_entries(config: JudgeConfig) -> list[dict[str, Any]]:
-    """lm-eval ``metric_list`` entries of a task judged by a minutes method (MESA too).
+def filler_metric_entries() -> list[dict[str, Any]]:
+    """The metric entries of the filler compression (an AutoMin judge with ``filler=true``).
 
-    Which metrics exist depends on the method (``art_*``, ``afgr_*``, ``mesa_*``); MESA's
-    per-type ratings count errors, so they are lower-is-better (0 = none).
+    Descriptions of the compression, not qualities: no ranking direction.
     """
-    entries: list[dict[str, Any]] = [
-        {"metric": m, "aggregation": "mean", "higher_is_better": not lower_is_better(m)}
-        for m in get_method(config).metrics
-    ]
-    entries += [
-        {"metric": name, "aggregation": COUNT_AGGREGATION, "higher_is_better": False}
-        for name in (JUDGE_UNSCORED, JUDGE_ERRORS, JUDGE_FORMAT_IN_ANSWER)
-    ]
-    if compresses(config):
-        # Descriptions of the compression, not qualities: no ranking direction.
-        entries.append({"metric": TOKENS_SAVED, "aggregation": "mean", "higher_is_better": None})
-        entries += [
+    return [
+        {"metric": TOKENS_SAVED, "aggregation": "mean", "higher_is_better": None},
+        *(
             {"metric": name, "aggregation": COUNT_AGGREGATION, "higher_is_better": None}
             for name in (FILLER_UNCLASSIFIED, FILLER_FLAGGED)
-        ]
-    return entries
+        ),
+    ]
+
+
+def _scale(metric: str) -> tuple[float, float] | None:
+    return (0.0, 10.0) if metric.startswith(("afgr_", "art_")) else None  # Figs. 17-18
 
 
 def _metrics(config: JudgeConfig) -> tuple[str, ...]:
-    return tuple(str(e["metric"]) for e in metric_entries(config))
+    return tuple(str(e["metric"]) for e in metric_entries(config))  # any method's, shared
+
+
+def _claimed_elsewhere() -> set[str]:
+    """Methods another family selects (those have options of their own)."""
+    return {m for f in families() if f.name != "minutes" for m in f.method_names()}
 
 
 def _methods() -> tuple[str, ...]:
-    return tuple(m for m in known_methods() if m != "mesa")
+    """Every minutes method no other family claims."""
+    claimed = _claimed_elsewhere()
+    return tuple(m for m in known_methods() if m not in claimed)
+
+
+def _select(options: Mapping[str, Any]) -> bool:
+    """Any ``method=`` no other family claims is a minutes method, known or not.
+
+    An unknown one is then refused by name ("unknown method"), with the minutes options
+    it came with accepted, rather than those options being blamed.
+    """
+    method = str(options.get("method") or "").strip().lower()
+    return bool(method) and method not in _claimed_elsewhere()
 
 
 register_family(
@@ -138,10 +146,13 @@ register_family(
         defaults=GREEDY,
         rubrics=MINUTES_RUBRICS,
         methods=_methods,
+        select=_select,
         metrics=_metrics,
         parsers={"criteria": read_criteria},
         check=_check,
         identity=_identity,
         models=_models,
+        other_model="filler_model",
+        scale=_scale,
     )
 )

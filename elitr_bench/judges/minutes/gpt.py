@@ -32,7 +32,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from elitr_bench.judges.asking import ask, reader_of, request_for
-from elitr_bench.judges.minutes.family import minutes_options
+from elitr_bench.judges.minutes.family import filler_metric_entries, minutes_options
 from elitr_bench.judges.minutes.filler import (
     FILLER_MAX_TOKENS,
     Compression,
@@ -47,6 +47,7 @@ from elitr_bench.judges.reading import Reading, shows_format
 from elitr_bench.judges.summary.base import (
     MinutesAssessment,
     MinutesItem,
+    MinutesMethod,
     SideCalls,
     status_for,
 )
@@ -60,7 +61,7 @@ if TYPE_CHECKING:
     from elitr_bench.llm.client import JudgeClient
 
 
-class GPTMinutesJudge:
+class GPTMinutesJudge(MinutesMethod):
     """A :class:`~elitr_bench.judges.summary.base.MinutesMethod` for one AutoMin prompt.
 
     Args:
@@ -200,6 +201,10 @@ class GPTMinutesJudge:
         if self.filler:
             return "shortest prompt filler compression can give: every turn reduced to its label"
         return ""
+
+    def extra_metric_entries(self) -> list[dict[str, Any]]:
+        """The filler compression's fields, when it compresses (``filler=true``)."""
+        return filler_metric_entries() if self.filler else []
 
     def context_way_out(self) -> tuple[str, ...]:
         """AutoMin's own way to shorten the prompt, when it is not on."""

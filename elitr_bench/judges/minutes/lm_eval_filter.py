@@ -54,15 +54,20 @@ from elitr_bench.judges.minutes.family import (
     FILLER_FLAGGED,
     FILLER_UNCLASSIFIED,
     TOKENS_SAVED,
-    metric_entries,
 )
-from elitr_bench.judges.summary.base import MinutesAssessment, MinutesItem, error_assessment
+from elitr_bench.judges.summary.base import (
+    MinutesAssessment,
+    MinutesItem,
+    MinutesMethod,
+    error_assessment,
+)
 from elitr_bench.judges.summary.registry import (
     MinutesRun,
     assess_items_run,
     context_line,
     context_over,
     get_method,
+    metric_entries,
     plan,
     warn_unsure,
 )
@@ -271,10 +276,9 @@ def _with_overlong(
     return run
 
 
-def _context_hint(config: JudgeConfig, over: Sequence[Overlong], method: Any) -> str:
+def _context_hint(config: JudgeConfig, over: Sequence[Overlong], method: MinutesMethod) -> str:
     """What to do about minutes whose judge prompts were too long: another judge, then score."""
-    extra = getattr(method, "context_way_out", None)
-    alternatives: tuple[str, ...] = tuple(extra()) if callable(extra) else ()
+    alternatives = tuple(method.context_way_out())
     bigger = larger_judge(config, max(o.tokens + o.max_tokens for o in over))
     return (
         f"{way_out(config, over, *alternatives)}; "
@@ -381,7 +385,7 @@ def metric_list(config: JudgeConfig | None) -> list[dict[str, Any]]:
 
     lm-eval aggregates only metrics its task config lists, and which metrics exist depends
     on the judge, so the minutes task adds these at construction time
-    (:func:`~elitr_bench.judges.minutes.family.metric_entries`).
+    (:func:`~elitr_bench.judges.summary.registry.metric_entries`).
     """
     if config is None:
         return []

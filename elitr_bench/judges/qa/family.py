@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from elitr_bench.judges.errors import JudgeConfigError
+from elitr_bench.judges.errors import JudgeConfigError, JudgeNotReadyError
 from elitr_bench.judges.family import JudgeFamily, register_family
 from elitr_bench.judges.metrics import (
     JUDGE_ERRORS,
@@ -43,6 +44,18 @@ def _check(config: JudgeConfig, spec: str) -> None:
         raise JudgeConfigError(f"judge spec {spec!r}: system= applies to the replay backend only")
 
 
+def _ready(config: JudgeConfig, environ: Mapping[str, str]) -> None:
+    """``replay`` reads the released judge scores: check they are there before generating."""
+    if config.backend != "replay":
+        return
+    from elitr_bench.data import load_released_responses
+
+    try:
+        load_released_responses("qa", "test2", "st", "all-eval")
+    except Exception as exc:  # the data layer's message already names the fix
+        raise JudgeNotReadyError(f"judge replay: released responses unavailable: {exc}") from None
+
+
 def _metrics(config: JudgeConfig) -> tuple[str, ...]:
     return (score_metric(config.backend), JUDGE_UNSCORED, JUDGE_ERRORS, JUDGE_FORMAT_IN_ANSWER)
 
@@ -51,10 +64,13 @@ register_family(
     JudgeFamily(
         "qa",
         label="the QA judges",
+        short="QA",
         options=QAOptions,
         rubrics=tuple(RUBRICS),
+        default=True,
         metrics=_metrics,
         parsers={name: rubric.parse for name, rubric in RUBRICS.items()},
         check=_check,
+        ready=_ready,
     )
 )

@@ -11,14 +11,15 @@ mean never silently includes a guess.
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Mapping
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from elitr_bench.judges.config import JudgeConfig
     from elitr_bench.llm.client import JudgeClient
+    from elitr_bench.llm.context_window import Overlong
 
 AssessmentStatus = Literal["ok", "partial", "unscored", "error", "skipped"]
 STATUSES: tuple[str, ...] = ("ok", "partial", "unscored", "error", "skipped")
@@ -155,36 +156,102 @@ class SideCalls:
     completion_tokens: int
 
 
-class MinutesMethod(Protocol):
+class MinutesMethod(ABC):
     """One way of judging minutes; registered by name in :mod:`.registry`.
 
-    Optional hooks, read with ``getattr`` by :mod:`.registry`: ``planned_prompt_chars``
-    and ``planned_completion_tokens`` (a finer cost preview), ``planned_side_calls`` (calls
-    to another model, as :class:`SideCalls`, priced at that model) and an async
-    ``finish_run`` returning the usage of clients the method opened itself (closed there).
+    A method implements :meth:`planned_calls` and :meth:`assess` and sets ``name`` and
+    ``metrics``; every other hook has a default here that means "nothing special", so
+    the registry calls each hook directly (no probing with ``getattr``) and a new method
+    overrides only what it does differently: a finer cost preview
+    (:meth:`planned_prompt_chars`, :meth:`planned_completion_tokens`), calls to another
+    model (:meth:`planned_side_calls`, closed in :meth:`finish_run`), or a context-window
+    check before anything is paid (:meth:`context_over` and friends).
 
     Attributes:
         name: Method name as selected by the judge spec (``rubric=`` or ``method=``).
         metrics: Metric names it reports (each becomes an lm-eval metric, mean over scored).
+        prompt_hash: Hash of its prompts, written into the judge identity (None: none).
     """
 
     name: str
     metrics: tuple[str, ...]
+    prompt_hash: str | None = None
 
+    @abstractmethod
     def planned_calls(self, item: MinutesItem) -> int:
         """Upper bound of completions :meth:`assess` asks for (cost preview, cache ignored)."""
-        ...
 
+    @abstractmethod
     async def assess(self, item: MinutesItem, client: JudgeClient) -> MinutesAssessment:
         """Judge one item through the shared client (cached, rate-limited, retried)."""
-        ...
 
+    def planned_prompt_chars(self, item: MinutesItem) -> int:
+        """Characters sent at most: by default the transcript and minutes, per call."""
+        return self.planned_calls(item) * (len(item.transcript) + len(item.minutes))
 
-#: Metrics where a lower value is better: MESA's error ratings (0 = no error) and impact,
-#: as lm-eval metrics (``mesa_OM``) or ``elitr-bench mesa`` fields (``types.OM.rating``).
-_LOWER_IS_BETTER = re.compile(r"^(?:mesa_[A-Z][A-Z0-9_]*|types\.[^.]+\.rating|(?:mesa_)?impact)$")
+    def planned_completion_tokens(self, item: MinutesItem) -> int | None:
+        """Output tokens at most; None: ``max_tokens`` per planned call."""
+        return None
+
+    def planned_side_calls(self, item: MinutesItem) -> Sequence[SideCalls]:
+        """Calls to another model than the judge's, priced at that model (none)."""
+        return ()
+
+    async def finish_run(self) -> dict[str, dict[str, Any]]:
+        """Close clients the method opened itself; their usage by label (none)."""
+        return {}
+
+    def context_over(self, items: Sequence[MinutesItem]) -> list[Overlong | None]:
+        """Per item: its judge prompt when it cannot fit the window (None: unchecked here).
+
+        By default only the judge client checks, call by call.
+        """
+        return [None] * len(items)
+
+    def context_unsure(self, items: Sequence[MinutesItem]) -> list[Overlong | None]:
+        """Per item: a prompt that fits or not depending on what a paid step returns."""
+        return [None] * len(items)
+
+    @property
+    def context_basis(self) -> str:
+        """What :meth:`context_over` counts, said in the stop line ("": the prompt)."""
+        return ""
+
+    def context_way_out(self) -> tuple[str, ...]:
+        """The method's own ways to shorten an over-long prompt (none)."""
+        return ()
+
+    def extra_metric_entries(self) -> list[dict[str, Any]]:
+        """lm-eval ``metric_list`` entries it writes besides its scores and the counts.
+
+        Fields describing what the method did (not qualities), e.g. tokens a compression
+        saved; none by default.
+        """
+        return []
 
 
 def lower_is_better(metric: str) -> bool:
-    """Whether ``metric`` (``@LABEL`` ignored) scores errors, so that lower is better."""
-    return bool(_LOWER_IS_BETTER.match(metric.partition("@")[0]))
+    """Whether ``metric`` (``@LABEL`` ignored) scores errors, so that lower is better.
+
+    Each family declares its own (``JudgeFamily.lower_is_better``); a metric no family
+    claims is higher-is-better.
+    """
+    from elitr_bench.judges.family import families
+
+    name = metric.partition("@")[0]
+    return any(f.lower_is_better is not None and f.lower_is_better(name) for f in families())
+
+
+def metric_scale(metric: str) -> tuple[float, float] | None:
+    """The fixed score range of a judge metric (``@LABEL`` ignored), as its family declares.
+
+    None: a metric without one (ROUGE, counts) or that no family claims.
+    """
+    from elitr_bench.judges.family import families
+
+    name = metric.partition("@")[0]
+    for family in families():
+        scale = family.scale(name) if family.scale is not None else None
+        if scale is not None:
+            return scale
+    return None

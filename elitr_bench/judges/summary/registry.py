@@ -4,11 +4,14 @@ A judge spec names its minutes method with ``rubric=`` (the AutoMin prompts ``gp
 ``gpt-afgr``, which are prompts like the QA rubrics) or ``method=`` (multi-step methods such
 as ``mesa``). Methods register a factory ``JudgeConfig -> MinutesMethod`` with
 :func:`register_method` when their module is imported; the registry knows which module
-holds each built-in name so that a spec works without importing anything first. A method
-living elsewhere can be added to :data:`_MODULES` or simply imported before use; an
-unknown name falls back to importing ``elitr_bench.judges.minutes.<name>`` (dashes as
-underscores). ``method=mesa`` imports ``elitr_bench.judges.mesa`` (then ``.method``), whose
-import must call ``register_method("mesa", factory)``.
+holds each built-in name (lazy placeholders of :data:`METHODS`, the same registry type
+and collision rule as the judge families) so that a spec works without importing
+anything first. A method living elsewhere registers when its family's module is
+imported (installed families are loaded through their entry points before a name is
+called unknown); an unknown name falls back to importing
+``elitr_bench.judges.minutes.<name>`` (dashes as underscores). ``method=mesa`` imports
+``elitr_bench.judges.mesa`` (then ``.method``), whose import must call
+``register_method("mesa", factory)``.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -23,11 +27,20 @@ from typing import TYPE_CHECKING, Any
 
 from elitr_bench.judges.config import family_identity
 from elitr_bench.judges.errors import JudgeConfigError
+from elitr_bench.judges.family import families
+from elitr_bench.judges.metrics import (
+    COUNT_AGGREGATION,
+    JUDGE_ERRORS,
+    JUDGE_FORMAT_IN_ANSWER,
+    JUDGE_UNSCORED,
+)
+from elitr_bench.judges.plugins import Registry
 from elitr_bench.judges.summary.base import (
     MinutesAssessment,
     MinutesItem,
     MinutesMethod,
     error_assessment,
+    lower_is_better,
 )
 
 if TYPE_CHECKING:
@@ -40,7 +53,8 @@ log = logging.getLogger(__name__)
 
 MethodFactory = Callable[["JudgeConfig"], MinutesMethod]
 
-_FACTORIES: dict[str, MethodFactory] = {}
+#: Every minutes method by name: one registry type and collision rule with the families.
+METHODS: Registry[MethodFactory] = Registry("minutes method")
 
 # Built-in method name -> modules (tried in order) whose import registers it.
 _MODULES: dict[str, tuple[str, ...]] = {
@@ -56,6 +70,9 @@ _MODULES: dict[str, tuple[str, ...]] = {
 MINUTES_RUBRICS: tuple[str, ...] = ("gpt-art", "gpt-afgr")
 """Minutes methods selected with ``rubric=`` (prompt-only methods)."""
 
+for _name, _modules in _MODULES.items():
+    METHODS.add_placeholder(_name, _modules)
+
 
 def register_method(name: str, factory: MethodFactory, *, replace: bool = False) -> None:
     """Make ``name`` selectable with ``rubric=name`` / ``method=name`` in a judge spec.
@@ -63,21 +80,20 @@ def register_method(name: str, factory: MethodFactory, *, replace: bool = False)
     Args:
         name: Method name (lower case, e.g. ``mesa``).
         factory: Builds the method from the parsed judge config.
-        replace: Allow re-registering a name (module reloads, tests).
+        replace: Take the name even from a factory another module registered (tests);
+            the same module registering again (a reload) always replaces.
 
     Raises:
-        JudgeConfigError: The name is taken by another factory and ``replace`` is False.
+        JudgeConfigError: The name is taken by a factory of another module (the message
+            names both) and ``replace`` is False.
     """
-    key = name.strip().lower()
-    old = _FACTORIES.get(key)
-    if old is not None and old is not factory and not replace:
-        raise JudgeConfigError(f"minutes method {key!r} is already registered")
-    _FACTORIES[key] = factory
+    origin = str(sys._getframe(1).f_globals.get("__name__", "?"))
+    METHODS.register(name.strip().lower(), factory, origin, replace=replace)
 
 
 def known_methods() -> tuple[str, ...]:
     """Names that a spec may select (registered now or importable built-ins)."""
-    return tuple(sorted({*_FACTORIES, *_MODULES}))
+    return tuple(sorted(METHODS.names()))
 
 
 def method_name(config: JudgeConfig) -> str | None:
@@ -85,22 +101,25 @@ def method_name(config: JudgeConfig) -> str | None:
     if getattr(config, "method", ""):
         return str(config.method).strip().lower()
     rubric = config.rubric.strip().lower()
-    if rubric in _FACTORIES or rubric in _MODULES:
+    if rubric in METHODS.names():
         return rubric
     return None
 
 
 def _load(name: str) -> MethodFactory | None:
-    modules = _MODULES.get(name, (f"elitr_bench.judges.minutes.{name.replace('-', '_')}",))
-    for module in modules:
-        if name in _FACTORIES:
-            break
+    found = METHODS.resolve(name)
+    if found is None and METHODS.placeholder(name) is None:
+        families()  # installed families register their methods when loaded
+        found = METHODS.resolve(name)
+    if found is None and METHODS.placeholder(name) is None:
+        module = f"elitr_bench.judges.minutes.{name.replace('-', '_')}"
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as exc:
             if exc.name is None or not module.startswith(exc.name):
                 raise  # the module exists but one of its own imports is missing
-    return _FACTORIES.get(name)
+        found = METHODS.resolve(name)
+    return found
 
 
 def get_method(config: JudgeConfig) -> MinutesMethod:
@@ -117,10 +136,11 @@ def get_method(config: JudgeConfig) -> MinutesMethod:
             "or method=mesa"
         )
     factory = _load(name)
-    if factory is None and name in _MODULES:
+    holder = METHODS.placeholder(name)
+    if factory is None and holder is not None:
         raise JudgeConfigError(
             f"judge spec {spec!r}: minutes method {name!r} is not available here (none of "
-            f"{', '.join(_MODULES[name])} registered it)"
+            f"{', '.join(holder.modules)} registered it)"
         )
     if factory is None:
         raise JudgeConfigError(
@@ -128,6 +148,25 @@ def get_method(config: JudgeConfig) -> MinutesMethod:
             f"{', '.join(known_methods())}"
         )
     return factory(config)
+
+
+def metric_entries(config: JudgeConfig) -> list[dict[str, Any]]:
+    """lm-eval ``metric_list`` entries of a task judged by any minutes method.
+
+    Which metrics exist depends on the method: its scores (their direction as their
+    family declares it, :func:`~.base.lower_is_better`), the counts every judge writes,
+    then the fields the method declares itself (:meth:`~.base.MinutesMethod.extra_metric_entries`).
+    """
+    method = get_method(config)
+    entries: list[dict[str, Any]] = [
+        {"metric": m, "aggregation": "mean", "higher_is_better": not lower_is_better(m)}
+        for m in method.metrics
+    ]
+    entries += [
+        {"metric": name, "aggregation": COUNT_AGGREGATION, "higher_is_better": False}
+        for name in (JUDGE_UNSCORED, JUDGE_ERRORS, JUDGE_FORMAT_IN_ANSWER)
+    ]
+    return entries + method.extra_metric_entries()
 
 
 def make_client(config: JudgeConfig, cache: JudgeCache | None = None) -> JudgeClient:
@@ -160,17 +199,15 @@ def make_client(config: JudgeConfig, cache: JudgeCache | None = None) -> JudgeCl
 def context_over(items: Sequence[MinutesItem], method: MinutesMethod) -> list[Overlong | None]:
     """Per item: its judge prompt when it cannot fit the judge's window, else None.
 
-    Methods say so with ``context_over(items)``; a method without it is checked only by
+    Methods say so with ``context_over(items)``; by default a method is checked only by
     the judge client, call by call.
     """
-    check = getattr(method, "context_over", None)
-    return list(check(items)) if callable(check) else [None] * len(items)
+    return list(method.context_over(items))
 
 
 def context_unsure(items: Sequence[MinutesItem], method: MinutesMethod) -> list[Overlong | None]:
     """Per item: a prompt that fits or not depending on what a paid step returns."""
-    check = getattr(method, "context_unsure", None)
-    return list(check(items)) if callable(check) else [None] * len(items)
+    return list(method.context_unsure(items))
 
 
 def context_line(
@@ -179,9 +216,8 @@ def context_line(
     """The one line naming over-long meetings, their tokens, the limit and the ways out."""
     from elitr_bench.llm.context_window import judge_window, overlength_line, way_out
 
-    extra = getattr(method, "context_way_out", None)
-    alternatives: tuple[str, ...] = tuple(extra()) if callable(extra) else ()
-    basis = str(getattr(method, "context_basis", "") or "")
+    alternatives = tuple(method.context_way_out())
+    basis = method.context_basis
     if basis:
         what = f"{what} ({basis})"
     return overlength_line(what, over, judge_window(config), way_out(config, over, *alternatives))
@@ -302,9 +338,8 @@ def identity_of(config: JudgeConfig, method: MinutesMethod) -> dict[str, Any]:
             "max_tokens": config.max_tokens,
         },
     }
-    prompt_hash = getattr(method, "prompt_hash", None)
-    if isinstance(prompt_hash, str):
-        ident["prompt_hash"] = prompt_hash
+    if isinstance(method.prompt_hash, str):
+        ident["prompt_hash"] = method.prompt_hash
     ident.update(family_identity(config))  # who classified the turns, if anyone did
     from elitr_bench.llm.endpoint import endpoint_key
 
@@ -357,15 +392,13 @@ async def assess_items_run(
             bar.update(1)
         return result
 
-    finish = getattr(active, "finish_run", None)  # methods that open their own clients
     side: dict[str, dict[str, Any]] = {}
     try:
         assessments = list(await asyncio.gather(*(one(item) for item in items)))
     finally:
         if bar is not None:
             bar.close()
-        if callable(finish):
-            side = await finish()
+        side = await active.finish_run()  # methods that open their own clients
         if own:
             await judge_client.aclose()
     run = MinutesRun(
@@ -408,21 +441,14 @@ def plan(
     calls = 0
     prompt_tokens = 0
     completion_tokens = 0
-    chars_fn = getattr(method, "planned_prompt_chars", None)
-    out_fn = getattr(method, "planned_completion_tokens", None)
-    side_fn = getattr(method, "planned_side_calls", None)
     side: dict[str, list[Any]] = {}  # label -> [config, calls, prompt tokens, completion]
     for item in items:
         n = method.planned_calls(item)
         calls += n
-        chars = (
-            int(chars_fn(item))
-            if callable(chars_fn)
-            else n * (len(item.transcript) + len(item.minutes))
-        )
-        prompt_tokens += chars // 4
-        completion_tokens += int(out_fn(item)) if callable(out_fn) else n * config.max_tokens
-        for extra in side_fn(item) if callable(side_fn) else ():
+        prompt_tokens += int(method.planned_prompt_chars(item)) // 4
+        out = method.planned_completion_tokens(item)
+        completion_tokens += int(out) if out is not None else n * config.max_tokens
+        for extra in method.planned_side_calls(item):
             entry = side.setdefault(extra.label, [extra.config, 0, 0, 0])
             entry[1] += extra.calls
             entry[2] += extra.prompt_chars // 4
