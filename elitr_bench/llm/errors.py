@@ -26,3 +26,7 @@ class JudgeNotReadyError(JudgeError):
 
 class JudgeRequestError(JudgeError):
     """Judge requests kept failing after all retries."""
+
+
+class JudgeCacheError(JudgeConfigError):
+    """The judge cache file is damaged or cannot be read; the message names it and the fix."""
