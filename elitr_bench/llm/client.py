@@ -12,6 +12,8 @@ Three rules keep a run from paying for nothing:
 * After the server refuses the credentials (HTTP 401/403), nothing more is sent with them
   by any client of this process: queued and later requests fail at once with the same
   reason (``not_sent``), without retries.
+* After SIGINT/SIGTERM (:mod:`elitr_bench.llm.interrupt`) nothing new is sent; replies
+  in flight still land in the cache.
 * A 200 without usable text (no ``choices``, no ``message``, ``content: null``) is retried
   like any transient fault and, when retries run out, fails the item with that reason.
 """
@@ -26,6 +28,7 @@ from collections.abc import Awaitable
 from dataclasses import asdict, dataclass, replace
 from typing import Any, TypeVar, cast
 
+from elitr_bench.llm import interrupt
 from elitr_bench.llm.base import (
     AuthenticationRejected,
     CompletionBackend,
@@ -180,6 +183,7 @@ class JudgeClient:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._flights: dict[str, _Flight] = {}
         self._scope = str(getattr(backend, "auth_scope", "") or "")
+        interrupt.watch_cache(cache)
 
     def key_for(self, request: CompletionRequest, draw: int) -> str:
         """Cache key: backend kind, model, endpoint, full prompt, sampling params, seed, draw."""
@@ -284,6 +288,9 @@ class JudgeClient:
                 rejected = self._rejected()
                 if rejected is not None:
                     raise self._not_sent(rejected)
+                if interrupt.stopping():  # a signal: what is in flight lands, nothing new
+                    self.usage.not_sent += 1
+                    raise interrupt.not_sending()
                 self.usage.requests += 1
                 try:
                     completion = await self.backend.complete(request)
@@ -345,6 +352,7 @@ class JudgeClient:
                         },
                     },
                 )
+                interrupt.note_kept()
                 self.usage.prompt_tokens += completion.prompt_tokens
                 self.usage.completion_tokens += completion.completion_tokens
                 return completion
