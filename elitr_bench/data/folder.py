@@ -185,14 +185,15 @@ def _read(fd: int) -> str:
         return ""
 
 
-def write_atomic(path: Path, text: str | bytes) -> None:
-    """Replace ``path`` by ``text`` in one step: the old file or the new one, never a cut one.
+def stage_text(path: Path, text: str | bytes) -> Path:
+    """Write ``text`` whole to a new temp file beside ``path``; returns the temp file.
 
-    ``str`` is written as UTF-8 exactly (no newline translation), ``bytes`` as they are.
+    The caller renames it over ``path`` (``os.replace``), alone or with others, so that a
+    set of files appears together. ``str`` is written as UTF-8 exactly.
 
     Raises:
         FolderWriteError: The disk is full or the folder not writable; one line naming the
-            file, and ``path`` is unchanged (no temp file is left behind).
+            file. No temp file is left behind.
     """
     path = Path(path)
     tmp: str | None = None
@@ -203,17 +204,33 @@ def write_atomic(path: Path, text: str | bytes) -> None:
             handle.write(text.encode("utf-8") if isinstance(text, str) else text)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp, path)
-        tmp = None
     except OSError as exc:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
         raise FolderWriteError(
             f"{path}: cannot write ({exc.strerror or exc}); the file is unchanged. Free disk "
             "space (or fix permissions) and re-run the same command"
         ) from None
-    finally:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+    return Path(tmp)
+
+
+def write_atomic(path: Path, text: str | bytes) -> None:
+    """Replace ``path`` by ``text`` in one step: the old file or the new one, never a cut one.
+
+    Raises:
+        FolderWriteError: The disk is full or the folder not writable; one line naming the
+            file, and ``path`` is unchanged (no temp file is left behind).
+    """
+    temp = stage_text(path, text)
+    try:
+        os.replace(temp, path)
+    except OSError as exc:
+        temp.unlink(missing_ok=True)
+        raise FolderWriteError(
+            f"{path}: cannot write ({exc.strerror or exc}); the file is unchanged. Fix the "
+            "folder's permissions and re-run the same command"
+        ) from None
 
 
 def leftover_temp_files(folder: Path) -> list[Path]:
