@@ -25,6 +25,7 @@ would not find our tasks. Two stages keep the cost off every other Python proces
      resolves from ``lm_eval.evaluator`` at that moment) and Python callers both get it;
      a run without our tasks pays a lookup per task name (and, for a Python caller who
      passed no task manager, one read of our own task folder), never our judges' imports.
+     Its results lose the ``*_stderr_stderr`` keys of our tasks (one value per name).
 
 The hook steps aside when lm-eval loads the ``lm_eval.tasks``/``lm_eval.models`` entry
 point groups itself (upstream PRs #4013 and #4015, not released yet: they add
@@ -176,6 +177,21 @@ def check_judges_early(arguments: dict[str, Any]) -> None:
         )
 
 
+def tidy(results: Any) -> None:
+    """Drop the meaningless ``*_stderr_stderr`` keys of our tasks (:mod:`elitr_bench.tasks.tidy`).
+
+    Never breaks a run: anything unexpected leaves the results as lm-eval made them.
+    """
+    if not isinstance(results, dict):
+        return
+    try:
+        from elitr_bench.tasks.tidy import tidy_results
+
+        tidy_results(results)
+    except Exception as exc:  # never break lm-eval because of the plugin
+        logging.getLogger(__name__).warning("lm-eval-elitr: results left as they are (%r)", exc)
+
+
 def _patch_evaluator(module: ModuleType) -> None:
     original = getattr(module, "simple_evaluate", None)
     if original is None or getattr(original, "_elitr_patched", False):
@@ -190,7 +206,9 @@ def _patch_evaluator(module: ModuleType) -> None:
             return original(*args, **kwargs)
         bound.apply_defaults()
         check_judges_early(dict(bound.arguments))
-        return original(*args, **kwargs)
+        results = original(*args, **kwargs)
+        tidy(results)
+        return results
 
     simple_evaluate._elitr_patched = True  # type: ignore[attr-defined]
     module.simple_evaluate = simple_evaluate  # type: ignore[attr-defined]

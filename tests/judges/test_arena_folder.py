@@ -116,6 +116,8 @@ def test_two_arena_runs_into_one_folder_keep_every_system(tmp_path: Path) -> Non
 
     names = ["hf,m-fourth", "hf,m-full", "hf,m-half", "hf,m-third"]
     assert _systems_in(out) == (names, names)
+    header = (out / "leaderboard.csv").read_text().splitlines()[0].split(",")
+    assert header[:2] == ["rank", "metric"] and len(header) == len(set(header))  # point 7
     comparisons = [json.loads(x) for x in (out / "comparisons.jsonl").read_text().splitlines()]
     assert len(comparisons) == 6 * 2 * 2  # 6 pairs x 2 meetings x 2 orders, each once
     assert lock.read_text() == "" and not leftover_temp_files(out)

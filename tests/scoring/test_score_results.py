@@ -101,6 +101,7 @@ def test_scoring_a_predict_only_run_gives_the_judged_runs_results(
     for section in ("higher_is_better", "n-samples", "n-shot", "versions", "group_subtasks"):
         assert rescored[section] == judged_run[section], section
     assert "bypass" not in json.dumps(rescored["higher_is_better"])
+    assert "_stderr_stderr" not in json.dumps(rescored)  # one value per name (issue 25)
     assert rescored["config"]["model_args"]["system"] == "gpt-4"  # the run's own keys
     assert rescored["configs"]["elitr_qa_dev"]["metadata"]["judge_identity"]["backend"] == "replay"
     table = make_table(rescored) + make_table(rescored, "groups")
