@@ -222,8 +222,9 @@ def judge_for_minutes(metadata: Mapping[str, Any]) -> tuple[str, JudgeConfig | N
     config = parse_judge_spec(spec)
     if method_name(config) is None:
         raise OptionError(
-            f"--metadata judge={config.spec!r} is a QA judge; minutes tasks need a minutes "
-            f"method (rubric={'|'.join(MINUTES_RUBRICS)} or method=mesa) or judge=none"
+            f"--metadata judge {config.spec!r} is a QA judge; minutes tasks need a minutes "
+            f"method (rubric={'|'.join(MINUTES_RUBRICS)} or method=mesa) or "
+            """--metadata '{"judge": "none"}'"""
         )
     # Concealed: lm-eval writes the filter's spec into the results (see llm/redact.py).
     return config.spec, config
@@ -387,7 +388,8 @@ class MinutesTask(LmEvalContract, ConfigurableTask):
             if self.options.chunk_tokens is None:
                 raise OptionError(
                     f"{self.config.task}: overlength=chunked cannot measure this model's "
-                    "context (no tokenizer, e.g. an API model); pass --metadata chunk_tokens=N"
+                    "context (no tokenizer, e.g. an API model); pass "
+                    """--metadata '{"chunk_tokens": N}'"""
                 )
             self._apply_policy(None)
         elif counter is not None:
