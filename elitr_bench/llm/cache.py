@@ -18,10 +18,12 @@ after hours of generation.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
+import socket
 import sqlite3
 import threading
 import time
@@ -35,6 +37,9 @@ from elitr_bench.llm.errors import JudgeCacheError, JudgeConfigError
 CACHE_SCHEMA_VERSION = 1
 
 log = logging.getLogger(__name__)
+
+#: Seconds a "being sent" mark holds before another process may send the same request.
+PENDING_TTL_S = 300.0
 
 #: Cache files whose pages passed ``PRAGMA quick_check`` in this process.
 _CHECKED: set[Path] = set()
@@ -182,6 +187,16 @@ class SQLiteCache:
             columns = {row[1] for row in self._conn.execute("PRAGMA table_info(completions)")}
             if "finish_reason" not in columns:  # a cache written before finish reasons
                 self._conn.execute("ALTER TABLE completions ADD COLUMN finish_reason TEXT")
+            # Requests some process is sending now (see claim()); rows live for seconds.
+            # A file that takes no writes still serves lookups, without these marks.
+            try:
+                self._conn.execute(
+                    "CREATE TABLE IF NOT EXISTS pending ("
+                    " key TEXT PRIMARY KEY, host TEXT, pid INTEGER, since REAL)"
+                )
+                self._marks = True
+            except sqlite3.OperationalError:
+                self._marks = False
         except sqlite3.DatabaseError as exc:
             if isinstance(exc, sqlite3.OperationalError):  # permissions, locks, no such dir
                 raise JudgeConfigError(
@@ -304,6 +319,49 @@ class SQLiteCache:
             ),
         )
 
+    def claim(self, key: str, ttl_s: float = PENDING_TTL_S) -> bool:
+        """Mark a request as being sent by this process; False while another one sends it.
+
+        Two processes sharing the cache then pay once for an identical request: the second
+        waits for the first one's row instead of sending. A mark whose process is gone (same
+        host, PID not running) or older than ``ttl_s`` is taken over, so a killed run never
+        blocks the next. Any database trouble answers True: sending twice is the old
+        behaviour, never a lost reply.
+        """
+        if not self._marks:
+            return True
+        me = (socket.gethostname(), os.getpid())
+        now = time.time()
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    row = self._conn.execute(
+                        "SELECT host, pid, since FROM pending WHERE key = ?", (key,)
+                    ).fetchone()
+                    if row is not None and (row[0], row[1]) != me and _alive(row, now, ttl_s):
+                        return False
+                    self._conn.execute(
+                        "INSERT OR REPLACE INTO pending (key, host, pid, since)"
+                        " VALUES (?, ?, ?, ?)",
+                        (key, me[0], me[1], now),
+                    )
+                finally:
+                    self._conn.execute("COMMIT")
+            except sqlite3.Error:
+                return True
+        return True
+
+    def release(self, key: str) -> None:
+        """Drop this process's mark of a request (sent and stored, or given up)."""
+        if not self._marks:
+            return
+        with self._lock, contextlib.suppress(sqlite3.Error):  # a mark left expires by itself
+            self._conn.execute(
+                "DELETE FROM pending WHERE key = ? AND host = ? AND pid = ?",
+                (key, socket.gethostname(), os.getpid()),
+            )
+
     def count(self) -> int:
         """Number of stored completions."""
         with self._lock:
@@ -323,6 +381,22 @@ class SQLiteCache:
                     break
                 del self._unsaved[key]
             self._conn.close()
+
+
+def _alive(row: tuple[Any, ...], now: float, ttl_s: float) -> bool:
+    """Whether a pending mark still stands: recent, and its process running (same host)."""
+    host, pid, since = row
+    if now - float(since or 0) > ttl_s:
+        return False
+    if host != socket.gethostname():
+        return True  # another machine: trust the time-out alone
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, ValueError):
+        return True  # running under another user, or unreadable: assume it is there
+    return True
 
 
 def default_cache_path() -> Path:
