@@ -143,3 +143,59 @@ def test_the_start_up_check_opens_the_cache_before_the_model_loads(tmp_path: Pat
     other.write_text("these are not completions\n" * 400)
     with pytest.raises(JudgeCacheError, match=f"judge cache {other} is not a readable cache"):
         check_cache(str(other))
+
+
+def test_a_cache_damaged_during_a_run_is_fixed_before_score_is_advised(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run's last line must not send the user to a command that fails the same way."""
+    import sys
+
+    from elitr_bench.judges.filtering import record_failures
+
+    monkeypatch.setattr(sys, "argv", ["python", "--log_samples", "--output_path", "out"])
+    reason = (
+        "judge cache /c/judge.sqlite is damaged (database disk image is malformed); move it "
+        "aside (mv /c/judge.sqlite /c/judge.sqlite.damaged) and re-run"
+    )
+    config = parse_judge_spec("openai:gpt-4o")
+    with caplog.at_level(logging.WARNING):
+        record_failures([reason], 3, config, source="cache-fault-test")
+    (line,) = [
+        r.getMessage()
+        for r in caplog.records
+        if "cache-fault" in r.getMessage() or reason in r.getMessage()
+    ]
+    assert "first move the cache aside (or use cache=off); then " in line
+    assert line.index("move the cache aside") < line.index("elitr-bench score")
+
+
+def test_an_arena_on_a_read_only_cache_finishes_and_warns_once(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 25, point 2: the arena used to end in a 53-line traceback, its replies lost."""
+    from elitr_bench.llm import cache as cache_module
+    from tests.judges.test_cream_arena import arena, cream_script, write_run
+
+    opened = cache_module.SQLiteCache.__init__
+
+    def read_only(self: SQLiteCache, *args: object, **kwargs: object) -> None:
+        opened(self, *args, **kwargs)  # type: ignore[arg-type]
+        self._conn.execute("PRAGMA query_only=ON")  # the file refuses every write from now
+
+    monkeypatch.setattr(cache_module.SQLiteCache, "__init__", read_only)
+    runs = [str(write_run(tmp_path, n, n.split("-")[1])) for n in ("m-full", "m-half")]
+    with (
+        LoopbackOpenAI(cream_script(), model="judge-model") as server,
+        caplog.at_level(logging.WARNING),
+    ):
+        assert arena(server, tmp_path / "arena", *runs) == 0
+        assert len(server.requests) == 12  # each paid once, none lost to the cache
+    comparisons = (tmp_path / "arena" / "comparisons.jsonl").read_text().splitlines()
+    assert len(comparisons) == 4 and all('"status": "ok"' in c for c in comparisons)
+    warnings = [r.getMessage() for r in caplog.records if "cannot store replies" in r.getMessage()]
+    assert len(warnings) == 1 and "judge-cache.sqlite" in warnings[0]
+    assert "Traceback" not in capsys.readouterr().err
