@@ -69,7 +69,10 @@ def _run_guarded(factory: Callable[[], Coroutine[Any, Any, T]]) -> T:
                 main.cancel()
 
         for sig in interrupt.SIGNALS:
-            loop.add_signal_handler(sig, on_signal, sig)
+            try:
+                loop.add_signal_handler(sig, on_signal, sig)
+            except (NotImplementedError, RuntimeError, ValueError):  # no such support here
+                break
         return await factory()
 
     box: dict[str, T] = {}
