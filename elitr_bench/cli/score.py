@@ -14,6 +14,7 @@ from typing import Any
 
 from elitr_bench.cli_errors import debug_enabled
 from elitr_bench.data.errors import ElitrBenchError
+from elitr_bench.data.folder import write_atomic
 from elitr_bench.data.run_files import partial_notes
 from elitr_bench.judges.config import (
     KEYLESS_JUDGE,
@@ -180,7 +181,7 @@ def _cmd_judge_check(args: argparse.Namespace) -> int:
     if args.output:
         out = Path(args.output)
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
+        write_atomic(out, json.dumps(report, indent=2, ensure_ascii=False))
         print(f"wrote {out}", file=sys.stderr)
     return 0
 
