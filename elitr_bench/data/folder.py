@@ -107,6 +107,7 @@ class FolderLock:
         self.wait = wait
         self._note = note
         self._fd: int | None = None
+        self._created = False
 
     def _say(self, line: str) -> None:
         stream = self._note if self._note is not None else sys.stderr
@@ -121,6 +122,7 @@ class FolderLock:
         """
         if self._fd is not None:  # held already (a second flock here would wait on itself)
             return
+        self._created = not self.folder.exists()
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -164,6 +166,11 @@ class FolderLock:
             os.ftruncate(fd, 0)
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+        if self._created:  # a run that wrote nothing leaves no folder behind
+            with contextlib.suppress(OSError):
+                if [p.name for p in self.folder.iterdir()] == [LOCK_FILE]:
+                    self.path.unlink()
+                    self.folder.rmdir()
 
     def __enter__(self) -> FolderLock:
         self.acquire()
