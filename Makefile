@@ -6,7 +6,7 @@ TORCH_SPEC ?= torch==2.13.0
 export ELITR_BENCH_DATA_DIR ?= $(abspath $(CURDIR)/../shared/data)
 RESULTS ?= results
 
-.PHONY: install test test-fast lint format demo bench clean real-model
+.PHONY: install test test-fast check-next-lm-eval lint format demo bench clean real-model
 
 install:
 	$(PIP) install "$(TORCH_SPEC)"
@@ -18,6 +18,11 @@ test:
 
 test-fast:
 	$(PYTHON) -m pytest -n auto -m "not slow"
+
+# The fast hook and task tests against the next lm-eval (LM_EVAL_NEXT, default
+# lm-eval==0.5.0.dev1) in a throwaway venv; prints a tally, always exits 0.
+check-next-lm-eval:
+	PYTHON=$(PYTHON) .ci/lm-eval-next
 
 lint:
 	$(PYTHON) -m ruff check elitr_bench tests bench examples

@@ -25,12 +25,18 @@ would not find our tasks. Two stages keep the cost off every other Python proces
      resolves from ``lm_eval.evaluator`` at that moment) and Python callers both get it;
      a run without our tasks pays a lookup per task name (and, for a Python caller who
      passed no task manager, one read of our own task folder), never our judges' imports.
+     Its results lose the ``*_stderr_stderr`` keys of our tasks (one value per name).
 
 The hook steps aside when lm-eval loads the ``lm_eval.tasks``/``lm_eval.models`` entry
-point groups itself (upstream PRs #4013 and #4015, not released yet: they add
+point groups itself (upstream PRs #4013, merged for 0.4.14, and #4015, open: they add
 ``load_plugins`` to ``lm_eval.api.registry`` and ``discover_plugin_task_paths`` to
-``lm_eval.tasks.manager``); it then finds us through pyproject's entry points. It also
-does nothing when ``ELITR_BENCH_NO_HOOK=1``. ``elitr-bench run`` forces it on.
+``lm_eval.tasks.manager``); lm-eval then finds us through pyproject's entry points. It
+adds nothing then; it only drops our folder from a user's ``include_path`` when lm-eval's
+discovery already has it (:func:`without_our_tasks`), so the folder is indexed once.
+``ELITR_BENCH_NO_HOOK=1`` switches the hook off: on releases without entry points our
+tasks and models are then not found at all; on releases with them it changes nothing
+(lm-eval loads our entry points itself; uninstall the package to leave them out).
+``elitr-bench run`` forces the hook on.
 """
 
 from __future__ import annotations
@@ -105,11 +111,61 @@ def with_our_tasks(include_path: Any, include_defaults: bool) -> Any:
     return [ours, include_path]
 
 
+def _same_folder(path: Any, folder: str) -> bool:
+    try:
+        return os.path.realpath(os.fspath(path)) == os.path.realpath(folder)
+    except TypeError:
+        return False
+
+
+def without_our_tasks(include_path: Any, discovered: Sequence[Any]) -> Any:
+    """``include_path`` without our folder when lm-eval's plugin discovery already adds it.
+
+    lm-eval with task entry points (upstream #4015) puts every plugin folder before the
+    user's ``include_path`` and does not de-duplicate: ``--include_path $(elitr-bench
+    tasks-dir)``, as older instructions say, would index our folder twice (one
+    "overrides existing task" line per task). Anything else is left as it is.
+    """
+    ours = tasks_dir()
+    if include_path is None or not any(_same_folder(p, ours) for p in discovered):
+        return include_path
+    if isinstance(include_path, (list, tuple)):
+        kept = [p for p in include_path if not _same_folder(p, ours)]
+        return kept or None
+    return None if _same_folder(include_path, ours) else include_path
+
+
+def _patch_entry_point_manager(module: ModuleType, manager: Any) -> None:
+    """lm-eval finds our tasks itself: only keep a user's copy of our folder out."""
+    discover = getattr(module, "discover_plugin_task_paths", None)
+    if not callable(discover):
+        return
+    original = manager.__init__
+    signature = inspect.signature(original)
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        try:
+            bound = signature.bind(self, *args, **kwargs)
+            discovered = list(discover())
+        except Exception:  # let lm-eval report its own argument error
+            original(self, *args, **kwargs)
+            return
+        arguments = bound.arguments
+        if arguments.get("include_path") is not None:
+            arguments["include_path"] = without_our_tasks(arguments["include_path"], discovered)
+        original(*bound.args, **bound.kwargs)
+
+    functools.update_wrapper(__init__, original)  # keeps the signature for later wrappers
+    manager.__init__ = __init__
+    manager._elitr_patched = True
+
+
 def _patch_task_manager(module: ModuleType) -> None:
     manager = getattr(module, "TaskManager", None)
-    if manager is None or getattr(manager, "_elitr_patched", False):
+    if manager is None or vars(manager).get("_elitr_patched", False):  # not a parent's mark
         return
     if _reads_entry_points(module, "lm_eval.tasks"):
+        _patch_entry_point_manager(module, manager)
         return
     original = manager.__init__
     signature = inspect.signature(original)
@@ -176,6 +232,21 @@ def check_judges_early(arguments: dict[str, Any]) -> None:
         )
 
 
+def tidy(results: Any) -> None:
+    """Drop the meaningless ``*_stderr_stderr`` keys of our tasks (:mod:`elitr_bench.tasks.tidy`).
+
+    Never breaks a run: anything unexpected leaves the results as lm-eval made them.
+    """
+    if not isinstance(results, dict):
+        return
+    try:
+        from elitr_bench.tasks.tidy import tidy_results
+
+        tidy_results(results)
+    except Exception as exc:  # never break lm-eval because of the plugin
+        logging.getLogger(__name__).warning("lm-eval-elitr: results left as they are (%r)", exc)
+
+
 def _patch_evaluator(module: ModuleType) -> None:
     original = getattr(module, "simple_evaluate", None)
     if original is None or getattr(original, "_elitr_patched", False):
@@ -190,7 +261,9 @@ def _patch_evaluator(module: ModuleType) -> None:
             return original(*args, **kwargs)
         bound.apply_defaults()
         check_judges_early(dict(bound.arguments))
-        return original(*args, **kwargs)
+        results = original(*args, **kwargs)
+        tidy(results)
+        return results
 
     simple_evaluate._elitr_patched = True  # type: ignore[attr-defined]
     module.simple_evaluate = simple_evaluate  # type: ignore[attr-defined]

@@ -136,3 +136,19 @@ def exit_with_error_after_run(message: str, source: str = "") -> None:
         _STATE["armed"] = True
         sys.exit = _exit_hook(sys.exit)
         atexit.register(_at_exit)
+
+
+def exit_interrupted(line: str, status: int) -> None:
+    """In the CLI, end the process now with one line and a signal's status (130, 143).
+
+    A pending "judging incomplete" line is dropped: the interrupt line says more, and its
+    status must not become :data:`INCOMPLETE_EXIT`. Outside the CLI it returns, and the
+    caller raises ``KeyboardInterrupt`` as a library user expects.
+    """
+    if not running_as_cli():
+        return
+    _PENDING.clear()
+    _STATE["printed"] = True
+    sys.stderr.write(f"elitr-bench: {line}\n")
+    sys.stderr.flush()
+    raise SystemExit(status)

@@ -40,9 +40,22 @@ def test_hook_registers_tasks_and_models() -> None:
     assert "model ReplayLM" in out and "hf HFLM" in out  # built-in models still load
 
 
+def _lm_eval_reads_entry_points() -> bool:
+    """Whether the installed lm-eval loads plugins itself (upstream #4013 and #4015)."""
+    import lm_eval.api.registry as registry
+    import lm_eval.tasks.manager as manager
+
+    return hasattr(manager, "discover_plugin_task_paths") and hasattr(registry, "load_plugins")
+
+
 def test_hook_can_be_switched_off() -> None:
     out = _probe(ELITR_BENCH_NO_HOOK="1")
-    assert "tasks []" in out and "model missing" in out
+    if _lm_eval_reads_entry_points():
+        # lm-eval loads our entry points itself: the switch changes nothing (README).
+        assert "'elitr_qa_dev'" in out and "model ReplayLM" in out
+        assert f"path {Path(__file__).resolve().parents[1] / 'elitr_bench' / 'tasks'}" in out
+    else:
+        assert "tasks []" in out and "model missing" in out
 
 
 def test_user_include_path_wins_and_include_defaults_false_means_only_it(tmp_path: Path) -> None:
@@ -245,3 +258,77 @@ def test_lm_eval_suite_script_compares_outcomes_and_skips_without_tests(tmp_path
         check=False,
     )
     assert proc.returncode == 0 and "skipped" in proc.stdout
+
+
+def test_our_entry_points_resolve_as_lm_eval_with_the_plugin_prs_reads_them() -> None:
+    """What #4013/#4014/#4015 do with the entry points pyproject declares (issue 25, point 8).
+
+    #4015 resolves a task entry point's module part (before ``:``) to that package's folder
+    and scans it; #4013 registers each model entry point as a lazy placeholder and, when the
+    class's own ``@register_model`` runs, upgrades it only if the entry point's value is
+    ``module:Class`` of that very class (otherwise: "alias already registered").
+    """
+    import importlib.metadata as md
+    import importlib.util
+
+    import elitr_bench._hook as hook
+
+    tasks = {ep.name: ep for ep in md.entry_points(group="lm_eval.tasks")}
+    module = tasks["elitr"].value.split(":", 1)[0]
+    spec = importlib.util.find_spec(module)
+    assert spec is not None and spec.submodule_search_locations
+    assert Path(next(iter(spec.submodule_search_locations))).resolve() == Path(hook.tasks_dir())
+
+    models = {ep.name: ep for ep in md.entry_points(group="lm_eval.models")}
+    assert set(models) == set(hook.MODELS)
+    from lm_eval.api.registry import get_model
+
+    for name, ep in models.items():
+        cls = ep.load()
+        assert ep.value == f"{cls.__module__}:{cls.__qualname__}" == hook.MODELS[name]
+        assert get_model(name) is cls  # the decorator registered the same class by that name
+    # No filters or metrics are declared: ours register when our task modules load.
+    assert not [ep for ep in md.entry_points(group="lm_eval.filters") if "elitr" in ep.value]
+
+
+def test_entry_point_lm_eval_indexes_our_folder_once(tmp_path: Path) -> None:
+    """Simulates #4015's TaskManager: defaults, then plugin folders, then include_path."""
+    import types
+
+    import elitr_bench._hook as hook
+
+    ours, mine = hook.tasks_dir(), str(tmp_path)
+    indexed: list[list[str]] = []
+
+    def discover_plugin_task_paths() -> list[Path]:
+        return [Path(ours)]
+
+    class TaskManager:
+        def __init__(
+            self,
+            verbosity: object = None,
+            include_path: object = None,
+            include_defaults: bool = True,
+            metadata: object = None,
+        ) -> None:
+            paths = ["<defaults>"] if include_defaults else []
+            paths += [str(p) for p in discover_plugin_task_paths()]
+            if include_path is not None:
+                paths += include_path if isinstance(include_path, list) else [include_path]
+            indexed.append(paths)
+
+    manager = types.ModuleType("lm_eval.tasks.manager")
+    manager.TaskManager = TaskManager  # type: ignore[attr-defined]
+    manager.discover_plugin_task_paths = discover_plugin_task_paths  # type: ignore[attr-defined]
+    hook._patch_task_manager(manager)
+    TaskManager(include_path=ours)  # `--include_path $(elitr-bench tasks-dir)`
+    TaskManager(include_path=[ours, mine], include_defaults=False)
+    TaskManager(include_path=mine)  # the user's folder still comes last, and wins
+    TaskManager()
+    assert indexed == [
+        ["<defaults>", ours],
+        [ours, mine],
+        ["<defaults>", ours, mine],
+        ["<defaults>", ours],
+    ]
+    assert all(paths.count(ours) == 1 for paths in indexed)

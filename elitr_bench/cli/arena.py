@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from elitr_bench.cli.budget import add_budget_flags, comma_list
+from elitr_bench.data.folder import FolderLock, remove_leftovers
 from elitr_bench.judges.config import (
     KEYLESS_JUDGE,
     JudgeConfig,
@@ -22,6 +23,8 @@ from elitr_bench.judges.config import (
     parse_judge_spec,
 )
 from elitr_bench.judges.cream.arena import (
+    ARENA_FILE,
+    MINUTES_FILE,
     ArenaError,
     SystemMinutes,
     context_check,
@@ -88,12 +91,13 @@ def _judge_config(spec: str | None) -> JudgeConfig:
 
 
 def arena_command(args: argparse.Namespace) -> int:
-    """Handler of ``elitr-bench arena``."""
-    from elitr_bench.data.minutes import AUTOMIN_MEETINGS, select_meetings
-    from elitr_bench.judges.cream.report import analyse, write_outputs
-    from elitr_bench.judges.summary.registry import make_client, usage_of
-    from elitr_bench.llm.aio import run_coroutine
+    """Handler of ``elitr-bench arena``.
 
+    One run writes an arena folder at a time (:class:`~elitr_bench.data.folder.FolderLock`):
+    the state is read after the lock is taken and every file is written before it is
+    released, so two runs adding systems to one folder keep both (the second waits with
+    ``--wait``, or refuses in one line naming the first).
+    """
     if args.systems and not args.automin:
         raise ArenaError("--systems picks AutoMin systems; add --automin (runs enter whole)")
     if not args.runs and not args.automin and not (Path(args.out) / "arena.json").exists():
@@ -112,6 +116,34 @@ def arena_command(args: argparse.Namespace) -> int:
         raise ArenaError(f"two runs are both named {clash[0]!r}; name them apart with NAME=PATH")
     if args.automin:
         entrants += _automin_entrants(comma_list(args.systems))
+    if args.dry_run:  # reads only: no lock, so a plan can be printed beside a running arena
+        return _arena(args, config, out, entrants)
+    with FolderLock(out, wait=args.wait):
+        for leftover in [*remove_leftovers(out), *_remove_legacy_temp(out)]:
+            print(f"removed {leftover.name}, left by a run that was stopped while writing")
+        return _arena(args, config, out, entrants)
+
+
+def _remove_legacy_temp(out: Path) -> list[Path]:
+    """The fixed temp names of earlier versions (``arena.json.tmp``), if a kill left them."""
+    removed = []
+    for name in (ARENA_FILE + ".tmp", MINUTES_FILE + ".tmp"):
+        path = out / name
+        if path.is_file():
+            path.unlink()
+            removed.append(path)
+    return removed
+
+
+def _arena(
+    args: argparse.Namespace, config: JudgeConfig, out: Path, entrants: list[SystemMinutes]
+) -> int:
+    """The arena run proper: state read, judged and written under the folder's lock."""
+    from elitr_bench.data.minutes import AUTOMIN_MEETINGS, select_meetings
+    from elitr_bench.judges.cream.report import analyse, write_outputs
+    from elitr_bench.judges.summary.registry import make_client, usage_of
+    from elitr_bench.llm.aio import run_coroutine
+
     state = load_state(out)
     meetings = None
     if args.meetings is not None:
@@ -287,4 +319,10 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--seed", type=int, default=0, help="seed of match orders and bootstrap")
     p.add_argument("--quiet", action="store_true", help="no progress bar, no leaderboard print")
+    p.add_argument(
+        "--wait",
+        action="store_true",
+        help="if another run is writing the --out folder, wait for it to finish (default: "
+        "refuse, naming that run)",
+    )
     p.set_defaults(handler=arena_command)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from elitr_bench.cli.budget import add_budget_flags, comma_list
+from elitr_bench.data.folder import FolderLock, write_atomic
 from elitr_bench.judges.config import JudgeConfig, parse_judge_spec, with_options
 from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.summary.base import MinutesAssessment, MinutesItem
@@ -178,9 +179,19 @@ def _check_context(method: MesaMethod, config: JudgeConfig, items: Sequence[Minu
 
 
 def _write_jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> None:
-    with path.open("w", encoding="utf-8") as fh:
-        for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    """The whole file in one rename: never a file cut by a full disk or a kill."""
+    write_atomic(path, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
+
+
+def _close(method: MesaMethod, client: JudgeClient) -> None:
+    """Close what a run that stops before judging opened (the judge's connections)."""
+    from elitr_bench.llm.aio import run_coroutine
+
+    async def close() -> None:
+        await method.aclose()
+        await client.aclose()
+
+    run_coroutine(close)
 
 
 def _cmd_mesa(args: argparse.Namespace) -> int:
@@ -189,8 +200,7 @@ def _cmd_mesa(args: argparse.Namespace) -> int:
     from elitr_bench.judges.mesa.automin import automin_items
     from elitr_bench.judges.mesa.method import MesaMethod
     from elitr_bench.judges.mesa.options import DEFAULT_MESA_JUDGE
-    from elitr_bench.judges.summary.registry import assess_items_run, make_client
-    from elitr_bench.llm.aio import run_coroutine
+    from elitr_bench.judges.summary.registry import make_client
 
     config = mesa_config(
         resolve_judge_spec(args.judge, default=DEFAULT_MESA_JUDGE), args.error_types, args.guidance
@@ -216,7 +226,31 @@ def _cmd_mesa(args: argparse.Namespace) -> int:
     if plan is None:
         return 0
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    lock = FolderLock(out, wait=args.wait)  # one run writes a MESA folder at a time
+    try:
+        lock.acquire()
+    except BaseException:
+        _close(method, client)
+        raise
+    try:
+        return _assess_and_write(args, config, method, client, items, plan, meetings, out)
+    finally:
+        lock.release()
+
+
+def _assess_and_write(
+    args: argparse.Namespace,
+    config: JudgeConfig,
+    method: MesaMethod,
+    client: JudgeClient,
+    items: Sequence[MinutesItem],
+    plan: Plan,
+    meetings: Sequence[str],
+    out: Path,
+) -> int:
+    """Judge and write the output files (the caller holds the folder's lock)."""
+    from elitr_bench.judges.summary.registry import assess_items_run
+    from elitr_bench.llm.aio import run_coroutine
 
     async def run() -> Any:
         try:
@@ -238,9 +272,9 @@ def _cmd_mesa(args: argparse.Namespace) -> int:
         "summary": result.summary,
         "elapsed_s": round(result.elapsed_s, 3),
         "systems": sorted({i.system for i in items}),
-        "meetings": meetings,
+        "meetings": list(meetings),
     }
-    (out / "run.json").write_text(json.dumps(run_info, indent=2) + "\n", encoding="utf-8")
+    write_atomic(out / "run.json", json.dumps(run_info, indent=2) + "\n")
     _print_summary(result.assessments, result.usage, out)
     if result.errors:
         print(
@@ -325,12 +359,20 @@ def _cmd_train(args: argparse.Namespace) -> int:
             await method.aclose()
             await client.aclose()
 
-    result = run_coroutine(run)
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    path = result.guidance.save(out / "guidance.yaml")
-    _write_jsonl(out / "feedback.jsonl", result.feedback)
-    _write_jsonl(out / DETAILS_FILE, [a.to_dict() for a in result.assessments])
+    lock = FolderLock(out, wait=args.wait)  # one run writes a MESA folder at a time
+    try:
+        lock.acquire()
+    except BaseException:
+        _close(method, client)
+        raise
+    try:
+        result = run_coroutine(run)
+        path = result.guidance.save(out / "guidance.yaml")
+        _write_jsonl(out / "feedback.jsonl", result.feedback)
+        _write_jsonl(out / DETAILS_FILE, [a.to_dict() for a in result.assessments])
+    finally:
+        lock.release()
     print(
         f"wrote {path} (feedback meetings {', '.join(feedback_meetings)}); review it, then: "
         f"elitr-bench mesa --guidance {path} --judge ... (evaluates {len(evaluate)} other "
@@ -354,6 +396,12 @@ def _common(parser: argparse.ArgumentParser) -> None:
         help="comma-separated AutoMin systems (default: all 9, annot = human reference)",
     )
     parser.add_argument("--out", required=True, help="output directory")
+    parser.add_argument(
+        "--wait",
+        action="store_true",
+        help="if another run is writing the --out folder, wait for it to finish (default: "
+        "refuse, naming that run)",
+    )
     add_budget_flags(parser, "calls, tokens, cost")
     parser.add_argument(
         "--error-types", default=None, help="error-type YAML file (default: the paper's)"

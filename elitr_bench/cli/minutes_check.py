@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from elitr_bench.data.errors import DataError
+from elitr_bench.data.folder import write_atomic
 
 
 def parse_systems(spec: str, available: Sequence[str]) -> list[str]:
@@ -147,7 +148,7 @@ def run_check(args: argparse.Namespace) -> dict[str, Any]:
                 show_paper=sorted(systems) == sorted(TABLE9_SYSTEMS),
             )
         )
-        (out / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+        write_atomic(out / "summary.json", json.dumps(summary, indent=2))
         written.append(out / "summary.json")
         for path in written:
             print(f"wrote {path}")

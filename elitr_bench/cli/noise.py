@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from elitr_bench.data.folder import write_atomic
 from elitr_bench.noise.build import RED_ACE_HUB_ID, read_pairs, red_ace_pairs, rules_from_pairs
 from elitr_bench.noise.cache import noisy_transcript
 from elitr_bench.noise.errors import NoiseError
@@ -184,7 +186,7 @@ def run_noise(args: argparse.Namespace) -> int:
         )
         path = out_dir / f"wer-{target:.2f}" / f"{meeting_id}.txt"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(noisy.text, encoding="utf-8")
+        write_atomic(path, noisy.text)
         rows.append((meeting_id, meeting.split, noisy))
     write_tables(out_dir, rows)
     manifest = {
@@ -197,7 +199,7 @@ def run_noise(args: argparse.Namespace) -> int:
         "targets": list(args.noise_wer),
         "meetings": wanted,
     }
-    (out_dir / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    write_atomic(out_dir / MANIFEST_NAME, json.dumps(manifest, indent=2) + "\n")
     print(summary_markdown(rows))
     print(f"wrote {len(rows)} transcripts, {CSV_NAME} and {MARKDOWN_NAME} to {out_dir}")
     return 0
@@ -206,29 +208,30 @@ def run_noise(args: argparse.Namespace) -> int:
 def write_tables(out_dir: Path, rows: Sequence[tuple[str, str, NoisyTranscript]]) -> None:
     """Write the per-meeting WER table as CSV and Markdown (with the Table 5 summary)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    with (out_dir / CSV_NAME).open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(CSV_FIELDS)
-        for meeting_id, split, n in rows:
-            writer.writerow(
-                [
-                    meeting_id,
-                    split,
-                    n.reference_words,
-                    f"{n.target_wer:.4f}",
-                    f"{n.effective_wer:.4f}",
-                    f"{n.whitespace_wer:.4f}",
-                    n.substitutions,
-                    n.deletions,
-                    n.insertions,
-                    f"{n.scale:.6f}",
-                    n.seed,
-                    n.mode,
-                    n.rules_hash,
-                ]
-            )
+    handle = io.StringIO(newline="")
+    writer = csv.writer(handle)
+    writer.writerow(CSV_FIELDS)
+    for meeting_id, split, n in rows:
+        writer.writerow(
+            [
+                meeting_id,
+                split,
+                n.reference_words,
+                f"{n.target_wer:.4f}",
+                f"{n.effective_wer:.4f}",
+                f"{n.whitespace_wer:.4f}",
+                n.substitutions,
+                n.deletions,
+                n.insertions,
+                f"{n.scale:.6f}",
+                n.seed,
+                n.mode,
+                n.rules_hash,
+            ]
+        )
+    write_atomic(out_dir / CSV_NAME, handle.getvalue())
     lines = [summary_markdown(rows), "", per_meeting_markdown(rows), ""]
-    (out_dir / MARKDOWN_NAME).write_text("\n".join(lines), encoding="utf-8")
+    write_atomic(out_dir / MARKDOWN_NAME, "\n".join(lines))
 
 
 def summary_markdown(rows: Sequence[tuple[str, str, NoisyTranscript]]) -> str:

@@ -14,6 +14,8 @@ from typing import Any
 
 from elitr_bench.cli_errors import debug_enabled
 from elitr_bench.data.errors import ElitrBenchError
+from elitr_bench.data.folder import write_atomic
+from elitr_bench.data.run_files import partial_notes
 from elitr_bench.judges.config import (
     KEYLESS_JUDGE,
     JudgeConfig,
@@ -74,6 +76,8 @@ def _cmd_score(args: argparse.Namespace) -> int:
     config = judge_config_from_args(args.judge, args.rubric)
     judge = config.spec or config.backend
     minutes_judge = method_name(config) is not None
+    for note in partial_notes(Path(p) for p in args.paths):
+        print(f"score: note: {note}", file=sys.stderr)
     found = find_samples(args.paths)
     check_tasks({task_name_of(path): path for path in found})  # names first, then contents
     qa_files, minutes_files = split_by_kind(found)
@@ -177,7 +181,7 @@ def _cmd_judge_check(args: argparse.Namespace) -> int:
     if args.output:
         out = Path(args.output)
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
+        write_atomic(out, json.dumps(report, indent=2, ensure_ascii=False))
         print(f"wrote {out}", file=sys.stderr)
     return 0
 

@@ -204,6 +204,79 @@ def supersede_note(stale: Path, current: Path) -> str:
     )
 
 
+def is_cut(path: Path) -> bool:
+    """Whether a JSON-lines file stops mid-line (a writer killed or out of disk space).
+
+    Only the tail is read: the file does not end with a newline, or its last non-blank
+    line (when it fits the last MiB) is not JSON. An empty or blank file is not cut.
+    """
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, 2)
+            size = handle.tell()
+            if size == 0:
+                return False  # empty, not cut: the readers say so in their own words
+            handle.seek(max(0, size - (1 << 20)))
+            tail = handle.read()
+    except OSError:
+        return True
+    if not tail.strip():
+        return False
+    if not tail.endswith(b"\n"):
+        return True
+    lines = tail.rstrip().split(b"\n")
+    if len(lines) < 2 and size > len(tail):
+        return False  # one long last line: not checked
+    try:
+        json.loads(lines[-1])
+    except ValueError:
+        return True
+    return False
+
+
+def partial_files(folder: Path) -> list[tuple[Path, str]]:
+    """Files of an output folder that a stopped writer left half-made, each with the fix.
+
+    Temp files of our writers (``.NAME.<random>.tmp``, see :mod:`elitr_bench.data.folder`)
+    and samples files cut mid-line without their results file (older versions of ``score``
+    wrote in place). Readers name them instead of skipping them silently or failing on
+    them; they are never read as samples.
+    """
+    from elitr_bench.data.folder import TEMP_SUFFIX
+
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    found: list[tuple[Path, str]] = []
+    for path in sorted(folder.rglob(f".*{TEMP_SUFFIX}")):
+        if path.is_file():
+            found.append(
+                (path, "a temp file left by a writer that was stopped; nothing reads it, delete it")
+            )
+    for path in sorted(folder.rglob("samples_*.jsonl")):
+        if parse_samples_name(path) is not None and results_file_of(path) is None and is_cut(path):
+            found.append(
+                (
+                    path,
+                    "a samples file cut mid-line with no results file of its stamp (a writer "
+                    "stopped); left out: delete it, or re-run what wrote it",
+                )
+            )
+    return found
+
+
+def partial_notes(folders: Iterable[Path]) -> list[str]:
+    """One line per half-made file under ``folders`` (see :func:`partial_files`)."""
+    seen: set[Path] = set()
+    notes = []
+    for folder in folders:
+        for path, why in partial_files(folder):
+            if path.resolve() not in seen:
+                seen.add(path.resolve())
+                notes.append(f"{path}: {why}")
+    return notes
+
+
 def current_samples(files: Sequence[Path]) -> tuple[list[Path], list[str]]:
     """The samples files that count: rescorings replace their sources, newest first.
 
@@ -234,8 +307,11 @@ __all__ = [
     "SamplesName",
     "current_samples",
     "families",
+    "is_cut",
     "newest_versions",
     "parse_samples_name",
+    "partial_files",
+    "partial_notes",
     "rescored_sources",
     "results_file_of",
     "run_results_of",

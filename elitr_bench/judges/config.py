@@ -637,6 +637,8 @@ def check_judge_ready(
     ``hf`` judge's config and tokenizer are resolved (local folder or hub cache, never the
     weights). Other models a family's judges call (its ``models`` hook) are checked the
     same way, and a family's ``ready`` hook checks what its non-LLM backends read.
+    The judge cache of an API or hf judge is opened and its pages read, so a damaged file
+    is named before anything is generated.
 
     Args:
         config: The judge (None: judging is off, nothing to check).
@@ -648,12 +650,18 @@ def check_judge_ready(
 
     Raises:
         JudgeNotReadyError: One line naming what is missing and how to fix it.
+        JudgeCacheError: The judge cache file is damaged (one line: the file, the fix).
     """
     if config is None:
         return
     environ = os.environ if env is None else env
     if alternative is None:
         alternative = keyless_alternatives(True, command)
+    if config.backend in ("openai", "hf"):
+        # A damaged cache fails here, in one line, not after the model has generated.
+        from elitr_bench.llm.cache import check_cache
+
+        check_cache(config.cache)
     if config.backend == "openai":
         if importlib.util.find_spec("openai") is None:
             raise JudgeNotReadyError(

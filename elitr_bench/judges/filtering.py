@@ -16,6 +16,7 @@ from typing import Any
 
 from elitr_bench.cli_errors import exit_with_error_after_run
 from elitr_bench.judges.config import JudgeConfig
+from elitr_bench.llm.errors import CACHE_ERROR_PREFIX
 from elitr_bench.llm.redact import MASK
 
 #: The QA judge filter's name, the default source of an exit line.
@@ -96,6 +97,10 @@ def record_failures(
     counts["first"] = counts["first"] or reasons[0]
     counts["spec"] = config.spec or config.backend
     counts["hint"] = hint or counts.get("hint") or ""
+    if not counts["hint"] and counts["first"].startswith(CACHE_ERROR_PREFIX):
+        # `score` reads the same cache: it would fail alike until the file is dealt with.
+        spec = config.spec or config.backend
+        counts["hint"] = f"first move the cache aside (or use cache=off); then {finish_hint(spec)}"
     exit_with_error_after_run(
         f"{judge} failed on {counts['failed']} of {counts['total']} {items} "
         f"({counts['first']}); results and samples are still written, with status "

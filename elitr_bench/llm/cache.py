@@ -7,13 +7,23 @@ completions are stored; errors are never cached, so a transient fault cannot fre
 wrong result. Keys and rows hold no credentials: the key is built from the backend kind,
 model, full prompt and sampling parameters only, plus the endpoint (normalised, without
 user info or query) when it is not the default OpenAI API.
+
+A cache file that stops taking writes (a full disk, a read-only file) never costs a paid
+reply: the reply is kept in memory for the rest of the run and one warning names the file
+and the fix. A damaged file is found when it is opened (``PRAGMA quick_check``, once per
+process and file; the lm-eval start-up check opens it before the model loads) and
+explained in one line that names the file and the way on, instead of failing every lookup
+after hours of generation.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import logging
 import os
+import socket
 import sqlite3
 import threading
 import time
@@ -22,9 +32,28 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from elitr_bench.llm.errors import JudgeConfigError
+from elitr_bench.llm.errors import JudgeCacheError, JudgeConfigError
 
 CACHE_SCHEMA_VERSION = 1
+
+log = logging.getLogger(__name__)
+
+#: Seconds a "being sent" mark holds before another process may send the same request.
+PENDING_TTL_S = 300.0
+
+#: Cache files whose pages passed ``PRAGMA quick_check`` in this process.
+_CHECKED: set[Path] = set()
+_CHECKED_LOCK = threading.Lock()
+
+
+def damaged_cache_fix(path: Path) -> str:
+    """The way on from a damaged cache file, as one clause (never a command that fails alike)."""
+    aside = f"{path}.damaged"
+    return (
+        f"move it aside (mv {path} {aside}) and re-run, which starts a new cache and pays "
+        "again only for what the damaged pages held, or run without a cache with cache=off "
+        "in the judge spec"
+    )
 
 
 @dataclass(frozen=True)
@@ -158,44 +187,179 @@ class SQLiteCache:
             columns = {row[1] for row in self._conn.execute("PRAGMA table_info(completions)")}
             if "finish_reason" not in columns:  # a cache written before finish reasons
                 self._conn.execute("ALTER TABLE completions ADD COLUMN finish_reason TEXT")
-        except (sqlite3.Error, OSError) as exc:
+            # Requests some process is sending now (see claim()); rows live for seconds.
+            # A file that takes no writes still serves lookups, without these marks.
+            try:
+                self._conn.execute(
+                    "CREATE TABLE IF NOT EXISTS pending ("
+                    " key TEXT PRIMARY KEY, host TEXT, pid INTEGER, since REAL)"
+                )
+                self._marks = True
+            except sqlite3.OperationalError:
+                self._marks = False
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError):  # permissions, locks, no such dir
+                raise JudgeConfigError(
+                    f"judge cache {self.path}: cannot open ({exc}); set ELITR_JUDGE_CACHE or "
+                    "cache= to a writable path, or cache=off"
+                ) from None
+            raise JudgeCacheError(
+                f"judge cache {self.path} is not a readable cache ({exc}); "
+                f"{damaged_cache_fix(self.path)}"
+            ) from None
+        except OSError as exc:
             raise JudgeConfigError(
                 f"judge cache {self.path}: cannot open ({exc}); set ELITR_JUDGE_CACHE or cache= "
-                "to a "
-                "writable path, or cache=off"
+                "to a writable path, or cache=off"
             ) from None
         self._lock = threading.Lock()
+        #: Paid replies the file refused to store: served from here for the rest of the run.
+        self._unsaved: dict[str, tuple[Completion, Mapping[str, Any]]] = {}
+        self._check_pages()
+
+    def _check_pages(self) -> None:
+        """Read every page once per process (``quick_check``): a damaged file fails here.
+
+        Without it a damaged page fails lookups only once judging starts, after the model
+        under test has generated for hours.
+        """
+        resolved = self.path.resolve()
+        with _CHECKED_LOCK:
+            if resolved in _CHECKED:
+                return
+        try:
+            rows = self._conn.execute("PRAGMA quick_check").fetchall()
+        except sqlite3.DatabaseError as exc:
+            problem = str(exc)
+        else:
+            problem = "" if rows == [("ok",)] else "; ".join(str(r[0]) for r in rows[:2])
+        if problem:
+            self._conn.close()
+            raise JudgeCacheError(
+                f"judge cache {self.path} is damaged ({problem}); {damaged_cache_fix(self.path)}"
+            )
+        with _CHECKED_LOCK:
+            _CHECKED.add(resolved)
 
     def get(self, key: str) -> Completion | None:
-        """Return the stored completion, or None."""
+        """Return the stored completion (or one the file refused to store), or None.
+
+        Raises:
+            JudgeCacheError: The file cannot be read (damaged since it was opened); one
+                line naming the file and the way on.
+        """
         with self._lock:
-            row = self._conn.execute(
-                "SELECT text, prompt_tokens, completion_tokens, finish_reason FROM completions"
-                " WHERE key = ?",
-                (key,),
-            ).fetchone()
+            unsaved = self._unsaved.get(key)
+            if unsaved is not None:
+                return replace(unsaved[0], cached=True)
+            try:
+                row = self._conn.execute(
+                    "SELECT text, prompt_tokens, completion_tokens, finish_reason"
+                    " FROM completions WHERE key = ?",
+                    (key,),
+                ).fetchone()
+            except sqlite3.DatabaseError as exc:
+                if isinstance(exc, sqlite3.OperationalError) and "malformed" not in str(exc):
+                    raise JudgeCacheError(
+                        f"judge cache {self.path}: cannot read ({exc}); nothing was sent for "
+                        "this request. Re-run when the file is free, or run with cache=off"
+                    ) from None
+                raise JudgeCacheError(
+                    f"judge cache {self.path} is damaged ({exc}); {damaged_cache_fix(self.path)}"
+                ) from None
         if row is None:
             return None
         return Completion(row[0], int(row[1] or 0), int(row[2] or 0), True, row[3])
 
-    def put(self, key: str, completion: Completion, meta: Mapping[str, Any]) -> None:
-        """Insert (or keep the first of racing writers) and commit at once."""
+    @property
+    def unsaved(self) -> int:
+        """Paid replies this run keeps in memory because the file would not store them."""
         with self._lock:
+            return len(self._unsaved)
+
+    def put(self, key: str, completion: Completion, meta: Mapping[str, Any]) -> None:
+        """Insert (or keep the first of racing writers) and commit at once.
+
+        A file that refuses the write (disk full, read-only, damaged) costs nothing paid:
+        the reply is kept in memory for the rest of this run and one warning names the
+        file and the fix.
+        """
+        with self._lock:
+            try:
+                self._insert(key, completion, meta)
+            except sqlite3.Error as exc:
+                first = not self._unsaved
+                self._unsaved[key] = (completion, dict(meta))
+                if first:
+                    log.warning(
+                        "judge cache %s: cannot store replies (%s); this run keeps them in "
+                        "memory and finishes, but a later run pays for them again unless the "
+                        "file can be written (free disk space, make it writable) or cache= "
+                        "names another file",
+                        self.path,
+                        " ".join(str(exc).split()),
+                    )
+
+    def _insert(self, key: str, completion: Completion, meta: Mapping[str, Any]) -> None:
+        """One committed row (autocommit); the caller holds the lock."""
+        self._conn.execute(
+            "INSERT OR IGNORE INTO completions (key, backend, model, params, text,"
+            " prompt_tokens, completion_tokens, created, finish_reason)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                key,
+                str(meta.get("backend", "")),
+                str(meta.get("model", "")),
+                json.dumps(meta.get("params", {}), sort_keys=True),
+                completion.text,
+                completion.prompt_tokens,
+                completion.completion_tokens,
+                time.time(),
+                completion.finish_reason,
+            ),
+        )
+
+    def claim(self, key: str, ttl_s: float = PENDING_TTL_S) -> bool:
+        """Mark a request as being sent by this process; False while another one sends it.
+
+        Two processes sharing the cache then pay once for an identical request: the second
+        waits for the first one's row instead of sending. A mark whose process is gone (same
+        host, PID not running) or older than ``ttl_s`` is taken over, so a killed run never
+        blocks the next. Any database trouble answers True: sending twice is the old
+        behaviour, never a lost reply.
+        """
+        if not self._marks:
+            return True
+        me = (socket.gethostname(), os.getpid())
+        now = time.time()
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    row = self._conn.execute(
+                        "SELECT host, pid, since FROM pending WHERE key = ?", (key,)
+                    ).fetchone()
+                    if row is not None and (row[0], row[1]) != me and _alive(row, now, ttl_s):
+                        return False
+                    self._conn.execute(
+                        "INSERT OR REPLACE INTO pending (key, host, pid, since)"
+                        " VALUES (?, ?, ?, ?)",
+                        (key, me[0], me[1], now),
+                    )
+                finally:
+                    self._conn.execute("COMMIT")
+            except sqlite3.Error:
+                return True
+        return True
+
+    def release(self, key: str) -> None:
+        """Drop this process's mark of a request (sent and stored, or given up)."""
+        if not self._marks:
+            return
+        with self._lock, contextlib.suppress(sqlite3.Error):  # a mark left expires by itself
             self._conn.execute(
-                "INSERT OR IGNORE INTO completions (key, backend, model, params, text,"
-                " prompt_tokens, completion_tokens, created, finish_reason)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    key,
-                    str(meta.get("backend", "")),
-                    str(meta.get("model", "")),
-                    json.dumps(meta.get("params", {}), sort_keys=True),
-                    completion.text,
-                    completion.prompt_tokens,
-                    completion.completion_tokens,
-                    time.time(),
-                    completion.finish_reason,
-                ),
+                "DELETE FROM pending WHERE key = ? AND host = ? AND pid = ?",
+                (key, socket.gethostname(), os.getpid()),
             )
 
     def count(self) -> int:
@@ -204,9 +368,35 @@ class SQLiteCache:
             return int(self._conn.execute("SELECT COUNT(*) FROM completions").fetchone()[0])
 
     def close(self) -> None:
-        """Close the connection."""
+        """Close the connection, storing first what the file refused before, if it now can.
+
+        Space freed (or permissions fixed) while the run went on saves those replies for
+        later runs; otherwise they are lost with this process, as the warning said.
+        """
         with self._lock:
+            for key, (completion, meta) in list(self._unsaved.items()):
+                try:
+                    self._insert(key, completion, meta)
+                except sqlite3.Error:
+                    break
+                del self._unsaved[key]
             self._conn.close()
+
+
+def _alive(row: tuple[Any, ...], now: float, ttl_s: float) -> bool:
+    """Whether a pending mark still stands: recent, and its process running (same host)."""
+    host, pid, since = row
+    if now - float(since or 0) > ttl_s:
+        return False
+    if host != socket.gethostname():
+        return True  # another machine: trust the time-out alone
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, ValueError):
+        return True  # running under another user, or unreadable: assume it is there
+    return True
 
 
 def default_cache_path() -> Path:
@@ -231,3 +421,17 @@ def open_cache(setting: str = "") -> JudgeCache:
     if value.lower() == "memory":
         return MemoryCache()
     return SQLiteCache(Path(value).expanduser() if value else default_cache_path())
+
+
+def check_cache(setting: str = "") -> None:
+    """Open the cache a judge will use and read its pages, so a damaged file fails now.
+
+    Meant for start-up checks (before the model under test loads); costs a read of the
+    file once per process. ``off`` and ``memory`` have nothing to check.
+
+    Raises:
+        JudgeCacheError: The file is damaged or not a cache (one line: file and fix).
+        JudgeConfigError: The file cannot be opened at all.
+    """
+    cache = open_cache(setting)
+    cache.close()

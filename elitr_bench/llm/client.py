@@ -12,6 +12,11 @@ Three rules keep a run from paying for nothing:
 * After the server refuses the credentials (HTTP 401/403), nothing more is sent with them
   by any client of this process: queued and later requests fail at once with the same
   reason (``not_sent``), without retries.
+* Processes sharing one SQLite cache send an identical request once: the first marks it
+  as being sent in the cache, the others wait for its row (a mark of a dead process or
+  older than five minutes is taken over).
+* After SIGINT/SIGTERM (:mod:`elitr_bench.llm.interrupt`) nothing new is sent; replies
+  in flight still land in the cache.
 * A 200 without usable text (no ``choices``, no ``message``, ``content: null``) is retried
   like any transient fault and, when retries run out, fails the item with that reason.
 """
@@ -26,6 +31,7 @@ from collections.abc import Awaitable
 from dataclasses import asdict, dataclass, replace
 from typing import Any, TypeVar, cast
 
+from elitr_bench.llm import interrupt
 from elitr_bench.llm.base import (
     AuthenticationRejected,
     CompletionBackend,
@@ -43,6 +49,9 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 _REJECTED: dict[str, str] = {}
+
+#: Seconds between looks at the cache while another process sends the same request.
+PENDING_POLL_S = 0.1
 _REJECTED_LOCK = threading.Lock()
 
 
@@ -180,6 +189,7 @@ class JudgeClient:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._flights: dict[str, _Flight] = {}
         self._scope = str(getattr(backend, "auth_scope", "") or "")
+        interrupt.watch_cache(cache)
 
     def key_for(self, request: CompletionRequest, draw: int) -> str:
         """Cache key: backend kind, model, endpoint, full prompt, sampling params, seed, draw."""
@@ -276,78 +286,115 @@ class JudgeClient:
             hit = self._hit(key)
             if hit is not None:
                 return hit
-            for attempt in range(self.retries + 1):
-                rejected = self._rejected()
-                if rejected is not None:
-                    raise self._not_sent(rejected)
-                await self.limiter.acquire(estimate)
-                rejected = self._rejected()
-                if rejected is not None:
-                    raise self._not_sent(rejected)
-                self.usage.requests += 1
-                try:
-                    completion = await self.backend.complete(request)
-                except asyncio.CancelledError:
-                    self.usage.failed += 1  # sent, but nobody waits for the reply any more
-                    raise
-                except RetryableError as exc:
-                    if exc.status is None:
-                        self.usage.failed += 1
-                    else:
-                        self.usage.refused += 1
-                    if attempt >= self.retries:
-                        raise JudgeRequestError(
-                            f"{name}: gave up after {self.retries} retries ({exc}); completed "
-                            "judgements are cached, re-run to resume"
-                        ) from None
-                    delay = backoff_delay(attempt, self.backoff, exc.retry_after)
-                    if exc.retry_after is not None:
-                        self.limiter.pause_for(delay)
-                    self.usage.retries += 1
-                    log.debug("judge request retry %d in %.2fs: %s", attempt + 1, delay, exc)
-                    await asyncio.sleep(delay)
-                    continue
-                except AuthenticationRejected as exc:
+            hit = await self._sent_elsewhere(key)
+            if hit is not None:
+                return hit
+            try:
+                return await self._send(key, request, draw, estimate, name)
+            finally:
+                release = getattr(self.cache, "release", None)
+                if release is not None:
+                    release(key)
+
+    async def _sent_elsewhere(self, key: str) -> Completion | None:
+        """Wait while another process sharing the cache sends this request; its reply.
+
+        The cache marks a request as being sent (``claim``); a second process then waits for
+        the first one's row instead of paying again. A mark whose process died or timed out
+        is taken over, so this returns None (send it here) at the latest then.
+        """
+        claim = getattr(self.cache, "claim", None)
+        if claim is None:
+            return None
+        while not claim(key):
+            if interrupt.stopping():
+                self.usage.not_sent += 1
+                raise interrupt.not_sending()
+            await asyncio.sleep(PENDING_POLL_S)
+            hit = self._hit(key)
+            if hit is not None:
+                self.usage.deduplicated += 1
+                return hit
+        return None
+
+    async def _send(
+        self, key: str, request: CompletionRequest, draw: int, estimate: int, name: str
+    ) -> Completion:
+        """Send with retries; store the completion before returning it."""
+        for attempt in range(self.retries + 1):
+            rejected = self._rejected()
+            if rejected is not None:
+                raise self._not_sent(rejected)
+            await self.limiter.acquire(estimate)
+            rejected = self._rejected()
+            if rejected is not None:
+                raise self._not_sent(rejected)
+            if interrupt.stopping():  # a signal: what is in flight lands, nothing new
+                self.usage.not_sent += 1
+                raise interrupt.not_sending()
+            self.usage.requests += 1
+            try:
+                completion = await self.backend.complete(request)
+            except asyncio.CancelledError:
+                self.usage.failed += 1  # sent, but nobody waits for the reply any more
+                raise
+            except RetryableError as exc:
+                if exc.status is None:
+                    self.usage.failed += 1
+                else:
                     self.usage.refused += 1
-                    reason = (
-                        f"{name}: {exc}; nothing more is sent with these credentials in this "
-                        "run (fix the key or base_url, then re-run: completed judgements are "
-                        "cached)"
-                    )
-                    if self._scope:
-                        with _REJECTED_LOCK:
-                            reason = _REJECTED.setdefault(self._scope, reason)
-                    raise JudgeRequestError(reason) from None
-                except FatalBackendError as exc:
-                    if exc.status is None:
-                        self.usage.failed += 1
-                    else:
-                        self.usage.refused += 1
-                    raise JudgeRequestError(f"{name}: {exc}") from None
-                self.usage.answered += 1
-                self.limiter.settle(
-                    estimate, completion.prompt_tokens + completion.completion_tokens
+                if attempt >= self.retries:
+                    raise JudgeRequestError(
+                        f"{name}: gave up after {self.retries} retries ({exc}); completed "
+                        "judgements are cached, re-run to resume"
+                    ) from None
+                delay = backoff_delay(attempt, self.backoff, exc.retry_after)
+                if exc.retry_after is not None:
+                    self.limiter.pause_for(delay)
+                self.usage.retries += 1
+                log.debug("judge request retry %d in %.2fs: %s", attempt + 1, delay, exc)
+                await asyncio.sleep(delay)
+                continue
+            except AuthenticationRejected as exc:
+                self.usage.refused += 1
+                reason = (
+                    f"{name}: {exc}; nothing more is sent with these credentials in this "
+                    "run (fix the key or base_url, then re-run: completed judgements are "
+                    "cached)"
                 )
-                # Written before use: a run killed after this line never pays for it again.
-                self.cache.put(
-                    key,
-                    completion,
-                    {
-                        "backend": self.backend.kind,
-                        "model": self.backend.model,
-                        **({"endpoint": self.backend.endpoint} if self.backend.endpoint else {}),
-                        "params": {
-                            "temperature": request.temperature,
-                            "top_p": request.top_p,
-                            "max_tokens": request.max_tokens,
-                            "seed": request.seed,
-                            "draw": draw,
-                        },
+                if self._scope:
+                    with _REJECTED_LOCK:
+                        reason = _REJECTED.setdefault(self._scope, reason)
+                raise JudgeRequestError(reason) from None
+            except FatalBackendError as exc:
+                if exc.status is None:
+                    self.usage.failed += 1
+                else:
+                    self.usage.refused += 1
+                raise JudgeRequestError(f"{name}: {exc}") from None
+            self.usage.answered += 1
+            self.limiter.settle(estimate, completion.prompt_tokens + completion.completion_tokens)
+            # Written before use: a run killed after this line never pays for it again.
+            self.cache.put(
+                key,
+                completion,
+                {
+                    "backend": self.backend.kind,
+                    "model": self.backend.model,
+                    **({"endpoint": self.backend.endpoint} if self.backend.endpoint else {}),
+                    "params": {
+                        "temperature": request.temperature,
+                        "top_p": request.top_p,
+                        "max_tokens": request.max_tokens,
+                        "seed": request.seed,
+                        "draw": draw,
                     },
-                )
-                self.usage.prompt_tokens += completion.prompt_tokens
-                self.usage.completion_tokens += completion.completion_tokens
-                return completion
+                },
+            )
+            interrupt.note_kept()
+            self.usage.prompt_tokens += completion.prompt_tokens
+            self.usage.completion_tokens += completion.completion_tokens
+            return completion
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def aclose(self) -> None:

@@ -26,3 +26,11 @@ class JudgeNotReadyError(JudgeError):
 
 class JudgeRequestError(JudgeError):
     """Judge requests kept failing after all retries."""
+
+
+#: How every :class:`JudgeCacheError` message begins (readers of logged reasons look for it).
+CACHE_ERROR_PREFIX = "judge cache "
+
+
+class JudgeCacheError(JudgeConfigError):
+    """The judge cache file is damaged or cannot be read; the message names it and the fix."""

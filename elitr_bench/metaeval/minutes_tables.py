@@ -8,6 +8,7 @@ value differs from the paper's and by how much (``Δ`` = ours - printed).
 from __future__ import annotations
 
 import csv
+import io
 import math
 import statistics
 from collections import defaultdict
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from elitr_bench.data.folder import write_atomic
 from elitr_bench.data.records import HumanScores, SystemHumanScore
 from elitr_bench.metaeval.minutes import (
     MetaRow,
@@ -63,10 +65,11 @@ class Table:
 
     def write_csv(self, path: Path) -> Path:
         """Header and rows as CSV."""
-        with path.open("w", encoding="utf-8", newline="") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(self.header)
-            writer.writerows(self.rows)
+        handle = io.StringIO(newline="")
+        writer = csv.writer(handle)
+        writer.writerow(self.header)
+        writer.writerows(self.rows)
+        write_atomic(path, handle.getvalue())
         return path
 
 
@@ -673,7 +676,7 @@ def write_tables(tables: Sequence[Table], out: Path, stem: str = "minutes_check"
     """One Markdown file with every table, and one CSV per table."""
     out.mkdir(parents=True, exist_ok=True)
     written = [out / f"{stem}.md"]
-    written[0].write_text("\n".join(t.markdown() for t in tables), encoding="utf-8")
+    write_atomic(written[0], "\n".join(t.markdown() for t in tables))
     for table in tables:
         written.append(table.write_csv(out / f"{table.name}.csv"))
     return written
@@ -682,9 +685,10 @@ def write_tables(tables: Sequence[Table], out: Path, stem: str = "minutes_check"
 def meta_rows_csv(rows: Sequence[MetaRow], path: Path) -> Path:
     """Every statistic of every (metric, human column) cell as CSV."""
     dicts: list[Mapping[str, Any]] = [r.to_dict() for r in rows]
-    with path.open("w", encoding="utf-8", newline="") as handle:
-        if dicts:
-            writer = csv.DictWriter(handle, fieldnames=list(dicts[0]))
-            writer.writeheader()
-            writer.writerows(dicts)
+    handle = io.StringIO(newline="")
+    if dicts:
+        writer = csv.DictWriter(handle, fieldnames=list(dicts[0]))
+        writer.writeheader()
+        writer.writerows(dicts)
+    write_atomic(path, handle.getvalue())
     return path

@@ -15,6 +15,7 @@ ELITR-Bench QA/Conv runs, the judge agreement); a new kind of run adds its build
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -23,6 +24,7 @@ from typing import Any
 
 from elitr_bench import __version__
 from elitr_bench.data.errors import DataError
+from elitr_bench.data.folder import write_atomic
 from elitr_bench.metaeval.stats import CIMethod
 from elitr_bench.report import agreement, figures
 from elitr_bench.report.errors import ReportError
@@ -356,13 +358,15 @@ def write_report(report: Report, out: Path, options: Mapping[str, Any]) -> Path:
         keys: dict[str, None] = {}
         for rec in table.records:
             keys.update(dict.fromkeys(rec))
-        with (out / "tables" / f"{table.key}.csv").open("w", newline="", encoding="utf-8") as fh:
-            writer = csv.DictWriter(fh, fieldnames=list(keys))
-            writer.writeheader()
-            for rec in table.records:
-                writer.writerow({k: _cell(v) for k, v in rec.items()})
-        (out / "tables" / f"{table.key}.json").write_text(
-            json.dumps(list(table.records), indent=1, default=str), encoding="utf-8"
+        fh = io.StringIO(newline="")
+        writer = csv.DictWriter(fh, fieldnames=list(keys))
+        writer.writeheader()
+        for rec in table.records:
+            writer.writerow({k: _cell(v) for k, v in rec.items()})
+        write_atomic(out / "tables" / f"{table.key}.csv", fh.getvalue())
+        write_atomic(
+            out / "tables" / f"{table.key}.json",
+            json.dumps(list(table.records), indent=1, default=str),
         )
     header = f"elitr-bench {__version__}"
     if report.runs:  # metric and CI apply to the QA/Conv tables only
@@ -382,8 +386,9 @@ def write_report(report: Report, out: Path, options: Mapping[str, Any]) -> Path:
         lines += ["## Figures", ""]
         lines += [f"![{p.stem}](figures/{p.name})" for p in report.figures] + [""]
     path = out / "report.md"
-    path.write_text("\n".join(lines), encoding="utf-8")
-    (out / "report.json").write_text(
+    write_atomic(path, "\n".join(lines))
+    write_atomic(
+        out / "report.json",
         json.dumps(
             {
                 "version": __version__,
@@ -398,6 +403,5 @@ def write_report(report: Report, out: Path, options: Mapping[str, Any]) -> Path:
             indent=1,
             default=str,
         ),
-        encoding="utf-8",
     )
     return path

@@ -24,6 +24,7 @@ from typing import Any
 from elitr_bench.data.minutes import MINUTES_TASKS
 from elitr_bench.data.run_files import (
     families,
+    partial_notes,
     rescored_sources,
     run_results_of,
     stamp_of,
@@ -623,7 +624,7 @@ def load_runs(paths: Sequence[str | Path], *, require: bool = True) -> LoadedRun
         ReportError: A path is missing or holds no results file, or (with ``require``)
             nothing usable was found.
     """
-    notes: list[str] = []
+    notes: list[str] = partial_notes(Path(p) for p in paths)
     runs: list[TaskRun] = []
     judges: dict[str, JudgeId] = {}
     copies: dict[tuple[Any, ...], TaskRun] = {}

@@ -17,12 +17,18 @@ another file (``rescored_from``), so a run counts once. The command itself is
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from elitr_bench.data.run_files import parse_samples_name, run_results_of, stamp_of
+from elitr_bench.data.run_files import (
+    parse_samples_name,
+    partial_files,
+    run_results_of,
+    stamp_of,
+)
 from elitr_bench.judges.config import (
     JudgeConfig,
     parse_judge_spec,
@@ -82,18 +88,22 @@ def judge_config_from_args(judge: str | None, rubric: str | None) -> JudgeConfig
 def find_samples(paths: Iterable[str | Path]) -> list[Path]:
     """Expand files and directories into lm-eval ``samples_*.jsonl`` files.
 
-    A folder gives the samples lm-eval wrote (not earlier rescorings of them); a file
-    named otherwise is refused, as it is no lm-eval samples file.
+    A folder gives the samples lm-eval wrote (not earlier rescorings of them, nor files a
+    stopped writer left cut: :func:`~elitr_bench.data.run_files.partial_files`, which the
+    command names); a file named otherwise is refused, as it is no lm-eval samples file.
     """
     found: list[Path] = []
     given = [str(p) for p in paths]
     for raw in given:
         path = Path(raw)
         if path.is_dir():
+            partial = {p for p, _ in partial_files(path)}  # named by the command, never read
             found += sorted(
                 p
                 for p in path.rglob("samples_*.jsonl")
-                if (name := parse_samples_name(p)) is not None and not name.rescored
+                if (name := parse_samples_name(p)) is not None
+                and not name.rescored
+                and p not in partial
             )
         elif path.is_file():
             if parse_samples_name(path) is None:
@@ -211,20 +221,44 @@ def write_rescoring(
     The samples get lm-eval's own name (``samples_<task>_<stamp>.jsonl``) next to the
     samples they re-judge; the results go beside them as ``results_rescored_<stamp>.json``
     (the mark our readers know a rescoring by) and, with ``--output``, to that file too.
+    Every file is written whole to a temp file first and renamed into place only when all
+    were written, the results last: a full disk leaves the folder as it was (one line),
+    never a cut samples file under lm-eval's name.
     """
-    for item in judged:
-        target = item.source.with_name(f"samples_{item.task}_{stamp}.jsonl")
-        with target.open("w", encoding="utf-8") as handle:
-            for row in rebuilt.rows[item.task]:
-                handle.write(dump_row(row) + "\n")
+    files: list[tuple[Path, str]] = [
+        (
+            item.source.with_name(f"samples_{item.task}_{stamp}.jsonl"),
+            "".join(dump_row(row) + "\n" for row in rebuilt.rows[item.task]),
+        )
+        for item in judged
+    ]
     text = dump(rebuilt.results)
     beside = judged[0].source.with_name(f"results_rescored_{stamp}.json")
-    beside.write_text(text, encoding="utf-8")
+    files.append((beside, text))
+    target = beside
     if output is not None and output.resolve() != beside.resolve():
         output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(text, encoding="utf-8")
-        return output
-    return beside
+        files.append((output, text))
+        target = output
+    staged = _stage(files)
+    for path, temp in staged:
+        os.replace(temp, path)
+    return target
+
+
+def _stage(files: list[tuple[Path, str]]) -> list[tuple[Path, Path]]:
+    """Write each text to a temp file beside its target (all or none); target -> temp."""
+    from elitr_bench.data.folder import stage_text
+
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for path, text in files:
+            staged.append((path, stage_text(path, text)))
+    except BaseException:
+        for _, temp in staged:
+            temp.unlink(missing_ok=True)
+        raise
+    return staged
 
 
 def _score_run(

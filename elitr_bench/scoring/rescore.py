@@ -37,6 +37,7 @@ from typing import Any
 
 from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.llm.redact import scrub
+from elitr_bench.tasks.tidy import tidy_results
 
 #: Sections of a results file that the rebuild computes (the rest is the run's own).
 _REBUILT = (
@@ -300,6 +301,7 @@ def rebuild(
     results["task_hashes"] = {t: hashes[t] for t in names if t in hashes}
     for task in names:
         results["configs"][task] = _task_config(run, task, built["configs"][task], identity, usage)
+    tidy_results(results)
     return Rebuilt(results=results, rows=rows, notes=notes)
 
 

@@ -134,5 +134,6 @@ def overlength_message(task: str, over: list[tuple[str, int]], limit: int) -> st
     return (
         f"{task}: {len(over)} prompt(s) exceed the model's context of {limit} tokens "
         f"(after reserving max_gen_toks): {listing}; use a longer-context model or "
-        "--model_args max_length=..., or pass --metadata overlength=skip|truncate_middle"
+        '--model_args max_length=..., or pass --metadata \'{"overlength": "skip"}\' (or '
+        '"truncate_middle")'
     )

@@ -138,8 +138,8 @@ class ConversationTask(ElitrQATask):
             raise RuntimeError(
                 f"{self.config.task}: multi-turn tasks must run inside lm-eval's evaluate() "
                 f"(tested with lm-eval {TESTED_LM_EVAL}; this is "
-                f"{getattr(lm_eval, '__version__', 'unknown')}); use --metadata history=gold "
-                "or a tested lm-eval release"
+                f"{getattr(lm_eval, '__version__', 'unknown')}); use "
+                """--metadata '{"history": "gold"}' or a tested lm-eval release"""
             )
         kwargs["cache_requests"] = False
         super().build_all_requests(**kwargs)

@@ -30,7 +30,8 @@ by the task's ``aggregation()``), so loggers do not look for them and ``higher_i
 does not rank them. lm-eval's group aggregation then reads the clustered values: with
 ``weight_by_size: false`` (our groups) its ``unweighted_mean_stderr`` is
 ``sqrt(se_dev^2 + se_test^2) / 2``, the clustered SE of the mean of two independent
-splits. One side effect: the results also hold ``<metric>_stderr_stderr`` = "N/A".
+splits. One side effect: lm-eval also writes ``<metric>_stderr_stderr`` = "N/A", which
+:mod:`elitr_bench.tasks.tidy` drops from the results of our tasks.
 
 **Descriptive statistics are not ranked.** Token counts, WER, section and skip counts and
 the minutes' length statistics get ``higher_is_better: null``: lm-eval's own value for a

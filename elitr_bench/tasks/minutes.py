@@ -223,8 +223,9 @@ def judge_for_minutes(metadata: Mapping[str, Any]) -> tuple[str, JudgeConfig | N
     if method_name(config) is None:
         methods = "|".join(m for m in known_methods() if m not in MINUTES_RUBRICS)
         raise OptionError(
-            f"--metadata judge={config.spec!r} is a QA judge; minutes tasks need a minutes "
-            f"method (rubric={'|'.join(MINUTES_RUBRICS)} or method={methods}) or judge=none"
+            f"--metadata judge {config.spec!r} is a QA judge; minutes tasks need a minutes "
+            f"method (rubric={'|'.join(MINUTES_RUBRICS)} or method={methods}) or "
+            """--metadata '{"judge": "none"}'"""
         )
     # Concealed: lm-eval writes the filter's spec into the results (see llm/redact.py).
     return config.spec, config
@@ -388,7 +389,8 @@ class MinutesTask(LmEvalContract, ConfigurableTask):
             if self.options.chunk_tokens is None:
                 raise OptionError(
                     f"{self.config.task}: overlength=chunked cannot measure this model's "
-                    "context (no tokenizer, e.g. an API model); pass --metadata chunk_tokens=N"
+                    "context (no tokenizer, e.g. an API model); pass "
+                    """--metadata '{"chunk_tokens": N}'"""
                 )
             self._apply_policy(None)
         elif counter is not None:

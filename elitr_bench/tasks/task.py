@@ -42,6 +42,9 @@ install_excepthook()  # our errors reach the top of lm_eval as one line (see cli
 
 DocKey = tuple[str, str]
 JUDGE_FILTER = "elitr_judge"
+#: ``metadata.judge_usage``'s name for s/sqrt(n) of the judge scores (answers taken as
+#: independent); ``judge_score_stderr`` in the results is the meeting-clustered one.
+INDEPENDENT_STDERR = "judge_score_stderr_independent"
 
 
 def judge_for(metadata: dict[str, Any]) -> tuple[str, JudgeConfig | None]:
@@ -648,10 +651,15 @@ class ElitrQATask(LmEvalContract, ConfigurableTask):
 
         run = last_run()
         if run is not None and isinstance(self.config.metadata, dict):
+            summary = dict(run.summary)
+            if "judge_score_stderr" in summary:
+                # s/sqrt(n), as if answers were independent; the results' judge_score_stderr
+                # is the meeting-clustered one. One name per quantity.
+                summary[INDEPENDENT_STDERR] = summary.pop("judge_score_stderr")
             self.config.metadata["judge_usage"] = {
                 **run.usage,
                 "seconds": round(run.elapsed_s, 3),
-                **run.summary,
+                **summary,
             }
 
     # --------------------------------------------------------------- scoring

@@ -195,3 +195,22 @@ def test_mesa_judges_a_minutes_task_through_lm_eval(loopback: LoopbackOpenAI) ->
     logged = json.loads(sample["filtered_resps"][0][0])
     assert logged["judge"]["details"]["types"]["LAN"]["rating"] == 1.0
     assert logged["response"].strip()  # the generated minutes stay in the log
+
+
+def test_a_mesa_folder_has_one_writer(
+    loopback: LoopbackOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 25, point 1: a second run into a folder in use refuses in one line, sends nothing."""
+    from elitr_bench.data.folder import FolderLock
+
+    loopback.handler = make_script()
+    out = tmp_path / "mesa"
+    args = ["mesa", "--systems", "gpt4", "--meetings", "1", "--judge", _judge(loopback)]
+    with FolderLock(out, "elitr-bench mesa --out first"):
+        assert main([*args, "--out", str(out)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()[-1]
+        assert err.startswith(f"elitr-bench: error: {out} is in use by another run (PID ")
+        assert "`elitr-bench mesa --out first`" in err
+        assert not loopback.requests and not (out / "mesa.jsonl").exists()
+    assert main([*args, "--out", str(out)]) == 0
+    assert (out / "mesa.jsonl").exists()

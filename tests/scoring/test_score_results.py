@@ -101,6 +101,7 @@ def test_scoring_a_predict_only_run_gives_the_judged_runs_results(
     for section in ("higher_is_better", "n-samples", "n-shot", "versions", "group_subtasks"):
         assert rescored[section] == judged_run[section], section
     assert "bypass" not in json.dumps(rescored["higher_is_better"])
+    assert "_stderr_stderr" not in json.dumps(rescored)  # one value per name (issue 25)
     assert rescored["config"]["model_args"]["system"] == "gpt-4"  # the run's own keys
     assert rescored["configs"]["elitr_qa_dev"]["metadata"]["judge_identity"]["backend"] == "replay"
     table = make_table(rescored) + make_table(rescored, "groups")
@@ -178,3 +179,50 @@ def test_score_refuses_empty_and_foreign_files_naming_them(
     assert f"no samples_*.jsonl found in {bare}" in _one_line(capsys)
     for folder in ("run", "gsm", "notes", "group"):  # nothing written
         assert not list((tmp_path / folder).glob("results_rescored_*"))
+
+
+def test_score_on_a_full_disk_leaves_no_cut_file_and_partial_files_are_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 25, point 5: the disk fills while ``score`` writes its second samples file."""
+    import errno
+    import os
+
+    from elitr_bench.data import folder as folder_module
+
+    folder = _save_run(tmp_path / "out", {}, predict_only=True)
+    before = sorted(p.name for p in folder.iterdir())
+    real = os.fsync
+    written: list[str] = []
+
+    def fsync(fd: int) -> None:
+        name = os.readlink(f"/proc/self/fd/{fd}")
+        if ".samples_" in name:
+            written.append(name)
+            if len(written) == 2:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real(fd)
+
+    capsys.readouterr()
+    with monkeypatch.context() as patch:
+        patch.setattr(folder_module.os, "fsync", fsync)
+        assert main(["score", str(tmp_path / "out"), "--judge", "replay"]) == 2
+    printed = capsys.readouterr().err
+    assert "Traceback" not in printed
+    err = printed.strip().split("\r")[-1].strip()  # after the progress bar's last frame
+    assert "\n" not in err
+    assert err.startswith("error: ") and "cannot write (No space left" in err
+    assert "re-run the same command" in err
+    assert sorted(p.name for p in folder.iterdir()) == before  # nothing cut, nothing new
+
+    # Files a stopped writer left: a temp file and a samples file cut mid-line under
+    # lm-eval's name with no results file (what older versions wrote in place).
+    (folder / ".samples_elitr_qa_dev_x.jsonl.abc123.tmp").write_text('{"doc"')
+    cut = folder / "samples_elitr_qa_dev_2099-01-01T00-00-00.000001.jsonl"
+    cut.write_text('{"doc_id": 0, "doc": {"meeting_id": "m"}}\n{"doc_id": 1, "do')
+    assert main(["score", str(tmp_path / "out"), "--judge", "replay"]) == 0
+    err = capsys.readouterr().err
+    assert f"score: note: {cut}: a samples file cut mid-line" in err
+    assert ".abc123.tmp: a temp file left by a writer that was stopped" in err
+    notes = load_runs([tmp_path / "out"]).notes
+    assert any(str(cut) in n and "cut mid-line" in n for n in notes), notes

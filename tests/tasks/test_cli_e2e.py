@@ -115,7 +115,7 @@ def test_hf_plain_prompt_noisy_task_and_overlength_error(tiny_llama: Path, tmp_p
     assert proc.returncode != 0
     last = proc.stderr.strip().splitlines()[-1]
     assert "exceed the model's context of 1024 tokens" in last
-    assert "meeting_en_dev_001 (" in last and "overlength=skip|truncate_middle" in last
+    assert "meeting_en_dev_001 (" in last and """--metadata '{"overlength": "skip"}'""" in last
 
 
 def _model_or_judge(request: RecordedRequest) -> str:

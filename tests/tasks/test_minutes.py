@@ -320,7 +320,9 @@ def test_chunk_tokens_and_api_models(monkeypatch: pytest.MonkeyPatch) -> None:
     import elitr_bench.tasks.context as ctx
 
     monkeypatch.setattr(ctx, "token_counter", lambda lm: None)
-    with pytest.raises(OptionError, match=r"overlength=chunked cannot measure .* chunk_tokens=N"):
+    with pytest.raises(
+        OptionError, match=r"""overlength=chunked cannot measure .* '\{"chunk_tokens": N\}'"""
+    ):
         evaluate(
             _WordLM(10), "", ["automin23_en"], limit=1,
             metadata={"judge": "none", "overlength": "chunked"},

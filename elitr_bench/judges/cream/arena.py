@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from elitr_bench.data.errors import ElitrBenchError
+from elitr_bench.data.folder import write_atomic
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.cream.compare import CALLS_PER_COMPARISON, CreamJudge, Entrant
 from elitr_bench.judges.cream.prompts import (
@@ -94,8 +95,21 @@ def load_state(out: Path) -> ArenaState:
                     row = json.loads(line)
                     texts.setdefault(row["system"], {})[row["meeting_id"]] = row["text"]
         for name, info in sources.items():
+            minutes = texts.get(name, {})
+            missing = [m for m in state.meetings if m not in minutes]
+            if missing:
+                # Listed without its minutes: an older version was stopped between writing
+                # the two files. The system never entered; the same command adds it again.
+                log.warning(
+                    "%s: system %r is listed without its minutes of %s; it is left out and "
+                    "enters again when a command names it",
+                    meta_path,
+                    name,
+                    missing[0],
+                )
+                continue
             state.systems[name] = SystemMinutes(
-                name, texts.get(name, {}), str(info.get("source", "")), tuple(info.get("tasks", []))
+                name, minutes, str(info.get("source", "")), tuple(info.get("tasks", []))
             )
         comp_path = out / COMPARISONS_FILE
         if comp_path.exists():
@@ -194,7 +208,13 @@ def merge(
 
 
 def save_meta(state: ArenaState, out: Path) -> None:
-    """Write ``arena.json`` and the minutes of every system (before any judging)."""
+    """Write the minutes of every system, then ``arena.json`` (before any judging).
+
+    ``arena.json`` is the commit point of adding a system: the minutes are written first,
+    each file in one rename, so a kill or a full disk between the two leaves the old arena
+    (with some unused minutes) that the same command resumes, never a system listed
+    without its minutes.
+    """
     out.mkdir(parents=True, exist_ok=True)
     meta = {
         "version": ARENA_VERSION,
@@ -205,17 +225,13 @@ def save_meta(state: ArenaState, out: Path) -> None:
             s.system: {"source": s.source, "tasks": list(s.tasks)} for s in state.systems.values()
         },
     }
-    tmp = out / (ARENA_FILE + ".tmp")
-    tmp.write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", "utf-8")
-    tmp.replace(out / ARENA_FILE)
     rows = [
         json.dumps({"system": s.system, "meeting_id": m, "text": t}, ensure_ascii=False)
         for s in state.systems.values()
         for m, t in sorted(s.minutes.items())
     ]
-    tmp = out / (MINUTES_FILE + ".tmp")
-    tmp.write_text("\n".join(rows) + "\n", "utf-8")
-    tmp.replace(out / MINUTES_FILE)
+    write_atomic(out / MINUTES_FILE, "\n".join(rows) + "\n")
+    write_atomic(out / ARENA_FILE, json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
 
 
 def entrant_of(state: ArenaState, system: str, meeting: str) -> Entrant:

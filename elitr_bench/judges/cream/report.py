@@ -25,6 +25,7 @@ the initial value would read as a tie between systems, and ``minutes-check
 from __future__ import annotations
 
 import csv
+import io
 import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -32,6 +33,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from elitr_bench.data.folder import write_atomic
 from elitr_bench.judges.cream.arena import ArenaState
 from elitr_bench.judges.cream.matches import (
     DEFAULT_TOLERANCE,
@@ -420,11 +422,14 @@ def keyfacts_markdown(result: ArenaResult) -> str:
 
 
 def _write_csv(path: Path, rows: Sequence[Mapping[str, Any]], fields: Sequence[str]) -> None:
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(fields), extrasaction="ignore")
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in fields})
+    """One CSV file in one rename; a column named twice is written once."""
+    fields = list(dict.fromkeys(fields))
+    handle = io.StringIO(newline="")
+    writer = csv.DictWriter(handle, fieldnames=fields, extrasaction="ignore")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in fields})
+    write_atomic(path, handle.getvalue())
 
 
 def leaderboard_figure(result: ArenaResult, rows: Sequence[Mapping[str, Any]]) -> Any:
@@ -506,8 +511,10 @@ def leaderboard_figure(result: ArenaResult, rows: Sequence[Mapping[str, Any]]) -
 
 
 def plot_leaderboard(result: ArenaResult, rows: Sequence[Mapping[str, Any]], path: Path) -> None:
-    """Write :func:`leaderboard_figure` as a PNG."""
-    leaderboard_figure(result, rows).savefig(path, dpi=120, bbox_inches="tight")
+    """Write :func:`leaderboard_figure` as a PNG (in one rename, like every output file)."""
+    buffer = io.BytesIO()
+    leaderboard_figure(result, rows).savefig(buffer, format="png", dpi=120, bbox_inches="tight")
+    write_atomic(path, buffer.getvalue())
 
 
 def write_outputs(
@@ -536,11 +543,11 @@ def write_outputs(
         stale = ("leaderboard_csv", "leaderboard_png", "pairwise_md", "pairwise_csv")
         for name in (*stale, "ratings_csv"):
             paths.pop(name).unlink(missing_ok=True)
-    paths["leaderboard_md"].write_text(leaderboard_markdown(result, rows), "utf-8")
+    write_atomic(paths["leaderboard_md"], leaderboard_markdown(result, rows))
     if result.ratings:
         _write_csv(paths["leaderboard_csv"], rows, ["rank", *rows[0].keys()])
         plot_leaderboard(result, rows, paths["leaderboard_png"])
-        paths["pairwise_md"].write_text(matrix_markdown(result), "utf-8")
+        write_atomic(paths["pairwise_md"], matrix_markdown(result))
         pair_rows = []
         for metric in METRICS:
             mat = pairwise_matrix(result.matches, result.systems, metric)
@@ -548,7 +555,7 @@ def write_outputs(
                 for col, value in cols.items():
                     pair_rows.append({"metric": metric, "system": row, "vs": col, "score": value})
         _write_csv(paths["pairwise_csv"], pair_rows, ["metric", "system", "vs", "score"])
-    paths["keyfacts_md"].write_text(keyfacts_markdown(result), "utf-8")
+    write_atomic(paths["keyfacts_md"], keyfacts_markdown(result))
     _write_csv(
         paths["matches_csv"],
         [m.to_dict() for m in result.matches],
@@ -601,5 +608,5 @@ def write_outputs(
         },
         "usage": dict(usage or {}),
     }
-    paths["summary_json"].write_text(json.dumps(summary, indent=2) + "\n", "utf-8")
+    write_atomic(paths["summary_json"], json.dumps(summary, indent=2) + "\n")
     return paths

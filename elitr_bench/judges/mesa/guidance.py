@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from elitr_bench.data.errors import ElitrBenchError
+from elitr_bench.data.folder import write_atomic
 from elitr_bench.judges.mesa.error_types import ErrorTypes
 
 _HEADER = """\
@@ -90,7 +91,7 @@ class Guidance:
         """Write the file (parent folders created)."""
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(self.to_yaml(), encoding="utf-8")
+        write_atomic(target, self.to_yaml())
         return target
 
 

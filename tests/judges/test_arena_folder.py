@@ -1,0 +1,242 @@
+"""One writer per arena folder; adding a system is one step (issue 25, points 1 and 4).
+
+Two ``elitr-bench arena`` processes into one ``--out`` used to both exit 0 while the last
+writer dropped the other's system. Now the second one refuses in one line naming the
+first (PID, host, command), or with ``--wait`` waits and then adds its system to what the
+first wrote. A lock left by a killed run is taken over with a note. A full disk (or a
+kill) while a system is added leaves the old arena, which the same command completes.
+"""
+
+from __future__ import annotations
+
+import csv
+import errno
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from elitr_bench.data import folder as folder_module
+from elitr_bench.data.folder import (
+    LOCK_FILE,
+    FolderBusyError,
+    FolderLock,
+    leftover_temp_files,
+    write_atomic,
+)
+from elitr_bench.judges.cream.arena import load_state
+from tests.conftest import ROOT
+from tests.judges.test_cream_arena import FAST, arena, cream_script, write_run
+from tests.support.openai_server import LoopbackOpenAI, RecordedRequest, Reply
+
+CLI = "import sys; from elitr_bench.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+
+
+def _start_arena(
+    server: LoopbackOpenAI, out: Path, runs: list[Path], *extra: str
+) -> subprocess.Popen[str]:
+    spec = f"openai:judge-model,base_url={server.base_url}"
+    args = ["arena", *map(str, runs), "--judge", spec, "--out", str(out), *FAST, *extra]
+    return subprocess.Popen(
+        [sys.executable, "-c", CLI, *args],
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _wait_for(
+    condition: object, what: str, child: subprocess.Popen[str], timeout: float = 120
+) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():  # type: ignore[operator]
+        assert child.poll() is None, f"{what}: child ended early: {child.communicate()[1][-3000:]}"
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+def _systems_in(out: Path) -> tuple[list[str], list[str]]:
+    meta = json.loads((out / "arena.json").read_text())
+    board = list(csv.DictReader((out / "leaderboard.csv").open()))
+    return sorted(meta["systems"]), sorted({r["system"] for r in board})
+
+
+def test_two_arena_runs_into_one_folder_keep_every_system(tmp_path: Path) -> None:
+    common = [write_run(tmp_path, n, n.split("-")[1]) for n in ("m-full", "m-half")]
+    third = write_run(tmp_path, "m-third", "third")
+    fourth = write_run(tmp_path, "m-fourth", "x", text=lambda m: f"- Only one line about {m}.")
+    out = tmp_path / "arena"
+    gate = threading.Event()
+    answer = cream_script()
+
+    def held(request: RecordedRequest) -> Reply | str:
+        return Reply(content=answer(request), wait=gate)  # run A holds the lock meanwhile
+
+    with LoopbackOpenAI(held, model="judge-model") as server:
+        first = _start_arena(server, out, [*common, third])
+        lock = out / LOCK_FILE
+        _wait_for(lambda: len(server.requests) > 0, "run A sends", first)
+        assert str(first.pid) in lock.read_text()
+
+        # Without --wait: one line naming the holder; nothing written, nothing sent.
+        refused = _start_arena(server, out, [*common, fourth])
+        _, err = refused.communicate(timeout=120)
+        assert refused.returncode == 2, err
+        assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+        assert err.startswith(
+            f"elitr-bench: error: {out} is in use by another run (PID {first.pid}"
+        )
+        assert "arena" in err and "--wait" in err
+
+        # With --wait: it waits for A, then adds its system to what A wrote.
+        second = _start_arena(server, out, [*common, fourth], "--wait")
+        assert second.stderr is not None
+        err_b: list[str] = []
+        reader = threading.Thread(target=lambda: err_b.extend(second.stderr))  # type: ignore[arg-type]
+        reader.start()
+        _wait_for(lambda: err_b, "run B says it waits", second)
+        assert err_b[0].startswith(f"elitr-bench: waiting for {out}: in use by PID {first.pid}")
+        gate.set()
+        _, err_a = first.communicate(timeout=300)
+        second.wait(timeout=300)
+        reader.join()
+        assert first.returncode == 0, err_a[-3000:]
+        assert second.returncode == 0, "".join(err_b)[-3000:]
+
+    names = ["hf,m-fourth", "hf,m-full", "hf,m-half", "hf,m-third"]
+    assert _systems_in(out) == (names, names)
+    header = (out / "leaderboard.csv").read_text().splitlines()[0].split(",")
+    assert header[:2] == ["rank", "metric"] and len(header) == len(set(header))  # point 7
+    comparisons = [json.loads(x) for x in (out / "comparisons.jsonl").read_text().splitlines()]
+    assert len(comparisons) == 6 * 2 * 2  # 6 pairs x 2 meetings x 2 orders, each once
+    assert lock.read_text() == "" and not leftover_temp_files(out)
+
+
+def test_a_lock_left_by_a_killed_run_is_taken_over_with_a_note(tmp_path: Path) -> None:
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from elitr_bench.data.folder import FolderLock;"
+            "FolderLock(sys.argv[1], 'elitr-bench arena --out x').acquire();"
+            "print('held', flush=True); time.sleep(600)",
+            str(tmp_path),
+        ],
+        env=_env(),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(
+            FolderBusyError, match=f"PID {holder.pid} on .*`elitr-bench arena --out x`"
+        ):
+            FolderLock(tmp_path).acquire()
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    notes: list[str] = []
+
+    class Note:
+        def write(self, text: str) -> None:
+            notes.append(text)
+
+    with FolderLock(tmp_path, "second", note=Note()):  # type: ignore[arg-type]
+        assert '"command": "second"' in (tmp_path / LOCK_FILE).read_text()
+    line = "".join(notes).strip()
+    assert "took over the lock of a run that is no longer running" in line
+    assert f"PID {holder.pid}" in line
+
+
+def _disk_full_on(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``fsync`` of a temp file for ``name`` fails with ENOSPC, as on a full disk."""
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        if f".{name}." in os.readlink(f"/proc/self/fd/{fd}"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real(fd)
+
+    monkeypatch.setattr(folder_module.os, "fsync", fsync)
+
+
+def test_disk_full_while_adding_a_system_leaves_an_arena_the_same_command_completes(
+    tmp_path: Path,
+    loopback: LoopbackOpenAI,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    loopback.handler = cream_script()
+    runs = [write_run(tmp_path, n, n.split("-")[1]) for n in ("m-full", "m-half")]
+    third = write_run(tmp_path, "m-third", "third")
+    out = tmp_path / "arena"
+    assert arena(loopback, out, *map(str, runs)) == 0
+    before = (out / "arena.json").read_text()
+    capsys.readouterr()
+
+    with monkeypatch.context() as patch:
+        _disk_full_on("arena.json", patch)
+        assert arena(loopback, out, str(third)) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"elitr-bench: error: {out / 'arena.json'}: cannot write (No space")
+    assert "re-run the same command" in err and len(err.splitlines()) == 1
+    assert (out / "arena.json").read_text() == before  # the old arena, whole
+    assert not leftover_temp_files(out)
+    assert sorted(load_state(out).systems) == ["hf,m-full", "hf,m-half"]
+
+    # The same command, with space again, adds the system (no "already in this arena").
+    assert arena(loopback, out, str(third)) == 0
+    assert sorted(json.loads((out / "arena.json").read_text())["systems"]) == [
+        "hf,m-full",
+        "hf,m-half",
+        "hf,m-third",
+    ]
+
+
+def test_an_arena_listing_a_system_without_its_minutes_resumes(
+    tmp_path: Path, loopback: LoopbackOpenAI, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A folder an older version left half-written (arena.json first, then killed)."""
+    loopback.handler = cream_script()
+    runs = [write_run(tmp_path, n, n.split("-")[1]) for n in ("m-full", "m-half")]
+    third = write_run(tmp_path, "m-third", "third")
+    out = tmp_path / "arena"
+    assert arena(loopback, out, *map(str, runs)) == 0
+    meta = json.loads((out / "arena.json").read_text())
+    meta["systems"]["hf,m-third"] = {"source": str(third), "tasks": ["automin23_en"]}
+    (out / "arena.json").write_text(json.dumps(meta))
+    (out / "arena.json.tmp").write_text("{")  # and the old fixed temp name
+    (out / ".minutes.jsonl.x1y2.tmp").write_text("cut")
+    assert arena(loopback, out, str(third)) == 0
+    printed = capsys.readouterr().out
+    assert "removed .minutes.jsonl.x1y2.tmp" in printed
+    assert "removed arena.json.tmp" in printed
+    assert sorted(json.loads((out / "arena.json").read_text())["systems"]) == [
+        "hf,m-full",
+        "hf,m-half",
+        "hf,m-third",
+    ]
+
+
+def test_write_atomic_keeps_the_old_file_on_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "summary.json"
+    write_atomic(target, "old\n")
+    _disk_full_on("summary.json", monkeypatch)
+    with pytest.raises(folder_module.FolderWriteError, match="cannot write"):
+        write_atomic(target, "new\n" * 1000)
+    assert target.read_text() == "old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.json"]
+    assert oct(target.stat().st_mode & 0o777) != oct(0o600)  # as open() would create it
