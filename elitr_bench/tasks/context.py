@@ -108,13 +108,32 @@ def middle_cut(counter: TokenCounter, transcript: str, remove: int) -> str:
     """Drop about ``remove`` tokens from the middle of a transcript, keeping both ends.
 
     Beginning and end are kept because answers lie there as often as in the middle
-    (Table 1), and the cut is marked so a reader of the samples sees it.
+    (Table 1), and the cut is marked so a reader of the samples sees it. Both sides of
+    the cut land on line boundaries (a transcript line is a speaker turn), so no
+    utterance or speaker label is split: the partial lines at the cut are dropped too,
+    which removes at most one line more than asked on each side.
     """
     ids = counter.encode(transcript)
     keep = max(len(ids) - remove, 0)
-    head = keep // 2
-    tail = keep - head
-    return counter.decode(ids[:head]) + ELISION + (counter.decode(ids[-tail:]) if tail else "")
+    head_ids = keep // 2
+    tail_ids = keep - head_ids
+    head = counter.decode(ids[:head_ids])
+    tail = counter.decode(ids[-tail_ids:]) if tail_ids else ""
+    return snap_to_lines(head, tail, transcript)
+
+
+def snap_to_lines(head: str, tail: str, transcript: str) -> str:
+    """Join a transcript's kept head and tail with :data:`ELISION`, at whole lines.
+
+    ``head`` is cut back to its last complete line and ``tail`` forward to its first,
+    unless the text kept there is one line only (a transcript without line breaks is
+    cut where the tokens say, rather than emptied).
+    """
+    if head and not transcript.startswith(head + "\n") and "\n" in head:
+        head = head[: head.rfind("\n")]
+    if tail and not transcript.endswith("\n" + tail) and "\n" in tail:
+        tail = tail[tail.find("\n") + 1 :]
+    return head.rstrip("\n") + ELISION + tail.lstrip("\n")
 
 
 def worst_by_meeting(over: Iterable[tuple[str, int]]) -> list[tuple[str, int]]:
