@@ -169,7 +169,9 @@ class ConversationTask(ElitrQATask):
                 over.append((str(first.doc["meeting_id"]), self.prompt_tokens(first)))
         if over:
             raise context.ContextLengthError(
-                context.overlength_message(f"{self.config.task} (turn 1)", over, counter.max_length)
+                context.overlength_message(
+                    f"{self.config.task} (turn 1)", over, counter.max_length, counter.positions
+                )
             )
 
     def _conversation_order(self, kwargs: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
@@ -360,6 +362,7 @@ def run_conversations(lm: Any) -> None:
                     f"{task.config.task} (turn {turn + 1})",
                     [(m, n) for _, m, n in over],
                     counter.max_length,
+                    counter.positions,
                 )
             )
         if not batch:

@@ -57,3 +57,14 @@ def result_transcript(meeting_id: str) -> str:
 
     bench = load_benchmark()
     return str(bench.meetings[meeting_id].transcript)
+
+
+def test_overlength_line_suggests_max_length_only_below_the_model_positions() -> None:
+    from elitr_bench.tasks.context import overlength_message
+
+    over = [("meeting_en_dev_001", 9000)]
+    at_window = overlength_message("elitr_qa_dev", over, 8192, positions=8192)
+    assert "max_length" not in at_window and "overlength=skip|truncate_middle" in at_window
+    below = overlength_message("elitr_qa_dev", over, 2048, positions=8192)
+    assert "--model_args max_length=8192" in below
+    assert "max_length" not in overlength_message("elitr_qa_dev", over, 2048)
