@@ -17,11 +17,13 @@ import pytest
 from elitr_bench.models import real_model
 from tests.conftest import run_lm_eval
 
-TASKS = ("elitr_qa_dev", "elitr_qa_mt_dev", "elitr_conv_dev")
-MAX_GEN = 48
+TASKS = ("elitr_qa_dev", "elitr_conv_dev")  # single-turn, and multi-turn with own answers
+MAX_GEN = 40
 
 
-def _run(model: str, checkpoint: Path, out: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _run(
+    model: str, checkpoint: Path, out: Path
+) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
     args = [
         "--model", model,
         "--model_args", f"pretrained={checkpoint},max_length=2048,dtype=float32",
@@ -43,14 +45,14 @@ def _run(model: str, checkpoint: Path, out: Path) -> tuple[dict[str, Any], list[
         path = next(out.rglob(f"samples_{task}_*.jsonl"))
         rows = [json.loads(line) for line in path.read_text().splitlines()]
         samples += sorted(rows, key=lambda s: s["doc_id"])
-    return results, samples
+    return results, samples, proc.stderr
 
 
 def test_hf_prefix_answers_equal_hf_on_the_real_model(smollm2: Path, tmp_path: Path) -> None:
     from transformers import AutoTokenizer
 
-    _, want = _run("hf", smollm2, tmp_path / "hf")
-    results, got = _run("hf-prefix", smollm2, tmp_path / "prefix")
+    _, want, _ = _run("hf", smollm2, tmp_path / "hf")
+    results, got, stderr = _run("hf-prefix", smollm2, tmp_path / "prefix")
 
     assert len(got) == len(want) == 2 * len(TASKS)
     for ours, theirs in zip(got, want, strict=True):
@@ -72,9 +74,17 @@ def test_hf_prefix_answers_equal_hf_on_the_real_model(smollm2: Path, tmp_path: P
         assert prompt.endswith("<|im_start|>assistant\n")
         assert "<|im_start|>user\n<|im_start|>" not in prompt
         assert len(tokenizer(prompt)["input_ids"]) + MAX_GEN <= 2048
+    # multi-turn: the transcript is cut once, so turn 2's prompt extends turn 1's
+    conv = sorted(got[2:], key=lambda s: int(s["doc"]["turn"]))  # elitr_conv_dev's
+    first, second = (s["arguments"]["gen_args_0"]["arg_0"] for s in conv[:2])
+    assert second.startswith(first)
     info = results["config"]["prefix_cache"]
     assert info["prefilled_tokens"] + info["reused_tokens"] == info["prompt_tokens"]
     assert info["reused_tokens"] > 0
+    # the savings are said on the console, and no deprecated transformers API is used
+    said = f"hf-prefix: prefilled {info['prefilled_tokens']:,} of {info['prompt_tokens']:,}"
+    assert said in stderr
+    assert "past_key_values` is deprecated" not in stderr
 
 
 def test_ensure_checkpoint_returns_a_finished_build_offline(
