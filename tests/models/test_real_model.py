@@ -121,3 +121,22 @@ def test_a_gguf_with_another_hash_is_refused(
     with pytest.raises(real_model.RealModelError, match="sha256"):
         real_model.ensure_checkpoint(model, root=tmp_path)
     assert not (tmp_path / "m").exists()
+
+
+def test_over_length_line_at_the_real_window(smollm2: Path) -> None:
+    # SmolLM2 was trained on 8,192 positions: at that window a larger max_length would only
+    # produce garbage, so the line offers overlength= or a longer-context model instead.
+    args = [
+        "--model", "hf",
+        "--model_args", f"pretrained={smollm2},dtype=float32",
+        "--device", "cpu",
+        "--tasks", "elitr_qa_dev",
+        "--apply_chat_template",
+        "--metadata", json.dumps({"judge": "none"}),
+    ]  # fmt: skip
+    proc = run_lm_eval(args)
+    assert proc.returncode != 0
+    last = proc.stderr.strip().splitlines()[-1]
+    assert "exceed the model's context of 8192 tokens" in last
+    assert "meeting_en_dev_001 (" in last and "overlength=skip|truncate_middle" in last
+    assert "max_length" not in last
