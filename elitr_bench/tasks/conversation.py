@@ -65,6 +65,8 @@ class ConversationTask(ElitrQATask):
         super().__init__(data_dir, cache_dir, download_mode, config)
         #: Answers given so far in each meeting's conversation (the history).
         self._history: dict[str, list[str]] = defaultdict(list)
+        #: The one transcript cut of each conversation (None: it fits uncut).
+        self._cuts: dict[str, str | None] = {}
         #: Questions of each meeting in conversation order up to the last one this run
         #: logs, the earlier ones included even when --samples/--limit/differing_only
         #: leave them out of the log: they are the conversation's context.
@@ -167,7 +169,9 @@ class ConversationTask(ElitrQATask):
                 over.append((str(first.doc["meeting_id"]), self.prompt_tokens(first)))
         if over:
             raise context.ContextLengthError(
-                context.overlength_message(f"{self.config.task} (turn 1)", over, counter.max_length)
+                context.overlength_message(
+                    f"{self.config.task} (turn 1)", over, counter.max_length, counter.positions
+                )
             )
 
     def _conversation_order(self, kwargs: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
@@ -231,11 +235,70 @@ class ConversationTask(ElitrQATask):
         return [sorted(v, key=lambda i: int(i.doc["turn"])) for _, v in sorted(by_meeting.items())]
 
     def prepare_turn(self, inst: Any, counter: context.TokenCounter | None) -> str:
-        """Render a request from its conversation so far; returns its overlength status."""
+        """Render a request from its conversation so far; returns its overlength status.
+
+        With ``overlength=truncate_middle`` the transcript is cut once per conversation
+        (:meth:`conversation_cut`), so every turn sees the same transcript, turn k's prompt
+        is a prefix of turn k+1's and ``hf-prefix`` / vLLM reuse it instead of prefilling
+        a transcript cut differently at each turn.
+        """
+        if counter is not None and self.options.overlength == "truncate_middle":
+            meeting = str(inst.doc["meeting_id"])
+            if meeting not in self._cuts:
+                self._cuts[meeting] = self.conversation_cut(inst, counter)
+            cut = self._cuts[meeting]
+            if cut is not None:
+                prompt = self.render(self.messages(inst.doc, cut))
+                n_tokens = len(counter.encode(prompt))
+                if n_tokens <= counter.budget(inst.args[1]):
+                    inst.arguments = (prompt, inst.args[1])
+                    self._prompt_tokens[doc_key(inst.doc)] = n_tokens
+                    self._overlength[doc_key(inst.doc)] = "truncated"
+                    return "truncated"
         inst.arguments = (self.render(self.messages(inst.doc)), inst.args[1])
         if counter is None:
             return "ok"
         return self.fit_instance(inst, counter)
+
+    def conversation_cut(self, inst: Any, counter: context.TokenCounter) -> str | None:
+        """The one transcript cut of a conversation, or None when the whole one fits.
+
+        Sized for the conversation's longest prompt: its last turn, with every earlier
+        answer assumed as long as ``max_gen_toks`` allows (answers are not known before
+        they are generated). None also when even that cannot fit: the turns are then
+        fitted one by one, as before.
+        """
+        meeting = str(inst.doc["meeting_id"])
+        docs = self._order.get(meeting) or [inst.doc]
+        questions = [str(d["question"]) for d in docs]
+        budget = counter.budget(inst.args[1])
+        max_gen = counter.max_length - budget
+        filler = " the" * max_gen
+        while len(counter.encode(filler)) < max_gen:
+            filler += " the"
+
+        def longest(transcript: str) -> int:
+            messages = prompts.conversation(
+                transcript,
+                questions,
+                [filler] * (len(questions) - 1),
+                prompt_role=self.options.prompt_role,
+                qa_markers=self.options.qa_markers,
+            )
+            return len(counter.encode(self.render(messages))) - budget
+
+        transcript = self.transcript(inst.doc)
+        excess = longest(transcript)
+        if excess <= 0:
+            return None
+        remove = excess
+        for _ in range(4):  # re-tokenising joined text can shift counts by a few tokens
+            cut = context.middle_cut(counter, transcript, remove + 8)
+            over = longest(cut)
+            if over <= 0:
+                return cut
+            remove += over
+        return None
 
     def skip(self, inst: Any) -> None:
         """Leave a turn unanswered because its conversation no longer fits the model."""
@@ -299,6 +362,7 @@ def run_conversations(lm: Any) -> None:
                     f"{task.config.task} (turn {turn + 1})",
                     [(m, n) for _, m, n in over],
                     counter.max_length,
+                    counter.positions,
                 )
             )
         if not batch:

@@ -464,7 +464,9 @@ class MinutesTask(LmEvalContract, ConfigurableTask):
         if over:
             assert counter is not None
             raise context.ContextLengthError(
-                context.overlength_message(str(self.config.task), over, counter.max_length)
+                context.overlength_message(
+                    str(self.config.task), over, counter.max_length, counter.positions
+                )
             )
         self._instances = keep
         if self._status:

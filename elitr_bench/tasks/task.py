@@ -559,7 +559,9 @@ class ElitrQATask(LmEvalContract, ConfigurableTask):
                 keep += insts
         if over:
             raise context.ContextLengthError(
-                context.overlength_message(str(self.config.task), over, counter.max_length)
+                context.overlength_message(
+                    str(self.config.task), over, counter.max_length, counter.positions
+                )
             )
         if not keep:
             raise context.ContextLengthError(
