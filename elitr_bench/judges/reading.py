@@ -222,12 +222,7 @@ def _is_json(body: str) -> bool:
     stripped = body.strip()
     if not stripped or stripped[0] not in "[{":
         return False
-    from json_repair import repair_json
-
-    try:
-        value = repair_json(stripped, return_objects=True)
-    except Exception:  # the library failing is "not JSON"
-        return False
+    value = _parse_json(stripped)
     return isinstance(value, (dict, list)) and bool(value)
 
 
@@ -577,22 +572,18 @@ def labelled(prose: str, label: str, spec: Field) -> list[Candidate]:
         tail = _LABELLED_TAIL.match(prose, match.end())
         if tail is None:
             continue
-        num, den, after = tail.group("num"), tail.group("den"), tail.group("after")
-        shown = (num + (den or "")).strip()
-        if re.search(r"[-–][ \t]*\d", after or ""):
-            out.append(Candidate(None, "{c} given as a range", shown))
-            continue
-        if "," in num:
-            out.append(Candidate(None, "{c} given as " + shown + ", not one number", shown))
-            continue
-        if den is not None:
-            top = float(re.sub(r"[^\d.]", "", den.split("of")[-1]) or "nan")
-            if top != spec.high:
-                problem = "{c} given as " + shown + f", not on {spec.low:g}-{spec.high:g}"
-                out.append(Candidate(None, problem, shown))
-                continue
-        out.append(Candidate(float(num), "", shown))
+        num, den = tail.group("num"), tail.group("den")
+        if re.search(r"[-–][ \t]*\d", tail.group("after") or ""):
+            out.append(Candidate(None, "{c} given as a range", (num + (den or "")).strip()))
+        else:
+            out.append(_ratio(num, den, spec))
     return out
+
+
+_JSON_NUMBER = re.compile(
+    rf"[ \t]*(?P<num>{_NUM})"
+    r"(?P<den>[ \t]*/[ \t]*\d+|[ \t]+out[ \t]+of[ \t]+\d+)?[ \t]*"
+)
 
 
 def json_candidates(
@@ -615,14 +606,10 @@ def json_candidates(
                 out.append(Candidate(None, "{c} given as " + json.dumps(v), json.dumps(v)))
             elif isinstance(v, (int, float)):
                 out.append(Candidate(float(v), "", f"{v:g}" if isinstance(v, float) else str(v)))
+            elif isinstance(v, str) and (number := _JSON_NUMBER.fullmatch(v)) is not None:
+                out.append(_ratio(number.group("num"), number.group("den"), spec))
             elif isinstance(v, str):
-                found = labelled(f"x: {v.strip()}", "x", spec) if v.strip() else []
-                if len(found) == 1 and re.fullmatch(
-                    rf"[ \t]*{_NUM}(?:[ \t]*/[ \t]*\d+|[ \t]+out[ \t]+of[ \t]+\d+)?[ \t]*", v
-                ):
-                    out.append(found[0])
-                else:
-                    out.append(Candidate(None, "{c} given as " + repr(v), v))
+                out.append(Candidate(None, "{c} given as " + repr(v), v))
     return out
 
 
