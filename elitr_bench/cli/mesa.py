@@ -14,10 +14,11 @@ use, so a killed run resumes where it stopped.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -194,6 +195,25 @@ def _close(method: MesaMethod, client: JudgeClient) -> None:
     run_coroutine(close)
 
 
+@contextlib.contextmanager
+def _one_writer(out: Path, wait: bool, method: MesaMethod, client: JudgeClient) -> Iterator[None]:
+    """Hold the folder's lock while the body writes (one run writes a MESA folder).
+
+    When the lock cannot be had, the method and client opened for the run are closed
+    before the refusal goes up.
+    """
+    lock = FolderLock(out, wait=wait)
+    try:
+        lock.acquire()
+    except BaseException:
+        _close(method, client)
+        raise
+    try:
+        yield
+    finally:
+        lock.release()
+
+
 def _cmd_mesa(args: argparse.Namespace) -> int:
     from elitr_bench.data.minutes import AUTOMIN_MEETINGS, select_meetings
     from elitr_bench.judges.config import resolve_judge_spec
@@ -226,16 +246,8 @@ def _cmd_mesa(args: argparse.Namespace) -> int:
     if plan is None:
         return 0
     out = Path(args.out)
-    lock = FolderLock(out, wait=args.wait)  # one run writes a MESA folder at a time
-    try:
-        lock.acquire()
-    except BaseException:
-        _close(method, client)
-        raise
-    try:
+    with _one_writer(out, args.wait, method, client):
         return _assess_and_write(args, config, method, client, items, plan, meetings, out)
-    finally:
-        lock.release()
 
 
 def _assess_and_write(
@@ -360,19 +372,11 @@ def _cmd_train(args: argparse.Namespace) -> int:
             await client.aclose()
 
     out = Path(args.out)
-    lock = FolderLock(out, wait=args.wait)  # one run writes a MESA folder at a time
-    try:
-        lock.acquire()
-    except BaseException:
-        _close(method, client)
-        raise
-    try:
+    with _one_writer(out, args.wait, method, client):
         result = run_coroutine(run)
         path = result.guidance.save(out / "guidance.yaml")
         _write_jsonl(out / "feedback.jsonl", result.feedback)
         _write_jsonl(out / DETAILS_FILE, [a.to_dict() for a in result.assessments])
-    finally:
-        lock.release()
     print(
         f"wrote {path} (feedback meetings {', '.join(feedback_meetings)}); review it, then: "
         f"elitr-bench mesa --guidance {path} --judge ... (evaluates {len(evaluate)} other "
