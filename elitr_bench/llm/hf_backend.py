@@ -3,17 +3,26 @@
 Concurrent ``complete`` calls are gathered into batches of up to ``batch_size`` prompts
 with the same sampling parameters and generated together in a worker thread, so the
 engine's per-item concurrency turns into GPU/CPU batching without a second code path.
+
+A batch of a local judge can run for minutes on a CPU before any item is judged, so each
+batch that lasts longer than :data:`PROGRESS_DELAY_S` shows its own bar: the batch's
+size and prompt tokens, one step per generated token, and how many of its replies have
+ended.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from pathlib import Path
 from typing import Any
 
 from elitr_bench.llm.base import CompletionRequest, FatalBackendError
 from elitr_bench.llm.cache import Completion
 from elitr_bench.llm.endpoint import EndpointSpec
+
+#: A batch's bar appears only once it has run this long (quick batches stay quiet).
+PROGRESS_DELAY_S = 2.0
 
 
 def chat_text(tok: Any, prompt: str, messages: tuple[tuple[str, str], ...] = ()) -> str:
@@ -42,6 +51,28 @@ def _eos_ids(lm: Any, tok: Any) -> set[int]:
         elif isinstance(source, (list, tuple)):
             ids.update(int(i) for i in source)
     return ids
+
+
+def _decode_progress(bar: Any, eos: set[int], width: int) -> Any:
+    """A stopping criterion that never stops: it advances ``bar`` by one generated token.
+
+    transformers calls stopping criteria once per decoding step with every row's ids,
+    which is the one hook that sees a batch's progress while ``generate`` runs.
+    """
+    import torch
+    from transformers import StoppingCriteria
+
+    ends = torch.tensor(sorted(eos) or [-1])
+
+    class DecodeProgress(StoppingCriteria):
+        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+            new = input_ids[:, width:]
+            ended = int(torch.isin(new, ends.to(new.device)).any(dim=1).sum())
+            bar.set_postfix_str(f"{ended}/{input_ids.shape[0]} replies ended", refresh=False)
+            bar.update(1)
+            return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+
+    return DecodeProgress()
 
 
 class HFBackend:
@@ -107,11 +138,26 @@ class HFBackend:
             gen.update(do_sample=False)
         if first.seed is not None:
             torch.manual_seed(first.seed)
-        with torch.no_grad():
-            out = self._lm.generate(**enc, **gen)
         width = enc["input_ids"].shape[1]
-        results = []
         eos = _eos_ids(self._lm, self._tok)
+        from tqdm.auto import tqdm
+        from transformers import StoppingCriteriaList
+
+        prompt_tokens = int(enc["attention_mask"].sum())
+        name = Path(self.model).name
+        with (
+            tqdm(
+                total=first.max_tokens,
+                desc=f"judge {name}: batch of {len(requests)} ({prompt_tokens:,} prompt tokens)",
+                unit="token",
+                delay=PROGRESS_DELAY_S,
+                leave=False,
+            ) as bar,
+            torch.no_grad(),
+        ):
+            progress = StoppingCriteriaList([_decode_progress(bar, eos, width)])
+            out = self._lm.generate(**enc, **gen, stopping_criteria=progress)
+        results = []
         for row, mask in zip(out, enc["attention_mask"], strict=True):
             new = row[width:]
             text = self._tok.decode(new, skip_special_tokens=True)
