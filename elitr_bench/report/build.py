@@ -192,9 +192,14 @@ def qa_sections(inputs: ReportInputs, report: Report) -> None:
         except DataError as exc:
             fig3 = None
             report.notes.append(f"Figure 3 skipped: benchmark data unavailable ({exc})")
-        if fig3 is not None:
+        if fig3 is not None and fig3.records:
             report.section("QA/Conv-differing questions (Figure 3)", fig3)
             report.figures.append(figures.figure3(fig3, out / "figures" / "figure3.png"))
+        elif fig3 is not None:  # runs, but none of their questions is one of those
+            report.notes.append(
+                "Figure 3 skipped: none of the runs' questions is one whose QA and Conv "
+                "wording differ (a --limit run may stop before them)."
+            )
         noise = noise_table(ctx)
         if noise is not None:
             report.section("Noise robustness (Figure 1)", noise)

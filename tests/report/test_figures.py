@@ -377,3 +377,35 @@ def test_arena_leaderboard_puts_a_system_on_one_row_in_both_panels(n_systems: in
         for t in sorted(panels[0].get_yticklabels(), key=lambda t: -t.get_position()[1])
     ]
     assert top_down == sorted(systems, key=lambda s: -first[s])  # best completeness on top
+
+
+def test_figure3_is_skipped_with_a_note_when_no_question_differs(
+    tmp_path: Path, drawn: dict[str, Figure]
+) -> None:
+    """A --limit run that stops before every QA/Conv-differing question draws no empty axes."""
+    from elitr_bench.report.tables import differing_questions
+
+    differing = differing_questions()["dev"]
+    folder = write_synthetic_run(
+        tmp_path / "runs",
+        "limited",
+        task="elitr_qa_dev",
+        setting="qa",
+        mode="st",
+        split="dev",
+        judge=JUDGE,
+        score=lambda q: 3.0,
+    )
+    samples = next(folder.rglob("samples_*.jsonl"))
+    kept = [
+        line
+        for line in samples.read_text().splitlines()
+        if (json.loads(line)["doc"]["meeting_id"], json.loads(line)["doc"]["question_id"])
+        not in differing
+    ]
+    assert 0 < len(kept) < len(samples.read_text().splitlines())
+    samples.write_text("\n".join(kept) + "\n")
+
+    report = build_report([tmp_path / "runs"], tmp_path / "out")
+    assert "figure3.png" not in drawn and "table2.png" in drawn
+    assert any(n.startswith("Figure 3 skipped: none of the runs' questions") for n in report.notes)
