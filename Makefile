@@ -6,7 +6,7 @@ TORCH_SPEC ?= torch==2.13.0
 export ELITR_BENCH_DATA_DIR ?= $(abspath $(CURDIR)/../shared/data)
 RESULTS ?= results
 
-.PHONY: install test test-fast check-next-lm-eval lint format demo bench clean real-model
+.PHONY: install test test-fast check-next-lm-eval lint format demo bench clean real-model demo-model
 
 install:
 	$(PIP) install "$(TORCH_SPEC)"
@@ -57,6 +57,25 @@ demo:
 # once cached; the last line printed is the checkpoint's path.
 real-model:
 	$(PYTHON) -m elitr_bench.models.real_model
+
+# The main job on a real model, on the CPU: SmolLM2-135M-Instruct (make real-model) answers the
+# first two meetings of elitr_qa_dev (31 questions) with hf-prefix at a 4,096-token window (each
+# meeting's transcript cut once in the middle, at a speaker turn), scored by DEMO_MODEL_JUDGE
+# (default lexical: token F1, free and offline; "hf:real-model,max_tokens=512" makes SmolLM2
+# its own local judge, any judge spec works), then the report. About 5 minutes on 2 cores.
+DEMO_MODEL_LIMIT ?= 31
+DEMO_MODEL_JUDGE ?= lexical
+demo-model:
+	rm -rf $(RESULTS)/demo-model
+	@CKPT=$$($(PYTHON) -m elitr_bench.models.real_model | tail -1) && test -d "$$CKPT" && \
+	JUDGE=$$(printf '%s' '$(DEMO_MODEL_JUDGE)' | sed "s|real-model|$$CKPT|") && \
+	echo "checkpoint: $$CKPT; judge: $$JUDGE" && \
+	lm_eval --model hf-prefix --model_args pretrained=$$CKPT,max_length=4096,dtype=float32 \
+		--device cpu --batch_size 1 --tasks elitr_qa_dev --limit $(DEMO_MODEL_LIMIT) \
+		--gen_kwargs max_gen_toks=64 --apply_chat_template --log_samples \
+		--metadata "{\"overlength\": \"truncate_middle\", \"judge\": \"$$JUDGE\"}" \
+		--output_path $(RESULTS)/demo-model
+	elitr-bench report $(RESULTS)/demo-model --out $(RESULTS)/demo-model/report
 
 bench:
 	@for script in bench/*.py; do echo "== $$script"; $(PYTHON) $$script || exit 1; done

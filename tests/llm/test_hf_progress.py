@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,12 +24,21 @@ def test_a_batch_bar_counts_generated_tokens_and_ended_replies(
     quiet = backend._generate(requests)
     assert "batch of" not in capsys.readouterr().err  # quick batches stay quiet
 
+    bars: list[Any] = []
+    make = hf_backend._decode_progress
+
+    def keep(bar: Any, eos: set[int], width: int) -> Any:
+        bars.append(bar)
+        return make(bar, eos, width)
+
+    monkeypatch.setattr(hf_backend, "_decode_progress", keep)
     monkeypatch.setattr(hf_backend, "PROGRESS_DELAY_S", 0.0)
     shown = backend._generate(requests)
-    err = capsys.readouterr().err
-    assert f"judge {tiny_llama.name}: batch of 2 (" in err
-    assert "prompt tokens)" in err and "replies ended" in err
-    assert "6/6" in err  # a random model never ends: every step of max_tokens is counted
+    assert f"judge {tiny_llama.name}: batch of 2 (" in capsys.readouterr().err
+    (bar,) = bars
+    assert bar.desc.endswith("prompt tokens)") and bar.total == 6
+    assert bar.n == 6  # a random model never ends: every step of max_tokens is counted
+    assert bar.postfix == "0/2 replies ended"
     assert [c.text for c in shown] == [c.text for c in quiet]  # the bar never stops a reply
     assert all(c.finish_reason == "length" for c in shown)
 

@@ -1,7 +1,7 @@
 """SmolLM2-135M-Instruct, a real instruction model, through the real ``lm_eval`` CLI.
 
 A random tiny model never writes English, never stops at its end token and has no real
-window; these runs check what only a real model can show, kept small (a 2,048-token
+window; these runs check what only a real model can show, kept small (a 1,024-token
 window, two questions per task) so that ``make test`` stays quick on a CPU.
 """
 
@@ -17,8 +17,11 @@ import pytest
 from elitr_bench.models import real_model
 from tests.conftest import run_lm_eval
 
-TASKS = ("elitr_qa_dev", "elitr_conv_dev")  # single-turn, and multi-turn with own answers
-MAX_GEN = 40
+#: single-turn; multi-turn with the released answers as history; multi-turn with its own
+TASKS = ("elitr_qa_dev", "elitr_qa_mt_dev", "elitr_conv_dev")
+MAX_GEN = 32
+#: A short window keeps the CPU time small; every ELITR prompt is still cut to fit it.
+WINDOW = 1024
 
 
 def _run(
@@ -26,7 +29,7 @@ def _run(
 ) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
     args = [
         "--model", model,
-        "--model_args", f"pretrained={checkpoint},max_length=2048,dtype=float32",
+        "--model_args", f"pretrained={checkpoint},max_length={WINDOW},dtype=float32",
         "--device", "cpu",
         "--batch_size", "1",
         "--tasks", ",".join(TASKS),
@@ -73,11 +76,13 @@ def test_hf_prefix_answers_equal_hf_on_the_real_model(smollm2: Path, tmp_path: P
         assert prompt.count("<|im_start|>system") == 1
         assert prompt.endswith("<|im_start|>assistant\n")
         assert "<|im_start|>user\n<|im_start|>" not in prompt
-        assert len(tokenizer(prompt)["input_ids"]) + MAX_GEN <= 2048
+        assert len(tokenizer(prompt)["input_ids"]) + MAX_GEN <= WINDOW
     # multi-turn: the transcript is cut once, so turn 2's prompt extends turn 1's
-    conv = sorted(got[2:], key=lambda s: int(s["doc"]["turn"]))  # elitr_conv_dev's
-    first, second = (s["arguments"]["gen_args_0"]["arg_0"] for s in conv[:2])
-    assert second.startswith(first)
+    for rows in (got[2:4], got[4:6]):  # elitr_qa_mt_dev's, elitr_conv_dev's
+        turns = sorted(rows, key=lambda s: int(s["doc"]["turn"]))
+        first, second = (s["arguments"]["gen_args_0"]["arg_0"] for s in turns)
+        assert second.startswith(first)
+        assert first.count("[...]") == 1
     info = results["config"]["prefix_cache"]
     assert info["prefilled_tokens"] + info["reused_tokens"] == info["prompt_tokens"]
     assert info["reused_tokens"] > 0
@@ -151,7 +156,7 @@ def test_a_real_small_judge_never_gives_a_wrong_number(smollm2: Path, tmp_path: 
     judge = f"hf:{smollm2},max_tokens=32,reask=0,progress=false,cache=off"
     args = [
         "--model", "hf-prefix",
-        "--model_args", f"pretrained={smollm2},max_length=2048,dtype=float32",
+        "--model_args", f"pretrained={smollm2},max_length={WINDOW},dtype=float32",
         "--device", "cpu",
         "--tasks", "elitr_qa_dev",
         "--limit", "2",
@@ -192,3 +197,90 @@ def test_overlength_skip_at_the_real_window(smollm2: Path, tmp_path: Path) -> No
     assert proc.returncode != 0
     line = "elitr_qa_dev: every prompt exceeds the model's context of 2048 tokens"
     assert line in proc.stderr and "Traceback" not in proc.stderr
+
+
+def _minutes(smollm2: Path, out: Path, policy: str) -> dict[str, Any]:
+    """AutoMin 2023's shortest meeting (about 4,000 tokens) through the short window."""
+    args = [
+        "--model", "hf",
+        "--model_args", f"pretrained={smollm2},max_length={WINDOW},dtype=float32",
+        "--device", "cpu",
+        "--batch_size", "1",
+        "--tasks", "automin23_en",
+        "--samples", json.dumps({"automin23_en": [10]}),
+        "--gen_kwargs", "max_gen_toks=16",
+        "--apply_chat_template",
+        "--log_samples",
+        "--output_path", str(out),
+        "--metadata", json.dumps({"overlength": policy, "judge": "none"}),
+    ]  # fmt: skip
+    proc = run_lm_eval(args)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    sample: dict[str, Any] = json.loads(
+        next(out.rglob("samples_automin23_en_*.jsonl")).read_text().splitlines()[0]
+    )
+    assert sample["doc"]["meeting_id"] == "meeting_en_test2023_011"
+    return sample
+
+
+def test_minutes_fit_the_real_window_cut_or_in_sections(smollm2: Path, tmp_path: Path) -> None:
+    from transformers import AutoTokenizer
+
+    from elitr_bench.data.minutes import load_automin_meetings
+
+    tokenizer = AutoTokenizer.from_pretrained(smollm2)
+    lines = set(load_automin_meetings(["meeting_en_test2023_011"])[0].transcript.splitlines())
+
+    cut = _minutes(smollm2, tmp_path / "cut", "truncate_middle")
+    prompt = cut["arguments"]["gen_args_0"]["arg_0"]
+    assert cut["overlength_truncated"] == 1 and prompt.count("\n[...]\n") == 1
+    assert len(tokenizer(prompt)["input_ids"]) + 16 <= WINDOW
+    before, after = prompt.split("\n[...]\n")
+    # the cut lands between whole transcript lines: no utterance or speaker label is split
+    assert before.splitlines()[-1] in lines and after.splitlines()[0] in lines
+    answer = cut["resps"][0][0]
+    assert answer.strip() and "<|im_end|>" not in answer
+
+    parts = _minutes(smollm2, tmp_path / "chunked", "chunked")
+    sections = int(parts["sections"])
+    assert sections >= 2 and parts["overlength_truncated"] == 0
+    # every section's prompt fits the window with room for its answer
+    assert parts["prompt_tokens"] <= sections * (WINDOW - 16)
+    joined = parts["resps"][0][0]
+    assert joined.count("\n") >= sections - 1 and "<|im_end|>" not in joined
+
+
+def test_the_real_model_as_the_arena_judge_never_gives_a_wrong_number(
+    smollm2: Path, tmp_path: Path
+) -> None:
+    """SmolLM2 as the CREAM judge of ``elitr-bench arena``: every reply goes through the reader.
+
+    A 135M model cannot list key facts within a short token budget; its comparison must
+    end unscored with the reader's reason, and the arena must say there are no ratings
+    instead of ranking on junk.
+    """
+    import subprocess
+    import sys
+
+    out = tmp_path / "arena"
+    judge = f"hf:{smollm2},max_tokens=48,reask=0,progress=false,cache=off"
+    exe = Path(sys.executable).with_name("elitr-bench")
+    cmd = [
+        str(exe), "arena", "--automin",
+        "--systems", "gpt4,zoom-short", "--meetings", "meeting_en_test2023_011",
+        "--judge", judge, "--out", str(out), "--orders", "1", "--bootstrap", "0",
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    rows = [json.loads(line) for line in (out / "comparisons.jsonl").read_text().splitlines()]
+    assert len(rows) == 2  # both orders of the one pair
+    for row in rows:
+        if row["status"] == "scored":
+            for side in row["sides"]:
+                assert 0.0 <= side["scores"]["completeness"] <= 1.0
+                assert 0.0 <= side["scores"]["conciseness"] <= 1.0
+        else:
+            assert row["status"] == "unscored" and row["reason"], row
+    if all(row["status"] != "scored" for row in rows):
+        assert proc.returncode != 0
+        assert "no ratings written" in proc.stderr.strip().splitlines()[-1]
