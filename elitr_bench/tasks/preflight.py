@@ -36,35 +36,8 @@ log = logging.getLogger(__name__)
 _TASKS_DIR = Path(__file__).resolve().parent
 
 
-#: Our task classes whose judge is a minutes judge; every other class of this package is QA.
-_MINUTES_CLASSES = frozenset({"elitr_bench.tasks.minutes.MinutesTask"})
-_OUR_CLASSES = "elitr_bench.tasks."
-
-
-def _class_name(cfg: Mapping[str, Any] | None) -> str | None:
-    """The dotted name a task YAML's ``class:`` names, as the task index holds it.
-
-    The index keeps a ``!function`` tag unresolved, as ``<yaml folder>/<dotted name>``;
-    a loaded config holds the class itself.
-    """
-    value = (cfg or {}).get("class")
-    if isinstance(value, str):
-        return value.replace("\\", "/").rsplit("/", 1)[-1]
-    if isinstance(value, type):
-        return f"{value.__module__}.{value.__qualname__}"
-    return None
-
-
-def _kind_of(path: Path | None, cfg: Mapping[str, Any] | None = None) -> str | None:
-    """``minutes`` or ``qa`` for a task built by one of our classes, None for anyone else's.
-
-    The class decides, so a task from an ``--include_path`` folder that reuses our classes
-    is checked like ours; a YAML of our folder without a class of ours (none today) falls
-    back to its folder.
-    """
-    name = _class_name(cfg)
-    if name is not None and name.startswith(_OUR_CLASSES):
-        return "minutes" if name in _MINUTES_CLASSES else "qa"
+def _kind_of(path: Path | None) -> str | None:
+    """``minutes`` or ``qa`` for a YAML file of ours, None for anyone else's."""
     if path is None:
         return None
     try:
@@ -104,7 +77,7 @@ def our_task_kinds(tasks: Any, task_manager: Any = None) -> dict[str, str]:
             for member in sorted(entry.tags):
                 visit(member, depth + 1)
             return
-        kind = _kind_of(entry.yaml_path, entry.cfg)
+        kind = _kind_of(entry.yaml_path)
         if kind is not None and entry.kind != Kind.GROUP:
             found[entry.name] = kind
         if entry.kind == Kind.GROUP:
