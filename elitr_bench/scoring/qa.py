@@ -362,10 +362,14 @@ def score_samples(
 
 
 def split_by_kind(files: list[Path]) -> tuple[list[Path], list[Path]]:
-    """Samples files of QA tasks and of minutes tasks (``make demo`` writes both)."""
-    from elitr_bench.data.minutes import MINUTES_TASKS
+    """Samples files of QA tasks and of minutes tasks (``make demo`` writes both).
 
-    minutes = [f for f in files if task_name_of(f) in MINUTES_TASKS]
+    A minutes task is known by its documents (:func:`~elitr_bench.data.minutes.holds_minutes`),
+    so one from an ``--include_path`` folder is split like ours.
+    """
+    from elitr_bench.data.minutes import holds_minutes
+
+    minutes = [f for f in files if holds_minutes(f)]
     return [f for f in files if f not in minutes], minutes
 
 

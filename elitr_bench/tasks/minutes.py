@@ -38,7 +38,7 @@ import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any, ClassVar, Literal, cast
 
 import datasets
 from lm_eval.api.task import ConfigurableTask
@@ -46,6 +46,7 @@ from lm_eval.api.task import ConfigurableTask
 from elitr_bench import prompts
 from elitr_bench.data.minutes import (
     AUTOMIN_SPLIT,
+    MINUTES_KIND,
     load_automin_meetings,
     load_elitr_minutes_meetings,
 )
@@ -240,7 +241,7 @@ def meeting_doc(meeting: MinutesMeeting) -> dict[str, Any]:
     return {
         "meeting_id": meeting.meeting_id,
         "split": meeting.split,
-        "task_kind": "minutes",
+        "task_kind": MINUTES_KIND,
         "references": [r.text for r in meeting.references],
         "reference_names": [r.system for r in meeting.references],
     }
@@ -252,6 +253,10 @@ class MinutesTask(LmEvalContract, ConfigurableTask):
     ``test_split`` chooses the meetings: ``dev`` or ``test2`` (ELITR-Bench) or ``test2023``
     (AutoMin 2023 English).
     """
+
+    #: What the task judges (see :attr:`elitr_bench.tasks.task.ElitrQATask.task_kind`); also
+    #: written into every document, where ``report`` and ``score`` find it in the samples.
+    task_kind: ClassVar[str] = MINUTES_KIND
 
     def __init__(
         self,
