@@ -44,7 +44,8 @@ from elitr_bench.scoring.rescore import check_tasks
 
 def _score_minutes(args: argparse.Namespace, config: JudgeConfig) -> int:
     """``elitr-bench score`` with a minutes judge; exit 3 when the judge failed on some."""
-    names = judge_keys(get_method(config))
+    method = get_method(config)
+    names = judge_keys(method)
     errors = 0
     for target, payload in score_minutes_samples(
         args.paths, config, Path(args.output) if args.output else None
@@ -55,7 +56,7 @@ def _score_minutes(args: argparse.Namespace, config: JudgeConfig) -> int:
             print(f"{task}: {shown}")
             print(f"{task}: {usage_line(payload['judge_usage'][task])}")
             errors += int(payload["judge_usage"][task].get("error", 0))
-            for meeting, note in payload["judge_usage"][task].get("filler_flagged", {}).items():
+            for meeting, note in payload["judge_usage"][task].get(method.flag_key, {}).items():
                 print(f"{task}: {meeting} flagged: {note}; its judge scores are kept")
         for note in payload.get("rescore_notes", []):
             print(f"score: note: {note}", file=sys.stderr)

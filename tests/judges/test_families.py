@@ -110,7 +110,7 @@ def test_every_family_registers_metrics_and_parsers() -> None:
 
 
 def test_registered_metrics_are_what_the_minutes_filter_lists() -> None:
-    from elitr_bench.judges.minutes.lm_eval_filter import metric_list
+    from elitr_bench.judges.summary.lm_eval_filter import metric_list
 
     for spec in ("openai:m,rubric=gpt-afgr", "openai:m,rubric=gpt-art,filler=false"):
         config = parse_judge_spec(spec)

@@ -28,11 +28,11 @@ from elitr_bench.judges.summary.registry import (
 if TYPE_CHECKING:
     from elitr_bench.judges.config import JudgeConfig
 
+#: Fields of the filler compression (GPT judges with ``filler=true``), declared by the GPT
+#: method (``extra_metric_entries``, ``sample_fields``, ``flag``).
 TOKENS_SAVED = "filler_tokens_saved"
 FILLER_UNCLASSIFIED = "filler_unclassified_turns"
 FILLER_FLAGGED = "filler_flagged"
-#: Metrics of the filler compression (GPT judges with ``filler=true``).
-FILLER_METRICS = (TOKENS_SAVED, FILLER_UNCLASSIFIED, FILLER_FLAGGED)
 
 
 @dataclass(frozen=True)

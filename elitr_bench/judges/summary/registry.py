@@ -262,7 +262,11 @@ def warn_unsure(items: Sequence[MinutesItem], method: MinutesMethod, config: Jud
 
 @dataclass
 class MinutesRun:
-    """Assessments of one run (input order) with the judge identity, usage and timing."""
+    """Assessments of one run (input order) with the judge identity, usage and timing.
+
+    ``flagged`` holds the meetings the method flagged (:meth:`~.base.MinutesMethod.flag`),
+    listed in usage blocks under ``flag_key``.
+    """
 
     assessments: list[MinutesAssessment]
     identity: dict[str, Any]
@@ -272,6 +276,8 @@ class MinutesRun:
     metrics: tuple[str, ...] = ()
     errors: int = 0
     summary: dict[str, Any] = field(default_factory=dict)
+    flagged: dict[str, str] = field(default_factory=dict)
+    flag_key: str = "flagged"
 
 
 def summarize(assessments: Sequence[MinutesAssessment], metrics: Sequence[str]) -> dict[str, Any]:
@@ -409,6 +415,8 @@ async def assess_items_run(
         method=active.name,
         metrics=tuple(active.metrics),
         errors=sum(a.status == "error" for a in assessments),
+        flagged={a.meeting_id: note for a in assessments if (note := active.flag(a))},
+        flag_key=active.flag_key,
     )
     run.summary = summarize(assessments, active.metrics)
     return run
