@@ -4,7 +4,7 @@ A judge spec is one string (``openai:MODEL,method=NAME,option=value``) whose opt
 are of two kinds: the endpoint and sampling options every LLM judge has (the
 :class:`~elitr_bench.judges.config.JudgeConfig` fields) and the options of one family.
 A family owns the second kind as a frozen dataclass, and registers it here with how a
-spec selects it, its defaults, the metrics it writes, its reply parsers and its checks,
+spec selects it, its defaults, its checks and the direction and scale of its metrics,
 so that the spec parser (the core) knows which family a spec means and which options it
 may take without importing or naming any family: a new family calls
 :func:`register_family` when its module is imported.
@@ -70,8 +70,6 @@ class JudgeFamily:
         select: A predicate over the spec's shared options, asked before the methods
             and rubrics of every family (None: selected by them alone).
         default: The family of a spec that no family selects (exactly one has it).
-        metrics: The per-sample metric names its judges write for a config.
-        parsers: Its reply parsers (pure functions of the reply text), by name.
         check: Checks its options, and the shared ones it reads, on a parsed config.
         identity: What its options add to the judge identity (for LLM judges).
         models: Models besides the judge's own that its judges call (checked before
@@ -97,8 +95,6 @@ class JudgeFamily:
     methods: Callable[[], Sequence[str]] | None = None
     select: Selector | None = None
     default: bool = False
-    metrics: Callable[[Config], tuple[str, ...]] | None = None
-    parsers: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
     check: SpecCheck | None = None
     identity: Callable[[Config], Mapping[str, Any]] | None = None
     models: Callable[[Config], Sequence[str]] | None = None

@@ -17,12 +17,10 @@ from elitr_bench.judges.family import JudgeFamily, families, register_family
 from elitr_bench.judges.metrics import (
     COUNT_AGGREGATION,
 )
-from elitr_bench.judges.minutes.score_parsing import read_criteria
 from elitr_bench.judges.summary.registry import (
     MINUTES_RUBRICS,
     known_methods,
     method_name,
-    metric_entries,
 )
 
 if TYPE_CHECKING:
@@ -112,10 +110,6 @@ def _scale(metric: str) -> tuple[float, float] | None:
     return (0.0, 10.0) if metric.startswith(("afgr_", "art_")) else None  # Figs. 17-18
 
 
-def _metrics(config: JudgeConfig) -> tuple[str, ...]:
-    return tuple(str(e["metric"]) for e in metric_entries(config))  # any method's, shared
-
-
 def _claimed_elsewhere() -> set[str]:
     """Methods another family selects (those have options of their own)."""
     return {m for f in families() if f.name != "minutes" for m in f.method_names()}
@@ -147,8 +141,6 @@ register_family(
         rubrics=MINUTES_RUBRICS,
         methods=_methods,
         select=_select,
-        metrics=_metrics,
-        parsers={"criteria": read_criteria},
         check=_check,
         identity=_identity,
         models=_models,
