@@ -24,7 +24,11 @@ from elitr_bench.judges.config import (
 )
 from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.rubrics import RUBRICS
-from elitr_bench.judges.summary.registry import get_method
+from elitr_bench.judges.summary.registry import (
+    get_method,
+    method_selectors,
+    minutes_judge_example,
+)
 from elitr_bench.llm.client import usage_line
 from elitr_bench.scoring.minutes import judge_keys, score_minutes_samples
 from elitr_bench.scoring.qa import (
@@ -88,8 +92,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
     if not minutes_judge and not qa_files:
         raise JudgeConfigError(
             f"--judge {judge}: a QA judge cannot score minutes ({tasks_of(minutes_files)}); "
-            "use a minutes judge, e.g. --judge openai:gpt-4o,rubric=gpt-afgr (or "
-            "rubric=gpt-art, method=mesa)"
+            f"use a minutes judge, e.g. --judge {minutes_judge_example()}"
         )
     if minutes_judge and not minutes_files:
         raise JudgeConfigError(
@@ -139,7 +142,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
         print(
             f"score: skipping {len(minutes_files)} minutes samples file(s) "
             f"({tasks_of(minutes_files)}): the QA judge {judge} scores QA answers only; "
-            "score them with a minutes judge (--judge openai:gpt-4o,rubric=gpt-afgr)",
+            f"score them with a minutes judge (--judge openai:gpt-4o,{method_selectors()[0]})",
             file=sys.stderr,
         )
     output = Path(args.output) if args.output else None
@@ -216,8 +219,7 @@ def register(subparsers: Any) -> None:
     score.add_argument(
         "--judge",
         default=None,
-        help=judge_help + "; minutes runs need a minutes judge, e.g. "
-        "openai:gpt-4o,rubric=gpt-afgr (or rubric=gpt-art, method=mesa)",
+        help=f"{judge_help}; minutes runs need a minutes judge, e.g. {minutes_judge_example()}",
     )
     score.add_argument(
         "--rubric",

@@ -71,9 +71,11 @@ def judge_config_from_args(judge: str | None, rubric: str | None) -> JudgeConfig
     """The judge for a command: ``--judge`` (else ``ELITR_JUDGE``/default) and ``--rubric``."""
     text = resolve_judge_spec(judge)
     if text.strip().lower() == "none":
+        from elitr_bench.judges.summary.registry import method_selectors
+
         raise JudgeConfigError(
             "--judge none: these commands need a judge; pick e.g. --judge replay (QA runs) "
-            "or --judge openai:gpt-4o,rubric=gpt-afgr (minutes runs)"
+            f"or --judge openai:gpt-4o,{method_selectors()[0]} (minutes runs)"
         )
     config = parse_judge_spec(text)
     if rubric:

@@ -7,6 +7,15 @@ settings (key facts, unit, tolerance, ratings) are the command's flags, not spec
 from __future__ import annotations
 
 from elitr_bench.judges.config import GREEDY
+from elitr_bench.judges.cream.parse import KEY_FACTS
 from elitr_bench.judges.family import JudgeFamily, NoOptions, register_family
 
-register_family(JudgeFamily("cream", label="CREAM", options=NoOptions, defaults=GREEDY))
+register_family(
+    JudgeFamily(
+        "cream",
+        label="CREAM",
+        options=NoOptions,
+        defaults=GREEDY,
+        grammars={"cream-key-facts": KEY_FACTS},  # the alignment reply needs the key facts
+    )
+)

@@ -21,6 +21,7 @@ from elitr_bench.judges.family import JudgeFamily, register_family
 from elitr_bench.judges.mesa.error_types import ErrorTypes, load_error_types
 from elitr_bench.judges.mesa.fit import OVERLENGTH_POLICIES
 from elitr_bench.judges.mesa.guidance import Guidance, load_guidance
+from elitr_bench.judges.mesa.parsing import SCORING
 from elitr_bench.judges.mesa.prompts import LAYOUTS, Layout
 
 if TYPE_CHECKING:
@@ -212,6 +213,7 @@ register_family(
         defaults={**GREEDY, "method": "mesa"},
         methods=lambda: ("mesa",),
         check=validate_mesa_options,
+        grammars={"mesa-scoring": SCORING},
         redacted=("pool",),
         lower_is_better=_lower_is_better,
         scale=_scale,

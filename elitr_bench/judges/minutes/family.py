@@ -17,6 +17,7 @@ from elitr_bench.judges.family import JudgeFamily, families, register_family
 from elitr_bench.judges.metrics import (
     COUNT_AGGREGATION,
 )
+from elitr_bench.judges.minutes.prompts import AFGR, ART, FILLER
 from elitr_bench.judges.summary.registry import (
     MINUTES_RUBRICS,
     known_methods,
@@ -146,5 +147,6 @@ register_family(
         models=_models,
         other_model="filler_model",
         scale=_scale,
+        grammars={ART.name: ART.grammar, AFGR.name: AFGR.grammar, "automin-filler": FILLER},
     )
 )

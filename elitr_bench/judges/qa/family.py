@@ -59,6 +59,7 @@ register_family(
         rubrics=tuple(RUBRICS),
         default=True,
         check=_check,
+        grammars={name: rubric.grammar for name, rubric in RUBRICS.items()},
         ready=_ready,
     )
 )

@@ -13,7 +13,7 @@ from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.family import JudgeFamily, register_family
 from elitr_bench.judges.summary.registry import register_method
 
-from elitr_geval.method import METHOD, METRIC, STEPS, GEvalMethod
+from elitr_geval.method import GRAMMAR, METHOD, METRIC, STEPS, GEvalMethod
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,7 @@ register_family(
         methods=lambda: (METHOD,),
         check=_check,
         scale=lambda metric: (1.0, 5.0) if metric == METRIC else None,  # figures' axes
+        grammars={METHOD: GRAMMAR},  # elitr-bench read-reply geval
     )
 )
 register_method(METHOD, _factory)
