@@ -23,12 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from elitr_bench.data.errors import ElitrBenchError
-from elitr_bench.judges.cream.parse import KEY_FACTS
 from elitr_bench.judges.cream.scoring import score_side
-from elitr_bench.judges.mesa.parsing import SCORING
-from elitr_bench.judges.minutes.prompts import AFGR, ART, FILLER
+from elitr_bench.judges.family import families
 from elitr_bench.judges.reading import Grammar, Reading, read_reply
-from elitr_bench.judges.rubrics import GPT4, PROMETHEUS
 
 
 class ReadReplyError(ElitrBenchError):
@@ -71,22 +68,20 @@ def _grammar(grammar: Grammar) -> Callable[[Record], Reading]:
     return read
 
 
-#: KIND -> reader; field names as the issue tracker and the README list them.
-KINDS: Mapping[str, Callable[[Record], Reading]] = {
-    "gpt4-rubric": _grammar(GPT4.grammar),
-    "prometheus-rubric": _grammar(PROMETHEUS.grammar),
-    "gpt-art": _grammar(ART.grammar),
-    "gpt-afgr": _grammar(AFGR.grammar),
-    "automin-filler": _grammar(FILLER),
-    "cream-key-facts": _grammar(KEY_FACTS),
-    "cream-alignment": _alignment,
-    "mesa-scoring": _grammar(SCORING),
-}
+def kinds() -> dict[str, Callable[[Record], Reading]]:
+    """KIND -> reader: every registered family's grammars (an installed family's too).
+
+    ``cream-alignment`` reads a reply against the key facts asked about (``--key-facts``,
+    ``--units``), which no grammar alone has, so it is added here.
+    """
+    out = {kind: _grammar(g) for family in families() for kind, g in family.grammars.items()}
+    out["cream-alignment"] = _alignment
+    return out
 
 
 def read_record(kind: str, record: Record) -> dict[str, Any]:
     """``{"values": ..., "reasons": ...}`` for one reply (rounded to 4 places)."""
-    out = KINDS[kind](record).to_dict()
+    out = kinds()[kind](record).to_dict()
     out["values"] = {
         k: round(v, 4) if isinstance(v, float) else v for k, v in out["values"].items()
     }
@@ -170,7 +165,8 @@ def register(subparsers: Any) -> None:
             "one result per input line."
         ),
     )
-    parser.add_argument("kind", choices=sorted(KINDS), metavar="KIND", help=", ".join(KINDS))
+    known = kinds()
+    parser.add_argument("kind", choices=sorted(known), metavar="KIND", help=", ".join(known))
     parser.add_argument("file", nargs="?", default=None, metavar="FILE|-")
     parser.add_argument("--jsonl", metavar="FILE", help="one JSON object per line ('-': stdin)")
     parser.add_argument(

@@ -24,7 +24,11 @@ from elitr_bench.judges.config import (
 )
 from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.rubrics import RUBRICS
-from elitr_bench.judges.summary.registry import get_method
+from elitr_bench.judges.summary.registry import (
+    get_method,
+    method_selectors,
+    minutes_judge_example,
+)
 from elitr_bench.llm.client import usage_line
 from elitr_bench.scoring.minutes import judge_keys, score_minutes_samples
 from elitr_bench.scoring.qa import (
@@ -44,7 +48,8 @@ from elitr_bench.scoring.rescore import check_tasks
 
 def _score_minutes(args: argparse.Namespace, config: JudgeConfig) -> int:
     """``elitr-bench score`` with a minutes judge; exit 3 when the judge failed on some."""
-    names = judge_keys(get_method(config))
+    method = get_method(config)
+    names = judge_keys(method)
     errors = 0
     for target, payload in score_minutes_samples(
         args.paths, config, Path(args.output) if args.output else None
@@ -55,7 +60,7 @@ def _score_minutes(args: argparse.Namespace, config: JudgeConfig) -> int:
             print(f"{task}: {shown}")
             print(f"{task}: {usage_line(payload['judge_usage'][task])}")
             errors += int(payload["judge_usage"][task].get("error", 0))
-            for meeting, note in payload["judge_usage"][task].get("filler_flagged", {}).items():
+            for meeting, note in payload["judge_usage"][task].get(method.flag_key, {}).items():
                 print(f"{task}: {meeting} flagged: {note}; its judge scores are kept")
         for note in payload.get("rescore_notes", []):
             print(f"score: note: {note}", file=sys.stderr)
@@ -87,8 +92,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
     if not minutes_judge and not qa_files:
         raise JudgeConfigError(
             f"--judge {judge}: a QA judge cannot score minutes ({tasks_of(minutes_files)}); "
-            "use a minutes judge, e.g. --judge openai:gpt-4o,rubric=gpt-afgr (or "
-            "rubric=gpt-art, method=mesa)"
+            f"use a minutes judge, e.g. --judge {minutes_judge_example()}"
         )
     if minutes_judge and not minutes_files:
         raise JudgeConfigError(
@@ -138,7 +142,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
         print(
             f"score: skipping {len(minutes_files)} minutes samples file(s) "
             f"({tasks_of(minutes_files)}): the QA judge {judge} scores QA answers only; "
-            "score them with a minutes judge (--judge openai:gpt-4o,rubric=gpt-afgr)",
+            f"score them with a minutes judge (--judge openai:gpt-4o,{method_selectors()[0]})",
             file=sys.stderr,
         )
     output = Path(args.output) if args.output else None
@@ -215,8 +219,7 @@ def register(subparsers: Any) -> None:
     score.add_argument(
         "--judge",
         default=None,
-        help=judge_help + "; minutes runs need a minutes judge, e.g. "
-        "openai:gpt-4o,rubric=gpt-afgr (or rubric=gpt-art, method=mesa)",
+        help=f"{judge_help}; minutes runs need a minutes judge, e.g. {minutes_judge_example()}",
     )
     score.add_argument(
         "--rubric",

@@ -77,7 +77,12 @@ from elitr_bench.data.records import (
     Split,
     SystemHumanScore,
 )
-from elitr_bench.data.run_files import current_samples, parse_samples_name, run_results_of
+from elitr_bench.data.run_files import (
+    current_samples,
+    first_doc,
+    parse_samples_name,
+    run_results_of,
+)
 from elitr_bench.data.sources import (
     AUTOMIN_DIR,
     TRANSCRIPTS_DEV,
@@ -578,8 +583,27 @@ RUN_SETTING_DEFAULTS: Mapping[str, str] = {
 }
 
 
-#: The lm-eval tasks whose samples hold minutes (tasks/elitr_minutes/).
+#: Our lm-eval tasks whose samples hold minutes (tasks/elitr_minutes/), known by name so
+#: that a damaged file of theirs is still read as minutes (and its damage named).
 MINUTES_TASKS: tuple[str, ...] = ("automin23_en", "elitr_minutes_dev", "elitr_minutes_test")
+
+#: The ``task_kind`` that every document of a minutes task carries (the minutes task class
+#: writes it, ``tasks/minutes.py``), so a samples file says itself that it holds minutes.
+MINUTES_KIND = "minutes"
+
+
+def holds_minutes(samples_file: Path) -> bool:
+    """Whether a samples file holds minutes: its documents say so, or its task is ours.
+
+    Every document of a minutes task carries ``task_kind: minutes`` (a task from an
+    ``--include_path`` folder that reuses the minutes task class too, so ``report``,
+    ``score`` and ``minutes-check`` read its runs as ours); our own minutes tasks are also
+    known by name (:data:`MINUTES_TASKS`), so that a damaged file of theirs is named.
+    """
+    if task_of(samples_file) in MINUTES_TASKS:
+        return True
+    doc = first_doc(samples_file)
+    return doc is not None and doc.get("task_kind") == MINUTES_KIND
 
 
 def minutes_candidates(root: Path) -> tuple[list[Path], list[Path]]:
@@ -590,7 +614,7 @@ def minutes_candidates(root: Path) -> tuple[list[Path], list[Path]]:
     is missing) share one search.
     """
     found = [root] if root.is_file() else sorted(root.rglob("samples_*.jsonl"))
-    return [f for f in found if task_of(f) in MINUTES_TASKS], found
+    return [f for f in found if holds_minutes(f)], found
 
 
 def minutes_samples_files(path: Path) -> tuple[list[Path], list[str]]:
@@ -789,6 +813,7 @@ __all__ = [
     "CRITERIA",
     "EVALUATION_COLUMNS",
     "MISSING_DOCUMENT_SCORES",
+    "holds_minutes",
     "load_automin_human_scores",
     "load_automin_meetings",
     "load_automin_minutes",

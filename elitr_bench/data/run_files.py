@@ -144,6 +144,21 @@ def run_results_of(samples: Path) -> Path | None:
     return None
 
 
+def first_doc(samples: Path) -> Mapping[str, Any] | None:
+    """The document of a samples file's first sample (None: unreadable, empty or no doc).
+
+    Only that line is read: what a task's documents say about it (ELITR-Bench questions,
+    ``task_kind``) is the same on every line.
+    """
+    try:
+        with samples.open(encoding="utf-8") as handle:
+            first = next((text for text in handle if text.strip()), "")
+        doc = json.loads(first).get("doc") if first else None
+    except (OSError, ValueError, AttributeError):
+        return None
+    return doc if isinstance(doc, Mapping) else None
+
+
 def stamp_of(path: Path) -> str:
     """A samples file's date stamp ("" for other names); later stamps sort higher."""
     name = parse_samples_name(path)
@@ -307,6 +322,7 @@ __all__ = [
     "SamplesName",
     "current_samples",
     "families",
+    "first_doc",
     "is_cut",
     "newest_versions",
     "parse_samples_name",

@@ -4,9 +4,9 @@ A judge spec is one string (``openai:MODEL,method=NAME,option=value``) whose opt
 are of two kinds: the endpoint and sampling options every LLM judge has (the
 :class:`~elitr_bench.judges.config.JudgeConfig` fields) and the options of one family.
 A family owns the second kind as a frozen dataclass, and registers it here with how a
-spec selects it, its defaults, the metrics it writes, its reply parsers and its checks,
-so that the spec parser (the core) knows which family a spec means and which options it
-may take without importing or naming any family: a new family calls
+spec selects it, its defaults, its checks, the direction and scale of its metrics and its
+reply grammars, so that the spec parser (the core) knows which family a spec means and
+which options it may take without importing or naming any family: a new family calls
 :func:`register_family` when its module is imported.
 
 The built-in families are lazy placeholders (module paths imported on first use,
@@ -25,6 +25,7 @@ from typing import Any
 from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.option_types import Converter, option_converters
 from elitr_bench.judges.plugins import Registry
+from elitr_bench.judges.reading import Grammar
 
 #: A parsed :class:`~elitr_bench.judges.config.JudgeConfig`, as the hooks receive it. It is
 #: ``Any`` here because ``config.py`` imports this module (no import cycle, not even for
@@ -70,8 +71,6 @@ class JudgeFamily:
         select: A predicate over the spec's shared options, asked before the methods
             and rubrics of every family (None: selected by them alone).
         default: The family of a spec that no family selects (exactly one has it).
-        metrics: The per-sample metric names its judges write for a config.
-        parsers: Its reply parsers (pure functions of the reply text), by name.
         check: Checks its options, and the shared ones it reads, on a parsed config.
         identity: What its options add to the judge identity (for LLM judges).
         models: Models besides the judge's own that its judges call (checked before
@@ -86,6 +85,8 @@ class JudgeFamily:
         scale: The fixed range of one of its metrics (figures show the whole scale);
             None from the hook, or no hook: no fixed range.
         short: How lists of rubrics name it briefly ("" = its name).
+        grammars: Its judges' reply grammars (:class:`~elitr_bench.judges.reading.Grammar`)
+            by the kind name ``elitr-bench read-reply`` takes, which lists them.
     """
 
     name: str
@@ -97,8 +98,6 @@ class JudgeFamily:
     methods: Callable[[], Sequence[str]] | None = None
     select: Selector | None = None
     default: bool = False
-    metrics: Callable[[Config], tuple[str, ...]] | None = None
-    parsers: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
     check: SpecCheck | None = None
     identity: Callable[[Config], Mapping[str, Any]] | None = None
     models: Callable[[Config], Sequence[str]] | None = None
@@ -108,6 +107,7 @@ class JudgeFamily:
     lower_is_better: Callable[[str], bool] | None = None
     short: str = ""
     scale: Callable[[str], tuple[float, float] | None] | None = None
+    grammars: Mapping[str, Grammar] = field(default_factory=dict)
 
     def option_names(self) -> tuple[str, ...]:
         """The spec options this family owns, in its record's order."""

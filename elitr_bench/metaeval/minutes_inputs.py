@@ -38,7 +38,7 @@ from elitr_bench.data.minutes import (
 )
 from elitr_bench.data.run_files import parse_samples_name, results_file_of
 from elitr_bench.judges.minutes.family import TOKENS_SAVED
-from elitr_bench.judges.minutes.lm_eval_filter import assessment_of
+from elitr_bench.judges.summary.lm_eval_filter import assessment_of
 
 #: Per-sample keys of a minutes task that are bookkeeping, not quality metrics.
 NON_METRICS = frozenset(

@@ -21,9 +21,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from elitr_bench.data.minutes import MINUTES_TASKS
+from elitr_bench.data.minutes import MINUTES_KIND, MINUTES_TASKS, holds_minutes
 from elitr_bench.data.run_files import (
     families,
+    first_doc,
     partial_notes,
     rescored_sources,
     run_results_of,
@@ -416,14 +417,15 @@ def find_results_files(paths: Iterable[str | Path]) -> list[Path]:
 
 
 def _holds_our_documents(samples: Path) -> bool:
-    """Whether a samples file's first sample is an ELITR-Bench question (a renamed task)."""
-    try:
-        with samples.open(encoding="utf-8") as handle:
-            first = next((text for text in handle if text.strip()), "")
-        doc = json.loads(first).get("doc") if first else None
-    except (OSError, ValueError, AttributeError):
-        return False
-    return isinstance(doc, Mapping) and all(f in doc for f in _DOC_FIELDS)
+    """Whether a samples file's first sample is an ELITR-Bench question or meeting.
+
+    A renamed copy of our tasks, or a task from an ``--include_path`` folder that reuses
+    our classes, writes the same documents.
+    """
+    doc = first_doc(samples)
+    return doc is not None and (
+        all(f in doc for f in _DOC_FIELDS) or doc.get("task_kind") == MINUTES_KIND
+    )
 
 
 def foreign_input(path: str | Path) -> str | None:
@@ -644,7 +646,7 @@ def load_runs(paths: Sequence[str | Path], *, require: bool = True) -> LoadedRun
                         "--log_samples?); skipped"
                     )
                 continue
-            if task in MINUTES_TASKS:
+            if holds_minutes(samples_path):
                 # Minutes runs hold no QA documents; the report's minutes part reads them.
                 continue
             task_cfg = configs.get(task) or {}

@@ -21,10 +21,9 @@ from typing import Any
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.filtering import judged_json
 from elitr_bench.judges.metrics import JUDGE_ERRORS, JUDGE_UNSCORED, judge_filter_name
-from elitr_bench.judges.minutes.family import FILLER_METRICS
-from elitr_bench.judges.minutes.lm_eval_filter import (
+from elitr_bench.judges.summary.base import MinutesMethod
+from elitr_bench.judges.summary.lm_eval_filter import (
     assessment_of,
-    flagged_meetings,
     item_from_doc,
     run_sync,
 )
@@ -41,9 +40,14 @@ def minutes_text(sample: Mapping[str, Any]) -> str:
     return minutes_text_of(sample) or ""
 
 
-def judge_keys(method: Any) -> frozenset[str]:
-    """Per-sample metrics a minutes judge produces (never kept from the log)."""
-    return frozenset({*method.metrics, JUDGE_UNSCORED, JUDGE_ERRORS, *FILLER_METRICS})
+def judge_keys(method: MinutesMethod) -> frozenset[str]:
+    """Per-sample metrics a minutes judge produces (never kept from the log).
+
+    Its scores, the counts and the fields the method declares itself (the AutoMin judges'
+    filler compression, when on).
+    """
+    own = (str(entry["metric"]) for entry in method.extra_metric_entries())
+    return frozenset({*method.metrics, JUDGE_UNSCORED, JUDGE_ERRORS, *own})
 
 
 def check_minutes_fit(paths: Iterable[str | Path], config: JudgeConfig) -> None:
@@ -113,9 +117,8 @@ def score_minutes_samples(
             run = run_sync(items, config, method)
             identity = run.identity
             usage[task] = {**run.usage, "seconds": round(run.elapsed_s, 3), **run.summary}
-            flagged = flagged_meetings(run.assessments)
-            if flagged:
-                usage[task]["filler_flagged"] = flagged
+            if run.flagged:
+                usage[task][run.flag_key] = dict(run.flagged)
             filtered = []
             for item, assessment in zip(items, run.assessments, strict=True):
                 entry = assessment.to_dict()

@@ -71,9 +71,11 @@ def judge_config_from_args(judge: str | None, rubric: str | None) -> JudgeConfig
     """The judge for a command: ``--judge`` (else ``ELITR_JUDGE``/default) and ``--rubric``."""
     text = resolve_judge_spec(judge)
     if text.strip().lower() == "none":
+        from elitr_bench.judges.summary.registry import method_selectors
+
         raise JudgeConfigError(
             "--judge none: these commands need a judge; pick e.g. --judge replay (QA runs) "
-            "or --judge openai:gpt-4o,rubric=gpt-afgr (minutes runs)"
+            f"or --judge openai:gpt-4o,{method_selectors()[0]} (minutes runs)"
         )
     config = parse_judge_spec(text)
     if rubric:
@@ -362,10 +364,14 @@ def score_samples(
 
 
 def split_by_kind(files: list[Path]) -> tuple[list[Path], list[Path]]:
-    """Samples files of QA tasks and of minutes tasks (``make demo`` writes both)."""
-    from elitr_bench.data.minutes import MINUTES_TASKS
+    """Samples files of QA tasks and of minutes tasks (``make demo`` writes both).
 
-    minutes = [f for f in files if task_name_of(f) in MINUTES_TASKS]
+    A minutes task is known by its documents (:func:`~elitr_bench.data.minutes.holds_minutes`),
+    so one from an ``--include_path`` folder is split like ours.
+    """
+    from elitr_bench.data.minutes import holds_minutes
+
+    minutes = [f for f in files if holds_minutes(f)]
     return [f for f in files if f not in minutes], minutes
 
 

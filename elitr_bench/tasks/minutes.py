@@ -33,12 +33,13 @@ Options (``--metadata``; one-line errors while the task is built):
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 
 import datasets
 from lm_eval.api.task import ConfigurableTask
@@ -46,6 +47,7 @@ from lm_eval.api.task import ConfigurableTask
 from elitr_bench import prompts
 from elitr_bench.data.minutes import (
     AUTOMIN_SPLIT,
+    MINUTES_KIND,
     load_automin_meetings,
     load_elitr_minutes_meetings,
 )
@@ -65,6 +67,9 @@ from elitr_bench.tasks.minutes_metrics import (
 )
 from elitr_bench.tasks.options import PROMPT_ROLES, OptionError, as_bool, choice
 from elitr_bench.tasks.task import LmEvalContract, record_noise
+
+if TYPE_CHECKING:
+    from elitr_bench.judges.summary.base import MinutesMethod
 
 log = logging.getLogger(__name__)
 
@@ -240,7 +245,7 @@ def meeting_doc(meeting: MinutesMeeting) -> dict[str, Any]:
     return {
         "meeting_id": meeting.meeting_id,
         "split": meeting.split,
-        "task_kind": "minutes",
+        "task_kind": MINUTES_KIND,
         "references": [r.text for r in meeting.references],
         "reference_names": [r.system for r in meeting.references],
     }
@@ -252,6 +257,10 @@ class MinutesTask(LmEvalContract, ConfigurableTask):
     ``test_split`` chooses the meetings: ``dev`` or ``test2`` (ELITR-Bench) or ``test2023``
     (AutoMin 2023 English).
     """
+
+    #: What the task judges (see :attr:`elitr_bench.tasks.task.ElitrQATask.task_kind`); also
+    #: written into every document, where ``report`` and ``score`` find it in the samples.
+    task_kind: ClassVar[str] = MINUTES_KIND
 
     def __init__(
         self,
@@ -292,7 +301,7 @@ class MinutesTask(LmEvalContract, ConfigurableTask):
         """
         steps: list[dict[str, Any]] = [{"function": "take_first"}]
         if self.judge_config is not None:
-            from elitr_bench.judges.minutes.lm_eval_filter import FILTER_NAME
+            from elitr_bench.judges.summary.lm_eval_filter import FILTER_NAME
 
             steps.append(
                 {
@@ -307,7 +316,7 @@ class MinutesTask(LmEvalContract, ConfigurableTask):
         """The run's metrics (:func:`.minutes_metrics.minutes_metric_list`)."""
         judge: list[dict[str, Any]] = []
         if self.judge_config is not None:
-            from elitr_bench.judges.minutes.lm_eval_filter import metric_list
+            from elitr_bench.judges.summary.lm_eval_filter import metric_list
 
             judge = metric_list(self.judge_config)
         return minutes_metric_list(
@@ -403,7 +412,7 @@ class MinutesTask(LmEvalContract, ConfigurableTask):
         (a lower bound): such a meeting could only end with a judge error after paying
         for its generation.
         """
-        from elitr_bench.judges.minutes.lm_eval_filter import item_from_doc
+        from elitr_bench.judges.summary.lm_eval_filter import item_from_doc
         from elitr_bench.judges.summary.registry import check_context, get_method
 
         assert self.judge_config is not None
@@ -585,7 +594,7 @@ class MinutesTask(LmEvalContract, ConfigurableTask):
             self._filters = [build_filter_ensemble("none", [["take_first", None]])]
         result = super().apply_filters()
         if not self.predict_only and self.judge_config is not None:
-            from elitr_bench.judges.minutes.lm_eval_filter import usage_metadata
+            from elitr_bench.judges.summary.lm_eval_filter import usage_metadata
 
             usage = usage_metadata()
             if usage is not None and isinstance(self.config.metadata, dict):
@@ -618,7 +627,7 @@ class MinutesTask(LmEvalContract, ConfigurableTask):
 
     def _minutes_metrics(self, doc: dict[str, Any], response: Any) -> dict[str, Any]:
         from elitr_bench.judges.filtering import first_text
-        from elitr_bench.judges.minutes.lm_eval_filter import assessment_of, minutes_judge_metrics
+        from elitr_bench.judges.summary.lm_eval_filter import assessment_of, minutes_judge_metrics
 
         found = assessment_of(response)
         text = found[0] if found is not None else first_text(response)
@@ -629,5 +638,13 @@ class MinutesTask(LmEvalContract, ConfigurableTask):
         if self.options.bartscore:
             values["bartscore"] = bartscore(text, references, self.options.bartscore_model)
         if found is not None and self.judge_config is not None:
-            values.update(minutes_judge_metrics(response))
+            values.update(minutes_judge_metrics(response, self._judge_method))
         return values
+
+    @functools.cached_property
+    def _judge_method(self) -> MinutesMethod:
+        """The judge's minutes method, built once: it values its own per-sample fields."""
+        from elitr_bench.judges.summary.registry import get_method
+
+        assert self.judge_config is not None
+        return get_method(self.judge_config)

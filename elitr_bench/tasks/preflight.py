@@ -23,7 +23,7 @@ import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from elitr_bench.judges.config import JudgeConfig
@@ -34,17 +34,53 @@ log = logging.getLogger(__name__)
 
 #: Our task folder (kept free of imports: this module loads in every ``lm_eval`` run).
 _TASKS_DIR = Path(__file__).resolve().parent
+#: What a task judges, declared by its class (``task_kind``): ``qa`` or ``minutes``.
+_KINDS = ("qa", "minutes")
 
 
-def _kind_of(path: Path | None) -> str | None:
-    """``minutes`` or ``qa`` for a YAML file of ours, None for anyone else's."""
-    if path is None:
+def _class_of(spec: Any) -> Any:
+    """The class a task YAML's ``class:`` names, when it is one of this package's.
+
+    lm-eval's index leaves ``!function`` unresolved, as the YAML's folder joined with the
+    dotted name; only a dotted name in ``elitr_bench`` is imported (lm-eval imports it
+    anyway to build the task), so a run without our classes imports nothing here.
+    """
+    if isinstance(spec, type):
+        return spec
+    if not isinstance(spec, str):
         return None
+    dotted = spec.replace("\\", "/").rsplit("/", 1)[-1]
+    module, _, name = dotted.rpartition(".")
+    if not module.startswith("elitr_bench.") or not name:
+        return None
+    import importlib
+
     try:
-        relative = Path(path).resolve().relative_to(_TASKS_DIR)
-    except ValueError:
+        return getattr(importlib.import_module(module), name, None)
+    except ImportError:
+        return None  # lm-eval names the missing module when it builds the task
+
+
+def _kind_of(cfg: Mapping[str, Any] | None) -> str | None:
+    """``minutes`` or ``qa`` for a task whose class is one of ours, None for anyone else's.
+
+    The kind is the class's own ``task_kind``, so a task YAML from any folder (an
+    ``--include_path`` one included) that names our class is checked like ours.
+    """
+    declared = getattr(_class_of((cfg or {}).get("class")), "task_kind", None)
+    return declared if declared in _KINDS else None
+
+
+def _config_of(entry: Any) -> Mapping[str, Any] | None:
+    """A task entry's YAML config, its ``include:`` files merged in (functions unresolved)."""
+    if entry.cfg is not None or entry.yaml_path is None:
+        return cast("Mapping[str, Any] | None", entry.cfg)
+    from lm_eval.tasks._yaml_loader import load_yaml
+
+    try:
+        return cast("Mapping[str, Any]", load_yaml(entry.yaml_path, resolve_func=False))
+    except Exception:  # lm-eval reports an unreadable YAML itself
         return None
-    return "minutes" if relative.parts[:1] == ("elitr_minutes",) else "qa"
 
 
 def our_task_kinds(tasks: Any, task_manager: Any = None) -> dict[str, str]:
@@ -77,8 +113,8 @@ def our_task_kinds(tasks: Any, task_manager: Any = None) -> dict[str, str]:
             for member in sorted(entry.tags):
                 visit(member, depth + 1)
             return
-        kind = _kind_of(entry.yaml_path)
-        if kind is not None and entry.kind != Kind.GROUP:
+        kind = _kind_of(_config_of(entry)) if entry.kind == Kind.PY_TASK else None
+        if kind is not None:
             found[entry.name] = kind
         if entry.kind == Kind.GROUP:
             members = (entry.cfg or {}).get("task") or []

@@ -12,7 +12,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import datasets
 from lm_eval.api.task import ConfigurableTask
@@ -295,6 +295,11 @@ class ElitrQATask(LmEvalContract, ConfigurableTask):
     The YAML chooses the question set (``dataset_name``: ``qa``/``conv``), the split
     (``test_split``: ``dev``/``test2``) and the mode (``dataset_kwargs.mode``).
     """
+
+    #: What the task judges: the start-up judge check reads it from the class a task's YAML
+    #: names (``class:``), so a task from an ``--include_path`` folder that reuses this class
+    #: is checked like ours.
+    task_kind: ClassVar[str] = "qa"
 
     def __init__(
         self,

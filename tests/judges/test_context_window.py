@@ -254,7 +254,7 @@ def test_minutes_filter_keeps_over_long_minutes_unjudged(
     loopback: LoopbackOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from elitr_bench.judges import filtering as qa_filter
-    from elitr_bench.judges.minutes.lm_eval_filter import assessment_of, judge_minutes
+    from elitr_bench.judges.summary.lm_eval_filter import assessment_of, judge_minutes
 
     lines: list[str] = []
     monkeypatch.setattr(qa_filter, "_FAILURES", {})

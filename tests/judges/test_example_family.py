@@ -80,6 +80,35 @@ def test_installed_the_entry_point_finds_it_and_its_tests_pass(
     assert " passed" in tests.stdout and "skipped" not in tests.stdout
 
 
+def test_the_commands_list_it_as_they_list_ours(installed: tuple[Path, Path]) -> None:
+    """Help texts and messages name the minutes methods and reply kinds the registry knows."""
+    site, _ = installed
+    probe = "\n".join(
+        [
+            "import contextlib, io, json",
+            "from elitr_bench.cli import main",
+            "from elitr_bench.cli.read_reply import Record, read_record",
+            "from elitr_bench.judges.summary.registry import selectors_text",
+            "out = io.StringIO()",
+            "with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):",
+            "    main(['score', '--help'])",
+            "reading = read_record('geval', Record('Score: 4'))",
+            "print(json.dumps([' '.join(out.getvalue().split()), selectors_text(), reading]))",
+        ]
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], cwd=site.parent, env=_env(site),
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    help_text, selectors, reading = json.loads(out.stdout)
+    assert "openai:gpt-4o,rubric=gpt-afgr (or rubric=gpt-art, method=geval, method=mesa)" in (
+        help_text
+    )
+    assert selectors == "rubric=gpt-afgr, rubric=gpt-art, method=geval or method=mesa"
+    assert reading == {"values": {"geval_score": 4.0}, "reasons": {}}
+
+
 @pytest.mark.slow
 def test_it_judges_automin_minutes_through_lm_eval(
     installed: tuple[Path, Path], loopback: LoopbackOpenAI, tmp_path: Path

@@ -19,12 +19,6 @@ from elitr_bench.judges.minutes.filler import (
     filler_flag,
     split_turns,
 )
-from elitr_bench.judges.minutes.lm_eval_filter import (
-    assessment_of,
-    judge_minutes,
-    metric_list,
-    minutes_judge_metrics,
-)
 from elitr_bench.judges.minutes.prompts import (
     AFGR,
     AFGR_PROMPT,
@@ -37,6 +31,12 @@ from elitr_bench.judges.minutes.prompts import (
     parse_scores,
 )
 from elitr_bench.judges.minutes.score_parsing import read_criteria
+from elitr_bench.judges.summary.lm_eval_filter import (
+    assessment_of,
+    judge_minutes,
+    metric_list,
+    minutes_judge_metrics,
+)
 from elitr_bench.judges.summary.registry import assess_items_run, plan
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest, Reply
 
@@ -319,7 +319,10 @@ def test_partial_and_out_of_range_replies(loopback: LoopbackOpenAI) -> None:
         "afgr_relevance": None,
     }
     assert result.reason == "fluency=12 outside 0-10; no relevance score"
-    metrics = minutes_judge_metrics(json.dumps({"response": "m", "judge": result.to_dict()}))
+    logged = json.dumps({"response": "m", "judge": result.to_dict()})
+    # The filler fields are the GPT method's own: only it values them.
+    assert "filler_tokens_saved" not in minutes_judge_metrics(logged)
+    metrics = minutes_judge_metrics(logged, get_method(config))
     assert metrics == {
         "afgr_adequacy": 8.0,
         "afgr_grammaticality": 9.0,
@@ -343,7 +346,7 @@ def test_reply_without_scores_is_unscored_and_minutes_kept(loopback: LoopbackOpe
     assert minutes == "- Release on Friday." and assessment.status == "unscored"
     assert "\n" not in assessment.reason and assessment.reason.startswith("no adequacy score")
     assert assessment.details["raw"] == [["These minutes look fine to me."]]
-    assert minutes_judge_metrics(logged) == {
+    assert minutes_judge_metrics(logged, get_method(config)) == {
         "judge_unscored": 1.0,
         "judge_errors": 0.0,
         "judge_format_in_answer": 0.0,
@@ -422,7 +425,7 @@ def test_failing_judge_keeps_minutes_and_ends_the_run_with_one_line(
 ) -> None:
     """Same record-and-exit as the QA judge filter: files written, then status 3 and a line."""
     from elitr_bench.judges import filtering as qa_filter
-    from elitr_bench.judges.minutes import lm_eval_filter as minutes_filter
+    from elitr_bench.judges.summary import lm_eval_filter as minutes_filter
 
     lines: list[tuple[str, str]] = []
     monkeypatch.setattr(qa_filter, "_FAILURES", {})
@@ -527,8 +530,11 @@ def test_unreadable_classification_is_reasked_then_counted_and_flagged(
     [judge] = judge_requests(loopback)
     assert "(PERSON1) we decided to release the model on Friday." in judge.prompt
     assert result.status == "ok" and result.scores["afgr_adequacy"] == 8.0
-    metrics = minutes_judge_metrics(json.dumps({"response": "m", "judge": result.to_dict()}))
+    method = get_method(config)
+    logged = json.dumps({"response": "m", "judge": result.to_dict()})
+    metrics = minutes_judge_metrics(logged, method)
     assert metrics["filler_unclassified_turns"] == 1.0 and metrics["filler_flagged"] == 1.0
+    assert method.flag(result) == filler_flag(filler) and method.flag_key == "filler_flagged"
     assert filler_flag(filler) == (
         "1 of 6 turns unclassified by the filler classifier (kept whole)"
     )

@@ -365,7 +365,7 @@ def test_replaying_the_reference_minutes_warns_that_rouge_is_trivial(
 
 def test_lm_eval_marks_mesa_error_ratings_lower_is_better() -> None:
     """lm-eval's table printed mesa_OM with an up arrow: more omissions looked better."""
-    from elitr_bench.judges.minutes.lm_eval_filter import metric_list
+    from elitr_bench.judges.summary.lm_eval_filter import metric_list
 
     better = {
         e["metric"]: e["higher_is_better"]

@@ -1,4 +1,9 @@
-"""A task YAML from an ``--include_path`` folder runs with our task class, package untouched."""
+"""A task YAML from an ``--include_path`` folder runs with our task class, package untouched.
+
+What makes it ours is the class its YAML names (``task_kind``) and, once it has run, the
+documents its samples hold: the start-up judge check, ``report`` and ``score`` treat it
+as they treat ``automin23_en``.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +12,49 @@ from pathlib import Path
 
 import pytest
 
+from elitr_bench.judges.errors import JudgeNotReadyError
+from elitr_bench.tasks.preflight import check_run_judges, our_task_kinds
 from tests.conftest import run_lm_eval
+from tests.judges.test_early_judge_check import run_marked
 from tests.support.openai_server import LoopbackOpenAI
 
 FOLDER = Path(__file__).resolve().parents[2] / "examples" / "task"
+OURS = Path(__file__).resolve().parents[2] / "elitr_bench" / "tasks"
+
+
+def test_the_start_up_check_knows_an_include_path_task_by_its_class(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from lm_eval.tasks import TaskManager
+
+    manager = TaskManager(include_defaults=False, include_path=[str(OURS), str(FOLDER)])
+    kinds = our_task_kinds(["my_automin_en", "automin23_en", "elitr_qa_dev"], manager)
+    assert kinds == {"my_automin_en": "minutes", "automin23_en": "minutes", "elitr_qa_dev": "qa"}
+    # A YAML path works as for lm_eval --tasks PATH.
+    assert our_task_kinds([str(FOLDER / "my_automin_en.yaml")]) == {"my_automin_en": "minutes"}
+    # Its judge is checked as a minutes judge, before anything is built.
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(JudgeNotReadyError, match="no API key") as err:
+        check_run_judges(
+            tasks=["my_automin_en"], model="hf", task_manager=manager,
+            metadata={"judge": "openai:gpt-4o,rubric=gpt-afgr"},
+        )  # fmt: skip
+    assert "lexical" not in str(err.value)  # minutes: no QA-only keyless judge offered
+
+
+@pytest.mark.slow
+def test_a_missing_key_stops_an_include_path_task_before_the_model_is_built(
+    tmp_path: Path,
+) -> None:
+    marker = tmp_path / "built"
+    judge = {"judge": "openai:gpt-4o,rubric=gpt-afgr"}
+    args = ["--model", "marker-lm", "--include_path", str(FOLDER), "--tasks", "my_automin_en",
+            "--limit", "1", "--metadata", json.dumps(judge)]  # fmt: skip
+    proc = run_marked(marker, args, {"OPENAI_API_KEY": "", "ELITR_JUDGE": ""})
+    assert proc.returncode != 0 and not marker.exists(), proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    line = proc.stderr.strip().splitlines()[-1]
+    assert line.startswith("elitr-bench: error: judge openai:gpt-4o,rubric=gpt-afgr: no API key;")
 
 
 @pytest.mark.slow
@@ -24,7 +68,7 @@ def test_an_include_path_task_reuses_the_minutes_class_and_its_judge(tmp_path: P
                 "--include_path", str(FOLDER), "--tasks", "my_automin_en", "--limit", "1",
                 "--model", "elitr-replay", "--model_args", "system=gpt4",
                 "--metadata", json.dumps({"judge": spec}),
-                "--output_path", str(out),
+                "--output_path", str(out), "--log_samples",
             ],
             env={"ELITR_JUDGE_CACHE": str(tmp_path / "cache.sqlite"), "ELITR_JUDGE": ""},
         )  # fmt: skip
@@ -33,3 +77,15 @@ def test_an_include_path_task_reuses_the_minutes_class_and_its_judge(tmp_path: P
     results = json.loads(results_file.read_text())["results"]["my_automin_en"]
     by = "openai:gpt-4-32k:gpt-art"
     assert results[f"rouge1,{by}"] > 0 and results[f"art_adequacy,{by}"] == 8.0
+
+    # report and score read its samples as minutes, as they read automin23_en's.
+    from elitr_bench.data.minutes import minutes_samples_files
+    from elitr_bench.report.minutes import minutes_samples
+    from elitr_bench.report.runs import foreign_input
+    from elitr_bench.scoring.qa import find_samples, split_by_kind
+
+    [samples] = out.rglob("samples_my_automin_en_*.jsonl")
+    assert minutes_samples_files(out)[0] == [samples]
+    assert minutes_samples([out])[0] == [samples]
+    assert foreign_input(out) is None
+    assert split_by_kind(find_samples([out])) == ([], [samples])

@@ -21,11 +21,7 @@ from elitr_bench.judges.family import JudgeFamily, register_family
 from elitr_bench.judges.mesa.error_types import ErrorTypes, load_error_types
 from elitr_bench.judges.mesa.fit import OVERLENGTH_POLICIES
 from elitr_bench.judges.mesa.guidance import Guidance, load_guidance
-from elitr_bench.judges.mesa.parsing import (
-    parse_identification,
-    parse_scoring,
-    parse_verification,
-)
+from elitr_bench.judges.mesa.parsing import SCORING
 from elitr_bench.judges.mesa.prompts import LAYOUTS, Layout
 
 if TYPE_CHECKING:
@@ -208,12 +204,6 @@ def _scale(metric: str) -> tuple[float, float] | None:
     return None
 
 
-def _metrics(config: JudgeConfig) -> tuple[str, ...]:
-    from elitr_bench.judges.summary.registry import metric_entries
-
-    return tuple(str(e["metric"]) for e in metric_entries(config))
-
-
 register_family(
     JudgeFamily(
         "mesa",
@@ -222,13 +212,8 @@ register_family(
         selector="method=mesa",
         defaults={**GREEDY, "method": "mesa"},
         methods=lambda: ("mesa",),
-        metrics=_metrics,
-        parsers={
-            "identification": parse_identification,
-            "verification": parse_verification,
-            "scoring": parse_scoring,
-        },
         check=validate_mesa_options,
+        grammars={"mesa-scoring": SCORING},
         redacted=("pool",),
         lower_is_better=_lower_is_better,
         scale=_scale,

@@ -3,9 +3,10 @@
 Layout: the records, the :class:`MinutesMethod` protocol every method implements and the
 registry of methods by name (chosen by the judge spec's ``rubric=``/``method=``, and
 :func:`assess_items`) are shared with MESA and live in :mod:`elitr_bench.judges.summary`;
-here: ``gpt`` (the AutoMin GPT judges and filler compression),
-``lm_eval_filter`` (the ``elitr_minutes_judge`` filter and per-sample metrics), ``check``
-(meta-evaluation against AutoMin 2023's human scores). Importing this package stays light.
+as does the ``elitr_minutes_judge`` filter every minutes method goes through
+(``summary/lm_eval_filter.py``). Here: ``family`` (the options, the filler fields),
+``gpt`` (the AutoMin GPT judges and filler compression, whose fields the method declares
+itself), ``filler``, ``prompts`` and ``score_parsing``. Importing this package stays light.
 """
 
 from elitr_bench.judges.summary.base import MinutesAssessment, MinutesItem, MinutesMethod

@@ -17,22 +17,21 @@ from elitr_bench.judges.family import JudgeFamily, families, register_family
 from elitr_bench.judges.metrics import (
     COUNT_AGGREGATION,
 )
-from elitr_bench.judges.minutes.score_parsing import read_criteria
+from elitr_bench.judges.minutes.prompts import AFGR, ART, FILLER
 from elitr_bench.judges.summary.registry import (
     MINUTES_RUBRICS,
     known_methods,
     method_name,
-    metric_entries,
 )
 
 if TYPE_CHECKING:
     from elitr_bench.judges.config import JudgeConfig
 
+#: Fields of the filler compression (GPT judges with ``filler=true``), declared by the GPT
+#: method (``extra_metric_entries``, ``sample_fields``, ``flag``).
 TOKENS_SAVED = "filler_tokens_saved"
 FILLER_UNCLASSIFIED = "filler_unclassified_turns"
 FILLER_FLAGGED = "filler_flagged"
-#: Metrics of the filler compression (GPT judges with ``filler=true``).
-FILLER_METRICS = (TOKENS_SAVED, FILLER_UNCLASSIFIED, FILLER_FLAGGED)
 
 
 @dataclass(frozen=True)
@@ -112,10 +111,6 @@ def _scale(metric: str) -> tuple[float, float] | None:
     return (0.0, 10.0) if metric.startswith(("afgr_", "art_")) else None  # Figs. 17-18
 
 
-def _metrics(config: JudgeConfig) -> tuple[str, ...]:
-    return tuple(str(e["metric"]) for e in metric_entries(config))  # any method's, shared
-
-
 def _claimed_elsewhere() -> set[str]:
     """Methods another family selects (those have options of their own)."""
     return {m for f in families() if f.name != "minutes" for m in f.method_names()}
@@ -147,12 +142,11 @@ register_family(
         rubrics=MINUTES_RUBRICS,
         methods=_methods,
         select=_select,
-        metrics=_metrics,
-        parsers={"criteria": read_criteria},
         check=_check,
         identity=_identity,
         models=_models,
         other_model="filler_model",
         scale=_scale,
+        grammars={ART.name: ART.grammar, AFGR.name: AFGR.grammar, "automin-filler": FILLER},
     )
 )

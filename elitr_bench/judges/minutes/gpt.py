@@ -27,12 +27,18 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from elitr_bench.judges.asking import ask, reader_of, request_for
-from elitr_bench.judges.minutes.family import filler_metric_entries, minutes_options
+from elitr_bench.judges.minutes.family import (
+    FILLER_FLAGGED,
+    FILLER_UNCLASSIFIED,
+    TOKENS_SAVED,
+    filler_metric_entries,
+    minutes_options,
+)
 from elitr_bench.judges.minutes.filler import (
     FILLER_MAX_TOKENS,
     Compression,
@@ -41,6 +47,7 @@ from elitr_bench.judges.minutes.filler import (
     cleaned_turns,
     compress,
     compress_transcript,
+    filler_flag,
 )
 from elitr_bench.judges.minutes.prompts import AFGR, ART, SCALE_LOW, MinutesPrompt
 from elitr_bench.judges.reading import Reading, shows_format
@@ -68,6 +75,8 @@ class GPTMinutesJudge(MinutesMethod):
         prompt: :data:`ART` or :data:`AFGR`.
         config: The judge config (sampling, ``samples``, ``reask``, ``filler``).
     """
+
+    flag_key = FILLER_FLAGGED  # the meetings judged with unclassified turns, in the usage
 
     def __init__(self, prompt: MinutesPrompt, config: JudgeConfig) -> None:
         self.prompt = prompt
@@ -205,6 +214,31 @@ class GPTMinutesJudge(MinutesMethod):
     def extra_metric_entries(self) -> list[dict[str, Any]]:
         """The filler compression's fields, when it compresses (``filler=true``)."""
         return filler_metric_entries() if self.filler else []
+
+    def sample_fields(self, assessment: MinutesAssessment) -> dict[str, float]:
+        """The filler compression's fields of one meeting, when it ran.
+
+        ``filler_tokens_saved`` (mean over meetings), ``filler_unclassified_turns`` (turns
+        the classifier could not read even when asked again, kept whole; summed) and
+        ``filler_flagged`` (the meeting had any; counted).
+        """
+        filler = assessment.details.get("filler")
+        if not isinstance(filler, Mapping) or not isinstance(
+            filler.get("tokens_saved"), (int, float)
+        ):
+            return {}
+        unclassified = filler.get("unclassified_turns")
+        count = float(unclassified) if isinstance(unclassified, (int, float)) else 0.0
+        return {
+            TOKENS_SAVED: float(filler["tokens_saved"]),
+            FILLER_UNCLASSIFIED: count,
+            FILLER_FLAGGED: 1.0 if count > 0 else 0.0,
+        }
+
+    def flag(self, assessment: MinutesAssessment) -> str:
+        """Scores judged on a transcript with unclassified filler turns (kept whole)."""
+        filler = assessment.details.get("filler")
+        return filler_flag(filler) if isinstance(filler, Mapping) else ""
 
     def context_way_out(self) -> tuple[str, ...]:
         """AutoMin's own way to shorten the prompt, when it is not on."""

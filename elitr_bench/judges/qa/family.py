@@ -8,12 +8,6 @@ from typing import TYPE_CHECKING
 
 from elitr_bench.judges.errors import JudgeConfigError, JudgeNotReadyError
 from elitr_bench.judges.family import JudgeFamily, register_family
-from elitr_bench.judges.metrics import (
-    JUDGE_ERRORS,
-    JUDGE_FORMAT_IN_ANSWER,
-    JUDGE_UNSCORED,
-    score_metric,
-)
 from elitr_bench.judges.rubrics import RUBRICS
 
 if TYPE_CHECKING:
@@ -56,10 +50,6 @@ def _ready(config: JudgeConfig, environ: Mapping[str, str]) -> None:
         raise JudgeNotReadyError(f"judge replay: released responses unavailable: {exc}") from None
 
 
-def _metrics(config: JudgeConfig) -> tuple[str, ...]:
-    return (score_metric(config.backend), JUDGE_UNSCORED, JUDGE_ERRORS, JUDGE_FORMAT_IN_ANSWER)
-
-
 register_family(
     JudgeFamily(
         "qa",
@@ -68,9 +58,8 @@ register_family(
         options=QAOptions,
         rubrics=tuple(RUBRICS),
         default=True,
-        metrics=_metrics,
-        parsers={name: rubric.parse for name, rubric in RUBRICS.items()},
         check=_check,
+        grammars={name: rubric.grammar for name, rubric in RUBRICS.items()},
         ready=_ready,
     )
 )

@@ -5,5 +5,6 @@ The AutoMin GPT judges (:mod:`elitr_bench.judges.minutes`) and MESA
 chosen by the judge spec's ``rubric=``/``method=``; they register here, and neither family
 imports the other. ``base`` holds :class:`MinutesItem`, :class:`MinutesAssessment` and
 the :class:`MinutesMethod` protocol; ``registry`` the methods by name, the item loop,
-plans and identities.
+plans and identities; ``lm_eval_filter`` the ``elitr_minutes_judge`` filter and the
+per-sample metrics of every method.
 """

@@ -164,18 +164,22 @@ class MinutesMethod(ABC):
     the registry calls each hook directly (no probing with ``getattr``) and a new method
     overrides only what it does differently: a finer cost preview
     (:meth:`planned_prompt_chars`, :meth:`planned_completion_tokens`), calls to another
-    model (:meth:`planned_side_calls`, closed in :meth:`finish_run`), or a context-window
-    check before anything is paid (:meth:`context_over` and friends).
+    model (:meth:`planned_side_calls`, closed in :meth:`finish_run`), a context-window
+    check before anything is paid (:meth:`context_over` and friends), or fields of its
+    own besides its scores (:meth:`extra_metric_entries`, :meth:`sample_fields`,
+    :meth:`flag`): the shared filter and ``score`` name no method's fields.
 
     Attributes:
         name: Method name as selected by the judge spec (``rubric=`` or ``method=``).
         metrics: Metric names it reports (each becomes an lm-eval metric, mean over scored).
         prompt_hash: Hash of its prompts, written into the judge identity (None: none).
+        flag_key: The key under which a run's usage lists the meetings :meth:`flag` flagged.
     """
 
     name: str
     metrics: tuple[str, ...]
     prompt_hash: str | None = None
+    flag_key: str = "flagged"
 
     @abstractmethod
     def planned_calls(self, item: MinutesItem) -> int:
@@ -225,9 +229,24 @@ class MinutesMethod(ABC):
         """lm-eval ``metric_list`` entries it writes besides its scores and the counts.
 
         Fields describing what the method did (not qualities), e.g. tokens a compression
-        saved; none by default.
+        saved; none by default. :meth:`sample_fields` gives their per-sample values.
         """
         return []
+
+    def sample_fields(self, assessment: MinutesAssessment) -> dict[str, float]:
+        """Per-sample values of its :meth:`extra_metric_entries`, read from an assessment.
+
+        The assessment is one it wrote (as logged: its ``details``); none by default.
+        """
+        return {}
+
+    def flag(self, assessment: MinutesAssessment) -> str:
+        """Why an assessment's scores, kept, deserve a look ("" for none, the default).
+
+        The meetings flagged are listed in the run's usage under :attr:`flag_key` and named
+        on the console; their scores count like any other.
+        """
+        return ""
 
 
 def lower_is_better(metric: str) -> bool:

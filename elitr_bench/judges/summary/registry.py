@@ -96,6 +96,36 @@ def known_methods() -> tuple[str, ...]:
     return tuple(sorted(METHODS.names()))
 
 
+def method_selectors() -> tuple[str, ...]:
+    """How a judge spec selects each minutes method, as a user writes it.
+
+    ``rubric=NAME`` for the prompt methods of :data:`MINUTES_RUBRICS`, then ``method=NAME``
+    for every other one, built-in or of an installed family (loaded first), each in name
+    order: help texts and messages list these rather than names of their own.
+    """
+    families()  # installed families register their methods when loaded
+    names = sorted(known_methods(), key=lambda m: (m not in MINUTES_RUBRICS, m))
+    return tuple(f"rubric={m}" if m in MINUTES_RUBRICS else f"method={m}" for m in names)
+
+
+def selectors_text() -> str:
+    """:func:`method_selectors` as a phrase: ``rubric=a, rubric=b or method=c``."""
+    found = method_selectors()
+    if len(found) < 2:
+        return "".join(found)
+    return f"{', '.join(found[:-1])} or {found[-1]}"
+
+
+def minutes_judge_example(model: str = "openai:gpt-4o") -> str:
+    """A minutes judge spec for help texts, with the other methods after it.
+
+    ``openai:gpt-4o,rubric=gpt-afgr (or rubric=gpt-art, method=mesa)``, with every method
+    the registry knows (an installed family's included).
+    """
+    first, *others = method_selectors()
+    return f"{model},{first}" + (f" (or {', '.join(others)})" if others else "")
+
+
 def method_name(config: JudgeConfig) -> str | None:
     """The minutes method a judge config selects, or None for a QA judge config."""
     if getattr(config, "method", ""):
@@ -132,8 +162,7 @@ def get_method(config: JudgeConfig) -> MinutesMethod:
     spec = config.spec or config.backend
     if name is None:
         raise JudgeConfigError(
-            f"judge spec {spec!r} is not a minutes judge; add rubric=gpt-afgr, rubric=gpt-art "
-            "or method=mesa"
+            f"judge spec {spec!r} is not a minutes judge; add {selectors_text()}"
         )
     factory = _load(name)
     holder = METHODS.placeholder(name)
@@ -262,7 +291,11 @@ def warn_unsure(items: Sequence[MinutesItem], method: MinutesMethod, config: Jud
 
 @dataclass
 class MinutesRun:
-    """Assessments of one run (input order) with the judge identity, usage and timing."""
+    """Assessments of one run (input order) with the judge identity, usage and timing.
+
+    ``flagged`` holds the meetings the method flagged (:meth:`~.base.MinutesMethod.flag`),
+    listed in usage blocks under ``flag_key``.
+    """
 
     assessments: list[MinutesAssessment]
     identity: dict[str, Any]
@@ -272,6 +305,8 @@ class MinutesRun:
     metrics: tuple[str, ...] = ()
     errors: int = 0
     summary: dict[str, Any] = field(default_factory=dict)
+    flagged: dict[str, str] = field(default_factory=dict)
+    flag_key: str = "flagged"
 
 
 def summarize(assessments: Sequence[MinutesAssessment], metrics: Sequence[str]) -> dict[str, Any]:
@@ -409,6 +444,8 @@ async def assess_items_run(
         method=active.name,
         metrics=tuple(active.metrics),
         errors=sum(a.status == "error" for a in assessments),
+        flagged={a.meeting_id: note for a in assessments if (note := active.flag(a))},
+        flag_key=active.flag_key,
     )
     run.summary = summarize(assessments, active.metrics)
     return run

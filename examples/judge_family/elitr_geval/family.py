@@ -13,7 +13,7 @@ from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.family import JudgeFamily, register_family
 from elitr_bench.judges.summary.registry import register_method
 
-from elitr_geval.method import METHOD, METRIC, STEPS, GEvalMethod, read_score
+from elitr_geval.method import GRAMMAR, METHOD, METRIC, STEPS, GEvalMethod
 
 
 @dataclass(frozen=True)
@@ -34,10 +34,6 @@ def _check(config: Any, spec: str) -> None:
         raise JudgeConfigError(f"judge spec {spec!r}: steps={steps} must be in 1-{len(STEPS)}")
 
 
-def _metrics(config: Any) -> tuple[str, ...]:
-    return (METRIC,)
-
-
 def _factory(config: Any) -> GEvalMethod:
     return GEvalMethod(config, config.options_of(GEvalOptions).steps)
 
@@ -50,10 +46,9 @@ register_family(
         selector=f"method={METHOD}",
         defaults={"temperature": 0.0, "top_p": 1.0},  # the form is read greedily
         methods=lambda: (METHOD,),
-        metrics=_metrics,
-        parsers={"score": read_score},
         check=_check,
         scale=lambda metric: (1.0, 5.0) if metric == METRIC else None,  # figures' axes
+        grammars={METHOD: GRAMMAR},  # elitr-bench read-reply geval
     )
 )
 register_method(METHOD, _factory)

@@ -1,4 +1,4 @@
-"""The ``elitr_minutes_judge`` lm-eval filter and per-sample metrics of minutes judges.
+"""The ``elitr_minutes_judge`` lm-eval filter and per-sample metrics of every minutes method.
 
 lm-eval hands a filter all responses of a task at once, so the minutes judge runs every
 meeting concurrently through the shared client. Each response becomes the JSON string
@@ -10,14 +10,17 @@ exception that would discard the run. As with the QA judge filter, lm-eval then 
 its results and samples, and the command exits non-zero with one line naming the
 ``elitr-bench score RUN_DIR --judge ...`` call that judges the minutes again.
 
+Shared by every minutes method (the AutoMin GPT judges, MESA, an installed one): the
+method comes from the registry, and its own fields are its to declare.
+
 Metrics: each of the method's metrics is reported per sample only when scored, so lm-eval's
 built-in ``mean`` runs over scored samples and gets its closed-form stderr (see
 :mod:`elitr_bench.judges.metrics`); ``judge_unscored`` counts samples the judge answered
-without any score and ``judge_errors`` those it failed on (``judge_count``);
-``filler_tokens_saved`` is the per-meeting token saving of the filler
-compression (mean over meetings), ``filler_unclassified_turns`` the turns its classifier
-could not read even when asked again (kept whole; summed over meetings) and
-``filler_flagged`` the meetings with any (counted): their judge scores are kept, flagged.
+without any score and ``judge_errors`` those it failed on (``judge_count``); then the
+fields the method declares (:meth:`~.base.MinutesMethod.extra_metric_entries`, valued by
+:meth:`~.base.MinutesMethod.sample_fields`; the AutoMin judges' filler compression, say).
+Meetings the method flags (:meth:`~.base.MinutesMethod.flag`) keep their scores and are
+named on the console and in the run's usage.
 """
 
 from __future__ import annotations
@@ -49,11 +52,6 @@ from elitr_bench.judges.metrics import (
     JUDGE_UNSCORED,
     parse_filtered,
     register_lm_eval_aggregations,
-)
-from elitr_bench.judges.minutes.family import (
-    FILLER_FLAGGED,
-    FILLER_UNCLASSIFIED,
-    TOKENS_SAVED,
 )
 from elitr_bench.judges.summary.base import (
     MinutesAssessment,
@@ -237,7 +235,7 @@ def judge_minutes(
         summary["error"],
         run.usage,
     )
-    for meeting, note in flagged_meetings(run.assessments).items():
+    for meeting, note in run.flagged.items():
         log.warning("minutes judge %s: %s flagged: %s; scores kept", run.method, meeting, note)
     _record(run.assessments, config, hint)
     out = []
@@ -340,14 +338,19 @@ def assessment_of(filtered: Any) -> tuple[str, MinutesAssessment] | None:
     return str(entry["response"]), MinutesAssessment.from_dict(judge)
 
 
-def minutes_judge_metrics(filtered: Any) -> dict[str, float]:
+def minutes_judge_metrics(filtered: Any, method: MinutesMethod | None = None) -> dict[str, float]:
     """Per-sample metric values of a judged minutes response (pure).
+
+    Args:
+        filtered: A sample's filtered response, as the filter logged it.
+        method: The method that judged it, for its own fields (None: the shared ones only).
 
     Returns:
         Every scored metric of the assessment, ``judge_unscored`` (1.0 when the judge
         answered without any usable score), ``judge_errors`` (1.0 when the judge failed;
-        ``elitr-bench score`` can judge those minutes later) and ``filler_tokens_saved``
-        when compression ran. An unscored metric is absent, never a number.
+        ``elitr-bench score`` can judge those minutes later), ``judge_format_in_answer``,
+        then the method's :meth:`~.base.MinutesMethod.sample_fields`. An unscored metric is
+        absent, never a number.
     """
     found = assessment_of(filtered)
     if found is None:
@@ -357,26 +360,8 @@ def minutes_judge_metrics(filtered: Any) -> dict[str, float]:
     out[JUDGE_UNSCORED] = 1.0 if assessment.status == "unscored" else 0.0
     out[JUDGE_ERRORS] = 1.0 if assessment.status == "error" else 0.0
     out[JUDGE_FORMAT_IN_ANSWER] = 1.0 if assessment.details.get("format_in_answer") else 0.0
-    filler = assessment.details.get("filler")
-    if isinstance(filler, Mapping) and isinstance(filler.get("tokens_saved"), (int, float)):
-        out[TOKENS_SAVED] = float(filler["tokens_saved"])
-        unclassified = filler.get("unclassified_turns")
-        count = float(unclassified) if isinstance(unclassified, (int, float)) else 0.0
-        out[FILLER_UNCLASSIFIED] = count
-        out[FILLER_FLAGGED] = 1.0 if count > 0 else 0.0
-    return out
-
-
-def flagged_meetings(assessments: Sequence[MinutesAssessment]) -> dict[str, str]:
-    """Meetings judged on a transcript with unclassified filler turns: id -> note."""
-    from elitr_bench.judges.minutes.filler import filler_flag
-
-    out: dict[str, str] = {}
-    for assessment in assessments:
-        filler = assessment.details.get("filler")
-        note = filler_flag(filler) if isinstance(filler, Mapping) else ""
-        if note:
-            out[assessment.meeting_id] = note
+    if method is not None:
+        out.update(method.sample_fields(assessment))
     return out
 
 
@@ -399,9 +384,8 @@ def usage_metadata() -> dict[str, Any] | None:
     if run is None:
         return None
     out = {**run.usage, "seconds": round(run.elapsed_s, 3), **run.summary}
-    flagged = flagged_meetings(run.assessments)
-    if flagged:  # scores kept; the meetings whose judged transcript had unread turns
-        out["filler_flagged"] = flagged
+    if run.flagged:  # scores kept; the meetings the method flagged, with why
+        out[run.flag_key] = dict(run.flagged)
     return out
 
 
