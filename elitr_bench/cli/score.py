@@ -52,7 +52,7 @@ def _score_minutes(args: argparse.Namespace, config: JudgeConfig) -> int:
     names = judge_keys(method)
     errors = 0
     for target, payload in score_minutes_samples(
-        args.paths, config, Path(args.output) if args.output else None
+        args.paths, config, Path(args.output) if args.output else None, args.include_path
     ):
         for task in payload["judge_usage"]:
             metrics = payload["results"].get(task, {})
@@ -84,7 +84,8 @@ def _cmd_score(args: argparse.Namespace) -> int:
     for note in partial_notes(Path(p) for p in args.paths):
         print(f"score: note: {note}", file=sys.stderr)
     found = find_samples(args.paths)
-    check_tasks({task_name_of(path): path for path in found})  # names first, then contents
+    tasks = {task_name_of(path): path for path in found}
+    check_tasks(tasks, include_path=args.include_path)  # names first, then contents
     qa_files, minutes_files = split_by_kind(found)
     # Each judge scores the runs it fits and skips the others with a note; it refuses
     # only when nothing fits. A QA judge used to mark every minutes item 'error' and
@@ -147,7 +148,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
         )
     output = Path(args.output) if args.output else None
     failed = 0
-    for target, payload in score_runs(qa_files, config, output):
+    for target, payload in score_runs(qa_files, config, output, include_path=args.include_path):
         for task in payload["judge_usage"]:
             metrics = payload["results"].get(task, {})
             shown = {
@@ -232,6 +233,14 @@ def register(subparsers: Any) -> None:
         default=None,
         help="also write the results file here (it is always written as "
         "results_rescored_<date>.json next to the samples)",
+    )
+    score.add_argument(
+        "--include_path",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a folder of further task YAMLs, as the run's lm_eval --include_path took it "
+        "(a task there that reuses our task classes is scored like ours; repeatable)",
     )
     score.set_defaults(handler=_cmd_score)
 

@@ -13,7 +13,7 @@ written them with this judge (:mod:`elitr_bench.scoring.rescore`).
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -69,9 +69,15 @@ def check_minutes_fit(paths: Iterable[str | Path], config: JudgeConfig) -> None:
 
 
 def score_minutes_samples(
-    paths: Iterable[str | Path], config: JudgeConfig, output: Path | None = None
+    paths: Iterable[str | Path],
+    config: JudgeConfig,
+    output: Path | None = None,
+    include_path: Sequence[str] = (),
 ) -> list[tuple[Path, dict[str, Any]]]:
-    """Judge the minutes of logged samples; per lm-eval run its results file and content."""
+    """Judge the minutes of logged samples; per lm-eval run its results file and content.
+
+    ``include_path``: folders of tasks outside our package (``lm_eval --include_path``).
+    """
     from elitr_bench.data.minutes import run_results, run_system_name
     from elitr_bench.data.run_files import run_results_of, stamp_of
     from elitr_bench.judges.errors import JudgeConfigError
@@ -100,7 +106,8 @@ def score_minutes_samples(
         usage: dict[str, Any] = {}
         identity: dict[str, Any] = {}
         judged: list[JudgedTask] = []
-        check_tasks({task_name_of(path): path for path in files})  # before any judge call is paid
+        tasks = {task_name_of(path): path for path in files}
+        check_tasks(tasks, include_path=include_path)  # before any judge call is paid
         for path in files:
             task = task_name_of(path)
             samples = read_samples(path)
@@ -133,6 +140,7 @@ def score_minutes_samples(
             filter_name=judge_filter_name(config.identity()),
             judge_keys=judge_keys(method),
             usage=usage,
+            include_path=include_path,
         )
         payload = rebuilt.results
         payload["judge"] = identity

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -269,6 +269,7 @@ def _score_run(
     stamp: str,
     output: Path | None,
     judge: Judge | None,
+    include_path: Sequence[str] = (),
 ) -> tuple[Path, dict[str, Any]]:
     """Judge the samples files of one lm-eval run; write its rescored files."""
     from elitr_bench.judges.filtering import judged_json
@@ -277,7 +278,8 @@ def _score_run(
     usage: dict[str, Any] = {}
     judged: list[JudgedTask] = []
     errors = 0
-    check_tasks({task_name_of(path): path for path in files})  # before any judge call is paid
+    tasks = {task_name_of(path): path for path in files}
+    check_tasks(tasks, include_path=include_path)  # before any judge call is paid
     for path in files:
         task = task_name_of(path)
         samples = read_samples(path)
@@ -305,6 +307,7 @@ def _score_run(
         filter_name=judge_filter_name(identity),
         judge_keys=QA_JUDGE_METRICS,
         usage=usage,
+        include_path=include_path,
     )
     payload = rebuilt.results
     payload["judge"] = identity
@@ -322,6 +325,7 @@ def score_runs(
     config: JudgeConfig,
     output: Path | None = None,
     judge: Judge | None = None,
+    include_path: Sequence[str] = (),
 ) -> list[tuple[Path, dict[str, Any]]]:
     """Judge logged samples; one results file (and rescored samples) per lm-eval run.
 
@@ -331,6 +335,9 @@ def score_runs(
     scored/unscored) are kept; only the rest is sent. Failed items get status ``error``
     (``judge_errors`` counts them) and the files are written anyway, so a second call
     finishes the job.
+
+    ``include_path``: folders of tasks outside our package, as ``lm_eval --include_path``
+    took them (lm-eval rebuilds the results through the tasks).
 
     Raises:
         JudgeConfigError: ``output`` names one file but the samples come from several runs.
@@ -349,7 +356,7 @@ def score_runs(
     for (folder, _), files in runs.items():
         count = per_folder[folder] = per_folder.get(folder, 0) + 1
         stamp = now if count == 1 else f"{now}-{count}"
-        written.append(_score_run(files, config, stamp, output, judge))
+        written.append(_score_run(files, config, stamp, output, judge, include_path))
     return written
 
 

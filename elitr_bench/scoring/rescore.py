@@ -160,32 +160,38 @@ def _to_load(run: Mapping[str, Any], tasks: Sequence[str]) -> list[str]:
     return names
 
 
-def _task_manager(metadata: dict[str, Any] | None = None) -> Any:
-    """lm-eval's task index with our tasks.
+def _task_manager(metadata: dict[str, Any] | None = None, include_path: Sequence[str] = ()) -> Any:
+    """lm-eval's task index with our tasks, and those of ``include_path`` folders.
 
     The plugin hook is installed first, as ``elitr-bench run`` does, so the tasks are
-    found also where ``.pth`` start-up files are off (``ELITR_BENCH_NO_HOOK=1``).
+    found also where ``.pth`` start-up files are off (``ELITR_BENCH_NO_HOOK=1``). Folders
+    given as ``lm_eval --include_path`` gave them come after ours (their tasks win).
     """
-    from elitr_bench._hook import install
+    from elitr_bench._hook import install, tasks_dir
 
     install(force=True)
     from lm_eval.tasks import TaskManager
 
-    return TaskManager(include_defaults=False, metadata=metadata)
+    folders = [tasks_dir(), *include_path] if include_path else None
+    return TaskManager(include_defaults=False, include_path=folders, metadata=metadata)
 
 
-def check_tasks(files: Mapping[str, Path | str], manager: Any = None) -> None:
+def check_tasks(
+    files: Mapping[str, Path | str], manager: Any = None, include_path: Sequence[str] = ()
+) -> None:
     """Refuse samples of anything but our tasks, before a judge is paid for them.
 
     Args:
         files: Task name -> the samples file it comes from (named in the error).
         manager: A task index to use (default: a fresh one).
+        include_path: Folders of further tasks (``lm_eval --include_path``), for a fresh
+            index.
 
     Raises:
         JudgeConfigError: A name that is no task of ours (or a group: lm-eval writes
             samples per task).
     """
-    manager = manager or _task_manager()
+    manager = manager or _task_manager(include_path=include_path)
     for task, path in files.items():
         if task not in manager.all_subtasks:
             kind = (
@@ -195,13 +201,19 @@ def check_tasks(files: Mapping[str, Path | str], manager: Any = None) -> None:
             )
             raise JudgeConfigError(
                 f"score: {path} holds samples of {task}, which is {kind}; score judges the "
-                "samples lm-eval wrote for elitr_* and automin23_en tasks"
+                "samples lm-eval wrote for elitr_* and automin23_en tasks, and for tasks of "
+                "an --include_path folder (pass it to score as to lm_eval)"
             )
 
 
-def _load_tasks(names: list[str], metadata: dict[str, Any], tasks: Sequence[str]) -> dict[str, Any]:
+def _load_tasks(
+    names: list[str],
+    metadata: dict[str, Any],
+    tasks: Sequence[str],
+    include_path: Sequence[str] = (),
+) -> dict[str, Any]:
     """lm-eval's tasks and groups for ``names`` (``{"tasks": ..., "groups": ...}``)."""
-    manager = _task_manager(metadata)
+    manager = _task_manager(metadata, include_path)
     check_tasks({task: task for task in tasks}, manager)
     loaded: dict[str, Any] = manager.load(names)
     for task in loaded["tasks"].values():
@@ -262,6 +274,7 @@ def rebuild(
     filter_name: str,
     judge_keys: Iterable[str],
     usage: Mapping[str, Any],
+    include_path: Sequence[str] = (),
 ) -> Rebuilt:
     """The results and samples lm-eval would have written with this judge.
 
@@ -273,6 +286,7 @@ def rebuild(
         filter_name: The judge's filter name (the ``,<filter>`` of every metric key).
         judge_keys: Per-sample metric names the judge produces (never kept from the log).
         usage: Per task, the judge's usage and cost for the results file.
+        include_path: Folders of further tasks, as ``lm_eval --include_path`` took them.
 
     Raises:
         JudgeConfigError: A task lm-eval does not know as one of ours.
@@ -281,7 +295,8 @@ def rebuild(
 
     keys = frozenset(judge_keys)
     names = [j.task for j in judged]
-    loaded = _load_tasks(_to_load(run, names), _run_metadata(run, names, judge_spec), names)
+    metadata = _run_metadata(run, names, judge_spec)
+    loaded = _load_tasks(_to_load(run, names), metadata, names, include_path)
     accumulators: dict[str, Any] = {}
     rows: dict[str, list[dict[str, Any]]] = {}
     notes: list[str] = []

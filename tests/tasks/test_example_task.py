@@ -1,8 +1,8 @@
 """A task YAML from an ``--include_path`` folder runs with our task class, package untouched.
 
 What makes it ours is the class its YAML names (``task_kind``) and, once it has run, the
-documents its samples hold: the start-up judge check, ``report`` and ``score`` treat it
-as they treat ``automin23_en``.
+documents its samples hold: the start-up judge check, ``report`` and ``score`` (given the
+folder, as ``lm_eval`` was) treat it as they treat ``automin23_en``.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from elitr_bench.cli import main
 from elitr_bench.judges.errors import JudgeNotReadyError
 from elitr_bench.tasks.preflight import check_run_judges, our_task_kinds
 from tests.conftest import run_lm_eval
@@ -58,7 +59,9 @@ def test_a_missing_key_stops_an_include_path_task_before_the_model_is_built(
 
 
 @pytest.mark.slow
-def test_an_include_path_task_reuses_the_minutes_class_and_its_judge(tmp_path: Path) -> None:
+def test_an_include_path_task_reuses_the_minutes_class_and_its_judge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "run"
     with LoopbackOpenAI() as server:
         server.handler = lambda request: "Adequacy: 8\nFluency: 9\nGrammatical correctness: 10"
@@ -72,11 +75,17 @@ def test_an_include_path_task_reuses_the_minutes_class_and_its_judge(tmp_path: P
             ],
             env={"ELITR_JUDGE_CACHE": str(tmp_path / "cache.sqlite"), "ELITR_JUDGE": ""},
         )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    [results_file] = out.rglob("results_*.json")
-    results = json.loads(results_file.read_text())["results"]["my_automin_en"]
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        # score re-judges it when told the folder, as lm_eval was; without it, says so.
+        monkeypatch.setenv("ELITR_JUDGE_CACHE", str(tmp_path / "cache.sqlite"))
+        assert main(["score", str(out), "--judge", spec]) == 2
+        assert "pass it to score as to lm_eval" in capsys.readouterr().err
+        assert main(["score", str(out), "--judge", spec, "--include_path", str(FOLDER)]) == 0
     by = "openai:gpt-4-32k:gpt-art"
-    assert results[f"rouge1,{by}"] > 0 and results[f"art_adequacy,{by}"] == 8.0
+    for name in ("results_2*.json", "results_rescored_*.json"):
+        [results_file] = out.rglob(name)
+        results = json.loads(results_file.read_text())["results"]["my_automin_en"]
+        assert results[f"rouge1,{by}"] > 0 and results[f"art_adequacy,{by}"] == 8.0
 
     # report and score read its samples as minutes, as they read automin23_en's.
     from elitr_bench.data.minutes import minutes_samples_files
@@ -84,8 +93,20 @@ def test_an_include_path_task_reuses_the_minutes_class_and_its_judge(tmp_path: P
     from elitr_bench.report.runs import foreign_input
     from elitr_bench.scoring.qa import find_samples, split_by_kind
 
-    [samples] = out.rglob("samples_my_automin_en_*.jsonl")
-    assert minutes_samples_files(out)[0] == [samples]
-    assert minutes_samples([out])[0] == [samples]
+    samples = minutes_samples_files(out)[0]  # the rescoring replaces the run's file
+    assert [p.name for p in samples] == sorted(p.name for p in out.rglob("samples_*.jsonl"))[-1:]
+    assert minutes_samples([out])[0] == samples
     assert foreign_input(out) is None
-    assert split_by_kind(find_samples([out])) == ([], [samples])
+    [logged] = find_samples([out])  # lm-eval's own file, which score judges again
+    assert split_by_kind([logged]) == ([], [logged])
+
+
+def test_the_docs_list_exactly_the_files_the_example_needed() -> None:
+    """``docs/architecture.md`` "Adding a task" names every file of ``examples/task``."""
+    import re
+
+    doc = (FOLDER.parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8")
+    block = doc.split("<!-- task-files -->")[1].split("<!-- /task-files -->")[0]
+    listed = set(re.findall(r"^- `([^`]+)`:", block, re.M))
+    files = {p.relative_to(FOLDER).as_posix() for p in FOLDER.rglob("*") if p.is_file()}
+    assert listed == {f for f in files if "__pycache__" not in f}
