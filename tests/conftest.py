@@ -15,14 +15,6 @@ os.environ.setdefault("ELITR_BENCH_DATA_DIR", str(ROOT.parent / "shared" / "data
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-if os.environ.get("PYTEST_XDIST_WORKER"):
-    # `make test` runs one worker per core: a second torch thread per worker (and per lm_eval
-    # subprocess it starts) only oversubscribes the cores. Measured on 2 cores, the real-model
-    # tests under -n 2: 143 s with one thread each, 282 s with torch's default of two.
-    for _threads in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(_threads, "1")
-    if "torch" in sys.modules:
-        sys.modules["torch"].set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
 
 
 @pytest.fixture(autouse=True)
