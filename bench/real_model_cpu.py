@@ -88,6 +88,7 @@ def evaluate_once(lm: Any, task: str, limit: int, args: argparse.Namespace, tall
     import lm_eval
 
     lm.generate_until = timed(lm, tally)
+    before = tally.prompt_tokens
     start = time.perf_counter()
     try:
         lm_eval.simple_evaluate(
@@ -104,7 +105,9 @@ def evaluate_once(lm: Any, task: str, limit: int, args: argparse.Namespace, tall
         del lm.generate_until  # the class's method again for the next task
     tally.evaluate_s += time.perf_counter() - start
     stats = getattr(lm, "prefix_stats", None)
-    tally.prefilled_tokens += stats.prefilled_tokens if stats is not None else tally.prompt_tokens
+    # stock hf prefills every prompt whole: this call's prompt tokens, not the running total
+    prompted = tally.prompt_tokens - before
+    tally.prefilled_tokens += stats.prefilled_tokens if stats is not None else prompted
 
 
 def ratio(a: float, b: float) -> str:
