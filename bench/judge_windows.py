@@ -1,8 +1,8 @@
-"""Do the README's judges fit their context windows? Token counts over the real data, offline.
+"""Do the docs' judge examples fit their context windows? Token counts over the real data, offline.
 
-For each judge example of the README this builds the prompts the judge would send on the
-released data (AutoMin 2023's 12 English test meetings and 9 systems' minutes, the released
-ELITR-Bench answers) and counts them as the judges' check does
+For each judge example of the docs (judges.md, minutes.md) this builds the prompts the judge
+would send on the released data (AutoMin 2023's 12 English test meetings and 9 systems'
+minutes, the released ELITR-Bench answers) and counts them as the judges' check does
 (:mod:`elitr_bench.llm.context_window`): prompt tokens plus the reserved ``max_tokens``
 against the window. Nothing is sent.
 
@@ -27,9 +27,9 @@ from elitr_bench.judges.summary.base import MinutesItem
 from elitr_bench.judges.summary.registry import context_over, context_unsure, get_method
 from elitr_bench.llm.context_window import openai_counter
 
-#: The README's judge examples (spec, what it judges).
+#: The docs' judge examples (spec, what it judges).
 EXAMPLES: tuple[tuple[str, str], ...] = (
-    ("openai:gpt-4-0613,rubric=gpt-afgr", "minutes"),  # the README's example before this check
+    ("openai:gpt-4-0613,rubric=gpt-afgr", "minutes"),  # the docs' example before this check
     ("openai:gpt-4-0613,rubric=gpt-afgr,filler=false", "minutes"),
     ("openai:gpt-4-32k,rubric=gpt-afgr,filler=false", "minutes"),  # AutoMin's own judge
     ("openai:gpt-4o,rubric=gpt-afgr", "minutes"),
@@ -107,7 +107,7 @@ def qa_check(spec: str) -> str:
 
 
 def main() -> None:
-    """Print the meeting table and one line per README judge example."""
+    """Print the meeting table and one line per docs judge example."""
     meeting_table()
     print()
     items = minutes_items()

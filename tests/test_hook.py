@@ -51,7 +51,7 @@ def _lm_eval_reads_entry_points() -> bool:
 def test_hook_can_be_switched_off() -> None:
     out = _probe(ELITR_BENCH_NO_HOOK="1")
     if _lm_eval_reads_entry_points():
-        # lm-eval loads our entry points itself: the switch changes nothing (README).
+        # lm-eval loads our entry points itself: the switch changes nothing (docs/operations.md).
         assert "'elitr_qa_dev'" in out and "model ReplayLM" in out
         assert f"path {Path(__file__).resolve().parents[1] / 'elitr_bench' / 'tasks'}" in out
     else:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from elitr_bench import __version__
 from elitr_bench.data.errors import ElitrBenchError
@@ -28,6 +28,70 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 Handler = Callable[[argparse.Namespace], int]
+
+#: Where the docs pages are read, for a clone and an installed wheel alike: the project's
+#: Homepage (``pyproject.toml``) plus the path of the page in the repository, so the part
+#: after ``blob/main/`` is also the page's path in a clone.
+DOCS_URL = "https://github.com/lm-eval-elitr/lm-eval-elitr/blob/main/"
+
+#: The docs page (and section) that explains each command; its ``--help`` ends with it.
+#: ``run`` has none: its ``--help`` is lm_eval's own.
+COMMAND_DOCS: dict[str, str] = {
+    "tasks-dir": "docs/operations.md#how-the-plugin-loads",
+    "data": "docs/operations.md#offline-use-and-data",
+    "score": "docs/judges.md#judging-later-score-and-judge-check",
+    "judge-check": "docs/judges.md#judging-later-score-and-judge-check",
+    "read-reply": "docs/judges.md#how-a-judge-reply-becomes-a-number",
+    "noise": "docs/tasks.md#noisy-transcripts",
+    "report": "docs/reproducing.md#reports-the-papers-tables-from-any-runs",
+    "minutes-check": "docs/minutes.md#meta-evaluation-minutes-check",
+    "arena": "docs/minutes.md#cream-arena-which-run-writes-better-minutes",
+    "mesa": "docs/minutes.md#mesa-which-errors-are-in-the-minutes",
+    "mesa-train": "docs/minutes.md#mesa-which-errors-are-in-the-minutes",
+}
+#: The index of the docs, named at the end of ``elitr-bench --help``.
+DOCS_INDEX = "docs/README.md"
+_DOCS_PREFIX = "Docs: "
+
+
+def docs_line(page: str) -> str:
+    """The last line of a command's ``--help``: the URL of the page that explains it."""
+    return f"{_DOCS_PREFIX}{DOCS_URL}{page}"
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, with one line per sub-command and an unbroken docs URL.
+
+    argparse measures sub-command names two columns short of their indent, so a name as
+    long as ``minutes-check`` would push its help onto the next line; and it breaks words
+    longer than the line, which would cut the docs URL in two (it stays on one line).
+    """
+
+    def add_argument(self, action: argparse.Action) -> None:
+        """Measure sub-command names at the indent they are printed with."""
+        super().add_argument(action)
+        if action.help is not argparse.SUPPRESS and isinstance(action, argparse._SubParsersAction):
+            self._action_max_length += 2  # the sub-actions' own indent, which argparse drops
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text.startswith(_DOCS_PREFIX):  # one line, whatever the width: a URL to copy
+            return indent + text
+        return super()._fill_text(text, width, indent)
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> Iterator[argparse._SubParsersAction]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            yield action
+
+
+def _add_docs(parser: argparse.ArgumentParser, page: str) -> None:
+    """End ``parser``'s help, and its own sub-commands' (``data fetch``), with ``page``."""
+    parser.formatter_class = HelpFormatter
+    parser.epilog = docs_line(page)
+    for sub in _subparsers(parser):
+        for child in sub.choices.values():
+            _add_docs(child, page)
 
 
 def run_lm_eval(lm_eval_args: Sequence[str]) -> int:
@@ -66,14 +130,17 @@ def _tasks_dir(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The full ``elitr-bench`` parser, with every area's sub-commands."""
     parser = argparse.ArgumentParser(
-        prog="elitr-bench", description="ELITR-Bench and friends for lm-evaluation-harness."
+        prog="elitr-bench",
+        description="ELITR-Bench and friends for lm-evaluation-harness.",
+        epilog=docs_line(DOCS_INDEX),
+        formatter_class=HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     run = sub.add_parser(
         "run",
-        help="run lm_eval with the plugin loaded (arguments go to lm_eval unchanged)",
+        help="lm_eval with the plugin loaded (arguments go to lm_eval)",
         add_help=False,
     )
     run.add_argument("lm_eval_args", nargs=argparse.REMAINDER)
@@ -90,6 +157,9 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
             continue
         module.register(sub)
+    for name, child in sub.choices.items():
+        if name in COMMAND_DOCS:
+            _add_docs(child, COMMAND_DOCS[name])
     return parser
 
 

@@ -239,7 +239,7 @@ def register(subparsers: Any) -> None:
     """Add ``arena`` to the ``elitr-bench`` parser."""
     p = subparsers.add_parser(
         "arena",
-        help="CREAM arena: reference-free pairwise comparison of minutes, Elo/BT leaderboard",
+        help="CREAM arena: pairwise comparison of minutes, Elo/BT",
         description=(
             "Compare systems' minutes pairwise with CREAM (key facts from both summaries, "
             "completeness and conciseness, both orders) and rank them with Elo and "

@@ -419,7 +419,7 @@ def register(subparsers: Any) -> None:
     """Add ``mesa`` and ``mesa-train`` to the ``elitr-bench`` CLI."""
     mesa = subparsers.add_parser(
         "mesa",
-        help="MESA error-type assessment of AutoMin 2023's released minutes",
+        help="MESA error-type assessment of AutoMin 2023's minutes",
         description=__doc__.split("\n\n")[1] if __doc__ else None,
     )
     _common(mesa)
@@ -433,7 +433,7 @@ def register(subparsers: Any) -> None:
 
     trainer = subparsers.add_parser(
         "mesa-train",
-        help="MESA self-training: feedback on human-scored meetings -> guidance.yaml",
+        help="MESA self-training on human-scored meetings",
     )
     _common(trainer)
     trainer.add_argument(

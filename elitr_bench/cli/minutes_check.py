@@ -164,7 +164,7 @@ def register(subparsers: Any) -> None:
     """Add ``minutes-check`` to the ``elitr-bench`` sub-commands."""
     parser = subparsers.add_parser(
         "minutes-check",
-        help="meta-evaluate minutes metrics/judges against AutoMin 2023 human scores",
+        help="minutes metrics/judges vs AutoMin 2023 human scores",
         description=(
             "Pairwise accuracy (AutoMin Sec. 7.1) and Pearson/Spearman/Kendall at system and "
             "document level against the released document- and hunk-level human scores; "

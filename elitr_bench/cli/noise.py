@@ -50,7 +50,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     """Add the ``noise`` command (and its ``build-rules`` sub-command) to a CLI."""
     noise = subparsers.add_parser(
         "noise",
-        help="write noisy transcripts at target WERs, or build a rules file",
+        help="noisy transcripts at target WERs, or a rules file",
         description=(
             "Write noisy versions of the 18 ELITR-Bench transcripts at target word error "
             "rates with a table of target vs effective WER (paper Table 5), or learn "

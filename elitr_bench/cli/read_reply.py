@@ -158,7 +158,7 @@ def register(subparsers: Any) -> None:
     """Add ``read-reply`` to the ``elitr-bench`` parser."""
     parser = subparsers.add_parser(
         "read-reply",
-        help="show what the judge reader takes from a judge reply (values or reasons)",
+        help="what the judge reader takes from a reply, and why",
         description=(
             "Read one judge reply (FILE, or - for standard input) with the code the runs "
             "use and print {'values': ..., 'reasons': ...} as one JSON line; with --jsonl, "

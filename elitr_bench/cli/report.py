@@ -47,7 +47,7 @@ def register(subparsers: Any) -> None:
     """Add ``report`` to the ``elitr-bench`` command line."""
     parser = subparsers.add_parser(
         "report",
-        help="Markdown/CSV/PNG report (Tables 2, 3, 4, 9, 10; Figs. 1-3) from lm-eval runs",
+        help="the paper's tables and figures from lm-eval runs",
         description=(
             "Build the paper's tables and figures from lm-eval output directories of elitr_* "
             "tasks (run with --log_samples), with 95% CIs clustered by meeting."

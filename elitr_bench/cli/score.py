@@ -202,7 +202,7 @@ def register(subparsers: Any) -> None:
     )
     score = subparsers.add_parser(
         "score",
-        help="judge responses logged by lm_eval --log_samples (finishes a run whose judge failed)",
+        help="judge logged answers (lm_eval --log_samples) later",
         description=(
             "Judge lm-eval samples_*.jsonl files without loading the generating model. Answers "
             "this judge already scored are kept; only failed, skipped or differently judged "
@@ -246,7 +246,7 @@ def register(subparsers: Any) -> None:
 
     check = subparsers.add_parser(
         "judge-check",
-        help="correlate a judge with the released human scores (paper Sec. 6)",
+        help="a judge against the 390 human-scored answers (Table 4)",
         description="Judge the 390 human-scored qa/test2/st responses; compare with humans.",
     )
     check.add_argument("--judge", default=None, help=judge_help)

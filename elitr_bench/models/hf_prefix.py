@@ -50,7 +50,7 @@ from elitr_bench.models.memory import MIB
 
 log = logging.getLogger(__name__)
 
-#: Default budget of the cross-call cache store (MiB); see the README's memory table.
+#: Default budget of the cross-call cache store (MiB); see docs/performance.md's memory section.
 DEFAULT_PREFIX_CACHE_MB = 4096.0
 #: Shared prefixes shorter than this are not worth holding a cache for.
 DEFAULT_MIN_PREFIX_TOKENS = 256

@@ -142,10 +142,10 @@ def test_it_judges_automin_minutes_through_lm_eval(
 
 
 def test_the_docs_list_exactly_the_files_the_example_needed() -> None:
-    """``docs/architecture.md`` "Adding a judge family" names every file of the example."""
+    """``docs/extending.md`` "Adding a judge family" names every file of the example."""
     import re
 
-    doc = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    doc = (ROOT / "docs" / "extending.md").read_text(encoding="utf-8")
     block = doc.split("<!-- family-files -->")[1].split("<!-- /family-files -->")[0]
     listed = set(re.findall(r"^- `([^`]+)`:", block, re.M))
     skip = {"__pycache__", "build", ".pytest_cache", ".ruff_cache"}

@@ -4,8 +4,9 @@ An example that the parser refuses (``elitr-bench mesa --help`` once printed
 ``--judge openai:gpt-4o,debate=same,layout=prefix``, refused because ``debate=`` needed
 ``method=mesa``) sends a new user into an error on the first try. Specs are collected
 from the argparse help of every ``elitr-bench`` subcommand, from the ``--judge`` flags in
-the README code blocks and from every ``"judge": "..."`` in the READMEs, and parsed with
-the judge family the command gives them (``mesa`` -> mesa, ``arena`` -> cream).
+the README code blocks and from every ``"judge": "..."`` in the READMEs and ``docs/``
+pages, and parsed with the judge family the command gives them (``mesa`` -> mesa,
+``arena`` -> cream).
 """
 
 from __future__ import annotations
@@ -47,9 +48,15 @@ def help_examples() -> list[tuple[str, str, str | None]]:
 
 
 def readme_examples() -> list[tuple[str, str, str | None]]:
-    """(where, spec, family) for each spec in the READMEs' commands and metadata."""
+    """(where, spec, family) for each spec in the READMEs' and docs' commands and metadata."""
     out = []
-    readmes = [ROOT / "README.md", *sorted((ROOT / "elitr_bench").rglob("README.md"))]
+    readmes = [
+        ROOT / "README.md",
+        # extending.md's specs select the out-of-tree example family (examples/judge_family),
+        # which tests/judges/test_example_family.py installs and runs.
+        *sorted(p for p in (ROOT / "docs").glob("*.md") if p.name != "extending.md"),
+        *sorted((ROOT / "elitr_bench").rglob("README.md")),
+    ]
     for readme in readmes:
         text = readme.read_text("utf-8")
         where = str(readme.relative_to(ROOT))
@@ -75,6 +82,7 @@ def test_examples_were_found() -> None:
     assert len(EXAMPLES) >= 15
     assert "openai:gpt-4o,debate=same,layout=prefix" in specs  # mesa --help
     assert any(where.startswith("README.md") for where, _, _ in EXAMPLES)
+    assert any(where.startswith("docs/judges.md") for where, _, _ in EXAMPLES)
     assert any(family == "cream" for _, _, family in EXAMPLES)
 
 

@@ -79,7 +79,7 @@ def test_kv_and_activation_formulas_match_measurement(
 
 
 def test_documented_7b_figures_per_1k_tokens() -> None:
-    """The README's table (bf16, per 1,000 tokens) comes from these formulas."""
+    """docs/performance.md's memory figures (bf16, per 1,000 tokens) come from these formulas."""
     assert 1000 * kv_bytes_per_token(LLAMA2_7B) / MIB == pytest.approx(500.0)
     assert 1000 * kv_bytes_per_token(MISTRAL_7B) / MIB == pytest.approx(125.0)
     llama = estimate(LLAMA2_7B, 1000)

@@ -29,7 +29,7 @@ def test_calibration_within_002_on_all_real_transcripts(transcripts: dict[str, s
             assert PROTECTED_PATTERN.findall(noisy.text) == labels, (meeting_id, target)
             plain[target].append(noisy.whitespace_wer)
     assert misses == []
-    # Under plain whitespace tokens (not calibrated on) the README promises: mean within
+    # Under plain whitespace tokens (not calibrated on) docs/tasks.md promises: mean within
     # 0.01 of the target, every meeting within 0.03.
     for target, values in plain.items():
         assert abs(sum(values) / len(values) - target) < 0.01, (target, values)

@@ -102,10 +102,10 @@ def test_an_include_path_task_reuses_the_minutes_class_and_its_judge(
 
 
 def test_the_docs_list_exactly_the_files_the_example_needed() -> None:
-    """``docs/architecture.md`` "Adding a task" names every file of ``examples/task``."""
+    """``docs/extending.md`` "Adding a task" names every file of ``examples/task``."""
     import re
 
-    doc = (FOLDER.parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8")
+    doc = (FOLDER.parents[1] / "docs" / "extending.md").read_text(encoding="utf-8")
     block = doc.split("<!-- task-files -->")[1].split("<!-- /task-files -->")[0]
     listed = set(re.findall(r"^- `([^`]+)`:", block, re.M))
     files = {p.relative_to(FOLDER).as_posix() for p in FOLDER.rglob("*") if p.is_file()}
