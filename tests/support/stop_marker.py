@@ -11,6 +11,7 @@ the file as soon as :func:`elitr_bench.llm.interrupt.stopping` turns true.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from pathlib import Path
@@ -31,8 +32,11 @@ def watch_from_env() -> None:
 
 
 def _watch(marker: Path) -> None:
-    from elitr_bench.llm import interrupt
-
-    while not interrupt.stopping():
+    # Never import here: an import in this thread while the main thread imports lm_eval
+    # and torch can deadlock. The judging code imports the module before it can stop.
+    while True:
+        interrupt = sys.modules.get("elitr_bench.llm.interrupt")
+        if interrupt is not None and interrupt.stopping():
+            break
         time.sleep(0.005)
     marker.write_text(str(os.getpid()), encoding="utf-8")
