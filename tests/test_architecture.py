@@ -13,12 +13,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+import grimp  # the dev extra (import-linter) installs both: a failure, never a skip
+import importlinter  # noqa: F401
 
 from tests.conftest import ROOT
-
-grimp = pytest.importorskip("grimp")
-pytest.importorskip("importlinter")
 
 
 def _lint_imports(package_parent: Path) -> subprocess.CompletedProcess[str]:

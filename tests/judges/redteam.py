@@ -6,6 +6,13 @@ Prometheus, a 135M chat model), with the values a careful reader takes from each
 ``accepted_unscored.yaml`` lists the values the reader leaves unscored on purpose.
 
 ``python -m tests.judges.redteam`` prints the tally (right / unscored / wrong) per kind.
+
+``python -m tests.judges.redteam --first-contact`` prints, for each batch, the tally the
+reader gave it when it first met it, computed from git (``tests/judges/redteam_history.py``):
+the reader of the parent of the commit that added the batch. From now on a red-team batch
+is committed on its own, before the reader change it drives, so that this tally exists
+for it; batches A and B came with the reader itself and batch C with its fixes (its
+parent's tally is its first contact: 16 wrong, 65 unscored of 197 values).
 """
 
 from __future__ import annotations
@@ -68,6 +75,10 @@ def tally() -> dict[str, collections.Counter[str]]:
 
 
 if __name__ == "__main__":
+    if "--first-contact" in sys.argv[1:]:
+        from tests.judges.redteam_history import main as first_contact_main
+
+        sys.exit(first_contact_main())
     counts = tally()
     total: collections.Counter[str] = collections.Counter()
     for kind in sorted(counts):

@@ -31,9 +31,14 @@ def items(n: int) -> list[JudgeItem]:
     ]
 
 
-def spec(server: LoopbackOpenAI, extra: str = "") -> str:
+def spec(server: LoopbackOpenAI, extra: str = "", *, timeout: float = 30.0) -> str:
+    """A judge on the loopback server; the timeout is far above a loaded machine's reply time.
+
+    Tests count requests exactly, so a clean reply must never time out; only the fault
+    test asks for a short timeout, and it counts with bounds.
+    """
     base = f"openai:gpt-4-0613,base_url={server.base_url}"
-    return f"{base},backoff=0.01,timeout=0.5,progress=false{extra}"
+    return f"{base},backoff=0.01,timeout={timeout},progress=false{extra}"
 
 
 def test_scores_and_request_shape(loopback: LoopbackOpenAI) -> None:
@@ -65,7 +70,7 @@ def test_faults_give_the_same_final_scores(loopback: LoopbackOpenAI) -> None:
     faults = [
         too_many_requests(0.02),
         server_error(),
-        Reply(content="late", delay=3.0),
+        Reply(content="late", delay=120.0),  # past the timeout; cut short when the server stops
         Reply(raw=b"{not json"),
         Reply(status=503, headers={"retry-after-ms": "10"}),
     ]
@@ -82,12 +87,17 @@ def test_faults_give_the_same_final_scores(loopback: LoopbackOpenAI) -> None:
 
     loopback.handler = faulty
     faulted = judge_items(
-        items(30), parse_judge_spec(spec(loopback, ",cache=memory,concurrency=8"))
+        items(30), parse_judge_spec(spec(loopback, ",cache=memory,concurrency=8", timeout=0.5))
     )
     assert [j.score for j in faulted.judgements] == [j.score for j in clean.judgements]
     assert faulted.summary == clean.summary
-    assert faulted.usage["retries"] == 15
-    assert len(loopback.requests) == 45
+    # Bounds, not exact counts: on a loaded machine a clean reply may also pass the short
+    # timeout and be retried. Each of the 15 faulted items was retried at least once, and
+    # every request past the first per item is a counted retry.
+    retries = faulted.usage["retries"]
+    assert retries >= 15
+    assert len(loopback.requests) == 30 + retries
+    assert all(seen[f"answer number {i}"] >= 2 for i in range(0, 30, 2))
 
 
 def test_unscored_items_are_reasked_counted_and_never_averaged(loopback: LoopbackOpenAI) -> None:

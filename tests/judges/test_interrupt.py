@@ -18,6 +18,7 @@ import sys
 import textwrap
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,7 @@ from elitr_bench.llm.interrupt import GRACE_ENV
 from tests.conftest import ROOT
 from tests.judges.conftest import boxed_by_response, response_in
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest, Reply
+from tests.support.stop_marker import MARKER_ENV, sitecustomize_source
 
 N_ITEMS = 16
 ANSWERED_FIRST = 4
@@ -87,18 +89,45 @@ class HoldAfter:
         return Reply(content=self.score(request), wait=self.gate)
 
 
+def _child_env(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """The child's environment with the stop watcher (tests/support/stop_marker.py)."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(sitecustomize_source(), encoding="utf-8")
+    marker = tmp_path / "child-is-stopping"
+    path = os.pathsep.join([str(hook), str(ROOT), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "PYTHONPATH": path, MARKER_ENV: str(marker)}
+    env[GRACE_ENV] = "60"  # the held replies land long before; a loaded machine is slow
+    return env, marker
+
+
+def _wait_for(condition: Callable[[], bool], child: subprocess.Popen[str], what: str) -> None:
+    deadline = time.monotonic() + 120
+    while not condition():
+        assert child.poll() is None, child.communicate()[1][-3000:]
+        assert time.monotonic() < deadline, f"the child never {what}"
+        time.sleep(0.02)
+
+
 def _interrupt_when_in_flight(
-    child: subprocess.Popen[str], server: LoopbackOpenAI, script: HoldAfter, cache: Path, sig: int
+    child: subprocess.Popen[str],
+    server: LoopbackOpenAI,
+    script: HoldAfter,
+    cache: Path,
+    sig: int,
+    marker: Path,
 ) -> int:
     """Signal the child once requests are held in flight; let them land; the request count."""
-    deadline = time.monotonic() + 120
-    while _rows(cache) < script.answered or len(server.requests) < script.answered + CONCURRENCY:
-        assert child.poll() is None, child.communicate()[1][-3000:]
-        assert time.monotonic() < deadline, "the child made no progress"
-        time.sleep(0.05)
+    in_flight = script.answered + CONCURRENCY
+    _wait_for(
+        lambda: _rows(cache) >= script.answered and len(server.requests) >= in_flight,
+        child,
+        "sent its first requests",
+    )
     sent = len(server.requests)
     child.send_signal(sig)
-    time.sleep(0.5)  # the child has stopped sending; now the held replies land
+    # The held replies land only once the child has recorded the signal (no guessed sleep).
+    _wait_for(marker.exists, child, "recorded the signal")
     script.gate.set()
     return sent
 
@@ -114,8 +143,7 @@ def test_a_signal_keeps_the_replies_in_flight_and_says_so_in_one_line(
             f"openai:gpt-4-0613,base_url={server.base_url},cache={cache},"
             f"concurrency={CONCURRENCY},progress=false"
         )
-        env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-        env[GRACE_ENV] = "60"  # the held replies land long before; a loaded machine is slow
+        env, marker = _child_env(tmp_path)
         child = subprocess.Popen(
             [sys.executable, "-c", CHILD, spec, str(N_ITEMS)],
             env=env,
@@ -123,7 +151,7 @@ def test_a_signal_keeps_the_replies_in_flight_and_says_so_in_one_line(
             text=True,
         )
         try:
-            sent = _interrupt_when_in_flight(child, server, script, cache, sig)
+            sent = _interrupt_when_in_flight(child, server, script, cache, sig, marker)
             _, stderr = child.communicate(timeout=120)
         finally:
             if child.poll() is None:
@@ -174,13 +202,12 @@ def test_ctrl_c_in_the_lm_eval_cli_ends_with_one_line_and_status_130(tmp_path: P
         args += ["--output_path", str(tmp_path / "out"), "--log_samples"]
         exe = Path(sys.executable).with_name("lm_eval")
         cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "lm_eval"]
-        env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-        env[GRACE_ENV] = "60"
+        env, marker = _child_env(tmp_path)
         child = subprocess.Popen(
             [*cmd, *args], env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True
         )
         try:
-            sent = _interrupt_when_in_flight(child, server, script, cache, signal.SIGINT)
+            sent = _interrupt_when_in_flight(child, server, script, cache, signal.SIGINT, marker)
             _, stderr = child.communicate(timeout=300)
         finally:
             if child.poll() is None:

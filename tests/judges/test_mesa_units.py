@@ -19,8 +19,7 @@ from elitr_bench.judges.mesa.parsing import (
 )
 from elitr_bench.judges.mesa.prompts import TEMPLATES, fill, step_prompt
 from elitr_bench.judges.mesa.selftrain import SplitError, split_meetings
-
-PAPERS = Path(__file__).resolve().parents[3] / "shared" / "papers"
+from tests.support.papers import paper_text
 
 
 def _norm(text: str) -> str:
@@ -28,10 +27,7 @@ def _norm(text: str) -> str:
 
 
 def test_step_templates_are_the_papers_figures_3_to_5() -> None:
-    papers = sorted(PAPERS.glob("004_*.txt"))
-    if not papers:
-        pytest.skip("MESA paper text not available next to the project")
-    paper = _norm(papers[0].read_text(encoding="utf-8"))
+    paper = _norm(paper_text("004"))  # fails, never skips, without the paper
     # The placeholders as the paper prints them (braces only in Fig. 4's transcript).
     printed = {
         "criteria": "self.criteria[criteria]",

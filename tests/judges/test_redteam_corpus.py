@@ -90,3 +90,25 @@ def test_read_reply_cli_is_the_same_reader(tmp_path: Path) -> None:
         )
         printed = [json.loads(line) for line in done.stdout.splitlines()]
         assert printed == [read_record(kind, record(e)) for e in chosen]
+
+
+def test_first_contact_tallies_come_from_git() -> None:
+    """Batch D met the reader of its parent commit: that tally, not today's, is shown."""
+    from tests.judges import redteam_history as history
+
+    shallow = history._git("rev-parse", "--is-shallow-repository").stdout.strip()
+    if shallow != "false":  # no history to read: one line and exit 1, never a made-up tally
+        done = subprocess.run(
+            [sys.executable, "-m", "tests.judges.redteam", "--first-contact"],
+            capture_output=True, text=True, cwd=history.REPO, check=False,
+        )  # fmt: skip
+        assert done.returncode == 1 and "needs the full git history" in done.stdout
+        return
+    contact = history.first_contact("batch_d")
+    assert contact.first and contact.added_in and contact.reader_at
+    assert history._short(history.adding_commit("batch_d")) == contact.added_in
+    # The numbers its commit message reported when it was added (45d5f0b).
+    assert contact.tally.splitlines()[-1].split() == [
+        "total", "right", "53", "unscored", "5", "wrong", "0"
+    ]  # fmt: skip
+    assert "batch_d: added in" in contact.describe()

@@ -14,6 +14,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -26,45 +27,67 @@ N_ITEMS = 12
 
 CHILD = textwrap.dedent(
     """
-    import json, sys
+    import json, sys, time
+    from pathlib import Path
     from elitr_bench.judges import parse_judge_spec
     from elitr_bench.judges.qa.engine import JudgeItem, judge_items
-    spec, n = sys.argv[1], int(sys.argv[2])
+    spec, n, started = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])
     items = [JudgeItem(question=f"Q{i}?", response=f"answer number {i}", reference="r")
              for i in range(n)]
+    begin = time.time()
+    started.touch()
     run = judge_items(items, parse_judge_spec(spec))
-    print(json.dumps([j.score for j in run.judgements]))
+    end = time.time()
+    print(json.dumps({"scores": [j.score for j in run.judgements], "held": [begin, end]}))
     """
 )
 
 
 def test_two_processes_sharing_a_cache_send_each_request_once(tmp_path: Path) -> None:
-    score = boxed_by_response(lambda r: int(r.split()[-1]) % 10 + 1)
+    """Both children judge the same items through one cache at the same time.
 
-    def slow(request: RecordedRequest) -> Reply:
-        return Reply(content=score(request), delay=0.4)  # both processes overlap
+    No reply lands until both have started judging (the server holds every reply until
+    then: an event, not a guessed delay), so the first cannot finish alone; each child
+    records when it held the cache and the test checks that the two intervals intersect.
+    """
+    score = boxed_by_response(lambda r: int(r.split()[-1]) % 10 + 1)
+    both_started = threading.Event()
+
+    def held(request: RecordedRequest) -> Reply:
+        return Reply(content=score(request), wait=both_started)
 
     cache = tmp_path / "shared.sqlite"
-    with LoopbackOpenAI(slow) as server:
+    marks = [tmp_path / f"started-{i}" for i in range(2)]
+    with LoopbackOpenAI(held) as server:
         spec = f"openai:gpt-4-0613,base_url={server.base_url},cache={cache},concurrency=4"
         spec += ",progress=false"
         env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
         SQLiteCache(cache).close()  # both children open an existing file
         children = [
             subprocess.Popen(
-                [sys.executable, "-c", CHILD, spec, str(N_ITEMS)],
+                [sys.executable, "-c", CHILD, spec, str(N_ITEMS), str(mark)],
                 env=env,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
             )
-            for _ in range(2)
+            for mark in marks
         ]
+        deadline = time.monotonic() + 120
+        while not all(m.exists() for m in marks):
+            assert all(c.poll() is None for c in children), "a child ended before judging"
+            assert time.monotonic() < deadline, "the children never started judging"
+            time.sleep(0.02)
+        both_started.set()
         outputs = [child.communicate(timeout=300) for child in children]
         sent = [response_in(r) for r in server.snapshot()]
+    results = []
     for child, (out, err) in zip(children, outputs, strict=True):
         assert child.returncode == 0, err[-3000:]
-        assert json.loads(out) == [i % 10 + 1 for i in range(N_ITEMS)]
+        results.append(json.loads(out))
+        assert results[-1]["scores"] == [i % 10 + 1 for i in range(N_ITEMS)]
+    (start_a, end_a), (start_b, end_b) = (r["held"] for r in results)
+    assert max(start_a, start_b) < min(end_a, end_b)  # both held the cache at once
     assert sorted(sent) == sorted(f"answer number {i}" for i in range(N_ITEMS))  # once each
     with sqlite3.connect(cache) as conn:
         assert conn.execute("SELECT COUNT(*) FROM pending").fetchone()[0] == 0

@@ -13,16 +13,23 @@ def test_replay_reproduces_table4_and_fig2b() -> None:
     report = run_judge_check(parse_judge_spec("replay,progress=false"))
     assert (report["n"], report["n_unscored"]) == (390, 0)
     t4 = report["table4"]
-    assert [round(t4[s]["judge"], 2) for s in ("GPT-4", "Vicuna-13B-v1.5", "LongAlpaca-7B")] == [
-        8.33,
-        6.68,
-        5.57,
-    ]
-    assert t4["Vicuna-13B-v1.5"]["judge"] == pytest.approx(6.6846, abs=1e-4)
+    # Table 4, GPT-4 evaluator column: GPT-4 8.33 and LongAlpaca-7B 5.57 as printed
+    # (1083 / 130 = 8.3308, 724 / 130 = 5.5692, from the released all-eval file).
+    assert [round(t4[s]["judge"], 2) for s in ("GPT-4", "LongAlpaca-7B")] == [8.33, 5.57]
+    # Golden: Vicuna-13B-v1.5's released GPT-4 scores sum to 869 over its 130 answers,
+    # 869 / 130 = 6.6846, which prints as 6.68 under any rounding (no tie). Table 4 prints
+    # 6.69 (Vicuna-13B-v1.5 row, GPT-4 column), which is 870 / 130 = 6.6923: one judge point
+    # more than the released file holds.
+    assert t4["Vicuna-13B-v1.5"]["judge"] == pytest.approx(869 / 130)
+    # Table 4, Gold Human column, as printed.
     assert [round(t4[s]["gold_human"], 2) for s in t4] == [7.93, 6.19, 4.55]
     corr = report["correlations"]
+    # Sec. 5.2 "Correlation analysis" (Fig. 2b): GPT-4 vs Gold Human 0.82, Gold vs Silver
+    # Human 0.89, as printed in the text.
     assert round(corr["judge~gold_human"]["pearson"], 2) == 0.82
     assert round(corr["silver_human~gold_human"]["pearson"], 2) == 0.89
+    # Fig. 2b's Prometheus cell; the text says only "between 0.2 and 0.3": 0.24 is golden
+    # (our own output on the released file), inside the printed range.
     assert round(corr["prometheus~gold_human"]["pearson"], 2) == 0.24
     assert corr["judge~gold_human"]["spearman"] is not None
     assert sum(b["n"] for b in report["gold_bins"].values()) == 390
@@ -30,7 +37,9 @@ def test_replay_reproduces_table4_and_fig2b() -> None:
 
 def test_replay_prometheus_means() -> None:
     report = run_judge_check(parse_judge_spec("replay,rubric=prometheus-rubric,progress=false"))
+    # Table 4, Prometheus column, as printed.
     assert [round(row["judge"], 2) for row in report["table4"].values()] == [5.68, 4.80, 4.46]
+    # Golden, like the 0.24 above: the text says "between 0.2 and 0.3".
     assert round(report["correlations"]["judge~gold_human"]["pearson"], 2) == 0.24
 
 

@@ -8,6 +8,7 @@ window, two questions per task) so that ``make test`` stays quick on a CPU.
 from __future__ import annotations
 
 import json
+import re
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -172,13 +173,49 @@ def test_a_real_small_judge_never_gives_a_wrong_number(smollm2: Path, tmp_path: 
     for line in path.read_text().splitlines():
         judged = json.loads(json.loads(line)["filtered_resps"][0][0])["judge"]
         assert judged["status"] in ("scored", "unscored"), judged.get("reason")
-        if judged["status"] == "scored":
-            assert 1.0 <= judged["score"] <= 10.0
-            assert judged["minimum"] or any(
-                f"{int(s['native'])}" in s["raw"] for s in judged["samples"] if s["score"]
-            )
-        else:
+        if judged["status"] == "scored" and not judged["minimum"]:
+            for sample in judged["samples"]:
+                if sample["score"] is not None:
+                    _assert_native_is_the_boxed_score(sample)
+        elif judged["status"] == "unscored":
             assert judged["score"] is None and judged["samples"][0]["reason"]
+
+
+#: Fig. 6's output format, exactly: "the integer score in \boxed{}" (1-10).
+_BOXED_INTEGER = re.compile(r"\\boxed\{\s*(\d+)\s*\}")
+
+
+def _assert_native_is_the_boxed_score(sample: dict[str, Any]) -> None:
+    r"""A scored sample's number is the one integer its reply boxes, as Fig. 6 asks.
+
+    Read here with a strict pattern of the asked format, independently of the judge's
+    reader: every ``\boxed{N}`` of the reply must say the recorded native score (so "1"
+    never passes for "10"). A reply without one may only be scored after the judge
+    restated it (issue 30's restatement turn), which the sample must say.
+    """
+    boxed = {int(n) for n in _BOXED_INTEGER.findall(sample["raw"])}
+    if not boxed:
+        assert sample.get("restated") or "restat" in str(sample.get("reason", "")), sample
+        return
+    assert boxed == {int(sample["native"])} and sample["native"] == int(sample["native"]), sample
+    assert 1 <= sample["native"] <= 10 and sample["score"] == sample["native"], sample
+
+
+def test_the_strict_checks_tell_a_wrong_number() -> None:
+    """The two checks above fail on a reader's slip (no model needed)."""
+    ten = {"score": 10.0, "native": 10.0, "raw": "Feedback: fine. \\boxed{10}", "reason": ""}
+    _assert_native_is_the_boxed_score(ten)
+    with pytest.raises(AssertionError):  # "1" is in "\boxed{10}" but is not its score
+        _assert_native_is_the_boxed_score({**ten, "score": 1.0, "native": 1.0})
+    with pytest.raises(AssertionError):  # no box and no restatement: no score allowed
+        _assert_native_is_the_boxed_score({**ten, "raw": "Score: 10"})
+    reply = '[{"key fact": "a", "response": "Yes", "line number": [2]}, '
+    reply += '{"key fact": "b", "response": "No", "line number": []}]'
+    side = {"scores": {"completeness": 0.5, "conciseness": 0.25}, "raw": reply}
+    side |= {"reason": "", "unit": "line", "n_lines": 4, "n_sentences": None}
+    _assert_scores_are_the_alignment_reply(side, 2)
+    with pytest.raises(AssertionError):
+        _assert_scores_are_the_alignment_reply({**side, "scores": {"completeness": 1.0}}, 2)
 
 
 def test_overlength_skip_at_the_real_window(smollm2: Path, tmp_path: Path) -> None:
@@ -250,6 +287,31 @@ def test_minutes_fit_the_real_window_cut_or_in_sections(smollm2: Path, tmp_path:
     assert joined.count("\n") >= sections - 1 and "<|im_end|>" not in joined
 
 
+def _assert_scores_are_the_alignment_reply(side: dict[str, Any], n_key_facts: int) -> None:
+    """Each number of a side is App. A.1's formula on its reply, read here as strict JSON.
+
+    The alignment prompt (App. A.2) asks for a JSON list with one ``{"key fact",
+    "response", "line number"}`` entry per key fact. A side with a score must have sent
+    exactly that (parsed with :func:`json.loads`, not the judge's lenient reader), and
+    completeness (share of "Yes") and conciseness (share of units cited by a "Yes") must be
+    what it says; a side without one has no number at all.
+    """
+    scores = side["scores"]
+    if all(v is None for v in scores.values()):
+        assert side["reason"], side
+        return
+    raw = side["raw"]
+    entries = json.loads(raw[raw.index("[") : raw.rindex("]") + 1])
+    assert len(entries) == n_key_facts, side
+    yes = [e for e in entries if e["response"] == "Yes"]
+    assert all(e["response"] in ("Yes", "No") for e in entries), side
+    assert scores["completeness"] == pytest.approx(len(yes) / n_key_facts), side
+    if scores["conciseness"] is not None:
+        units = side["n_sentences"] if side["unit"] == "sentence" else side["n_lines"]
+        cited = {int(n) for e in yes for n in e["line number"]}
+        assert scores["conciseness"] == pytest.approx(len(cited) / units), side
+
+
 def test_the_real_model_as_the_arena_judge_never_gives_a_wrong_number(
     smollm2: Path, tmp_path: Path
 ) -> None:
@@ -275,12 +337,11 @@ def test_the_real_model_as_the_arena_judge_never_gives_a_wrong_number(
     rows = [json.loads(line) for line in (out / "comparisons.jsonl").read_text().splitlines()]
     assert len(rows) == 2  # both orders of the one pair
     for row in rows:
-        if row["status"] == "scored":
-            for side in row["sides"]:
-                assert 0.0 <= side["scores"]["completeness"] <= 1.0
-                assert 0.0 <= side["scores"]["conciseness"] <= 1.0
-        else:
-            assert row["status"] == "unscored" and row["reason"], row
-    if all(row["status"] != "scored" for row in rows):
+        assert row["status"] in ("ok", "partial", "unscored"), row
+        if row["status"] == "unscored":
+            assert row["reason"], row
+        for side in row["sides"]:
+            _assert_scores_are_the_alignment_reply(side, len(row["key_facts"]))
+    if all(row["status"] == "unscored" for row in rows):
         assert proc.returncode != 0
         assert "no ratings written" in proc.stderr.strip().splitlines()[-1]

@@ -144,6 +144,7 @@ def test_multi_turn_columns_reproduce_the_released_scores(
     report = build_report([replay_mt_runs], tmp_path / "out")
     recs = report.table("table2_judge_score").records
     dev = {(r["setting"], r["mode"]): r["value"] for r in recs if r["split"] == "dev"}
-    # Table 2: GPT-4 multi-turn dev 8.53 (QA) and 8.53 (Conv); released files give 8.525.
-    assert dev[("qa", "mt")] == pytest.approx(8.525, abs=0.01)
-    assert dev[("conv", "mt")] == pytest.approx(8.525, abs=0.01)
+    # Golden: the released files give 1202 / 141 = 8.5248 in both settings, where Table 2
+    # prints 8.53 (one judge point more; see tests/tasks/test_tasks.py).
+    assert dev[("qa", "mt")] == pytest.approx(1202 / 141)
+    assert dev[("conv", "mt")] == pytest.approx(1202 / 141)

@@ -15,7 +15,9 @@ from tests.report.conftest import _write_run
 
 pytestmark = pytest.mark.slow
 
-#: Paper Table 2, dev columns: (single-turn QA, multi-turn QA, multi-turn Conv).
+#: Paper Table 2, dev columns: (single-turn QA, multi-turn QA, multi-turn Conv), as printed.
+#: Compared within 0.01: GPT-4's multi-turn cells print 8.53 where the released files give
+#: 1202 / 141 = 8.5248 (one judge point fewer; see tests/tasks/test_tasks.py).
 TABLE2_DEV: dict[str, tuple[float, float | None, float | None]] = {
     "GPT-3.5": (7.04, None, None),
     "GPT-4": (8.21, 8.53, 8.53),

@@ -135,6 +135,7 @@ def test_replay_judge_reproduces_table_2_single_turn_dev() -> None:
     result = evaluate(
         "elitr-replay", "system=gpt-3.5", ["elitr_qa_dev"], metadata={"judge": "replay"}
     )
+    # Table 2, GPT-3.5 row, Single-turn QA Dev: 7.04.
     assert round(result["results"]["elitr_qa_dev"]["judge_score,replay"], 2) == 7.04
     assert result["results"]["elitr_qa_dev"]["judge_unscored,replay"] == 0
 
@@ -173,8 +174,14 @@ def test_replay_multiturn_reproduces_released_means() -> None:
         ["elitr_qa_mt_dev", "elitr_conv_dev"],
         metadata={"judge": "replay"},
     )
+    # Golden: the released GPT-4 judge scores of gpt-4's multi-turn dev answers
+    # (generated-responses.zip, qa/dev/mt and conv/dev/mt, gpt-4-eval) sum to 1202 over
+    # 141 questions in both settings: 1202 / 141 = 8.5248, which prints as 8.52 under any
+    # rounding (it is no tie at 8.525). Table 2 prints 8.53 in both cells (Multi-turn,
+    # QA and Conv, Dev, GPT-4 row); that is 1203 / 141 = 8.5319, one judge point more than
+    # the released files hold. The single-turn dev cell (8.21) matches: 1158 / 141 = 8.2128.
     for task in ("elitr_qa_mt_dev", "elitr_conv_dev"):
-        assert round(result["results"][task]["judge_score,replay"], 2) == 8.52
+        assert result["results"][task]["judge_score,replay"] == pytest.approx(1202 / 141)
         assert len(result["samples"][task]) == 141
 
 
