@@ -74,7 +74,7 @@ def kinds() -> dict[str, Callable[[Record], Reading]]:
     ``cream-alignment`` reads a reply against the key facts asked about (``--key-facts``,
     ``--units``), which no grammar alone has, so it is added here.
     """
-    out = {kind: _grammar(g) for family in families() for kind, g in family.grammars.items()}
+    out = {kind: _grammar(g) for family in families() for kind, g in family.reply_kinds().items()}
     out["cream-alignment"] = _alignment
     return out
 

@@ -23,6 +23,33 @@ from elitr_bench.judges.errors import JudgeConfigError
 T = TypeVar("T")
 
 
+def is_missing_module(exc: ModuleNotFoundError, module: str) -> bool:
+    """Whether ``exc`` says ``module`` itself is absent, not a module it imports.
+
+    True when the missing module is ``module`` or a package above it (a dotted prefix:
+    ``a.b`` for ``a.b.c``, never ``scorer`` for ``scorer_plugin``): the plugin is not
+    installed. False when ``module`` exists and one of its own imports failed, which
+    the caller reports by name (:func:`missing_dependency`).
+    """
+    missing = exc.name
+    return missing is not None and (module == missing or module.startswith(missing + "."))
+
+
+def missing_dependency(exc: ModuleNotFoundError, module: str, what: str) -> JudgeConfigError:
+    """The one-line error for a plugin module whose own import of another module failed.
+
+    Args:
+        exc: The import error raised while importing ``module``.
+        module: The plugin module being loaded.
+        what: How the message names the plugin ("judge family 'x' (entry point ...)").
+    """
+    missing = exc.name or str(exc)
+    return JudgeConfigError(
+        f"{what} cannot be loaded: its module {module} imports {missing!r}, which is not "
+        "installed; install the package that provides it, or uninstall the plugin"
+    )
+
+
 @dataclass(frozen=True)
 class _Entry(Generic[T]):
     value: T
@@ -102,14 +129,17 @@ class Registry(Generic[T]):
         if name in self._entries:
             return self._entries[name].value
         holder = self._placeholders.get(name)
-        for module in holder.modules if holder is not None else ():
+        if holder is None:
+            return None
+        for module in holder.modules:
             if name in self._entries:
                 break
             try:
                 importlib.import_module(module)
             except ModuleNotFoundError as exc:
-                if exc.name is None or not module.startswith(exc.name):
-                    raise  # the module exists but one of its own imports is missing
+                if not is_missing_module(exc, module):  # it exists; one of its imports not
+                    origin = "" if holder.origin == "built-in" else f" ({holder.origin})"
+                    raise missing_dependency(exc, module, f"{self.kind} {name!r}{origin}") from exc
         entry = self._entries.get(name)
         return entry.value if entry is not None else None
 
@@ -117,6 +147,10 @@ class Registry(Generic[T]):
         """The placeholder of ``name``, if one was declared."""
         self._scan()
         return self._placeholders.get(name)
+
+    def registered(self) -> tuple[T, ...]:
+        """The values registered now, importing nothing."""
+        return tuple(e.value for e in self._entries.values())
 
     def values(self) -> Iterator[T]:
         """Every value, resolving all placeholders (registration order, placeholders first)."""
