@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "elitr_bench.cli.arena",
     "elitr_bench.cli.minutes_check",
     "elitr_bench.cli.read_reply",
+    "elitr_bench.cli.cache",
 )
 
 Handler = Callable[[argparse.Namespace], int]
