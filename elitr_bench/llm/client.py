@@ -291,7 +291,13 @@ class JudgeClient:
             flight.task.exception()  # retrieved here; every waiter gets it through shield
 
     async def _fetch(self, key: str, request: CompletionRequest, draw: int) -> Completion:
-        """Send one request (with retries) under the concurrency bound; cache the result."""
+        """Send one request (with retries) under the concurrency bound; cache the result.
+
+        The bound is on requests at the server: the reply is stored after its slot is
+        freed, so a store that waits for another process's write lock delays this reply
+        only, never the next request. It is stored before it is returned (and before
+        this process's "being sent" mark goes), as always.
+        """
         assert self._sem is not None
         sent = len(request.prompt) + sum(len(content) for _, content in request.messages)
         estimate = sent // 4 + request.max_tokens
@@ -305,9 +311,15 @@ class JudgeClient:
             if hit is not None:
                 return hit
             try:
-                return await self._send(key, request, draw, estimate, name)
-            finally:
+                completion = await self._send(request, estimate, name)
+            except BaseException:
                 await self._off_loop(self.cache.release, key)
+                raise
+        try:
+            await self._store(key, completion, request, draw)
+        finally:
+            await self._off_loop(self.cache.release, key)
+        return completion
 
     async def _sent_elsewhere(self, key: str) -> Completion | None:
         """Wait while another process sharing the cache sends this request; its reply.
@@ -327,10 +339,8 @@ class JudgeClient:
                 return hit
         return None
 
-    async def _send(
-        self, key: str, request: CompletionRequest, draw: int, estimate: int, name: str
-    ) -> Completion:
-        """Send with retries; store the completion before returning it."""
+    async def _send(self, request: CompletionRequest, estimate: int, name: str) -> Completion:
+        """Send with retries; the caller stores the completion before using it."""
         for attempt in range(self.retries + 1):
             rejected = self._rejected()
             if rejected is not None:
@@ -384,30 +394,34 @@ class JudgeClient:
                 raise JudgeRequestError(f"{name}: {exc}") from None
             self.usage.answered += 1
             self.limiter.settle(estimate, completion.prompt_tokens + completion.completion_tokens)
-            # Written before use: a run killed after this line never pays for it again. In a
-            # worker thread: a write waiting on another process never stalls the event loop.
-            await self._off_loop(
-                self.cache.put,
-                key,
-                completion,
-                {
-                    "backend": self.backend.kind,
-                    "model": self.backend.model,
-                    **({"endpoint": self.backend.endpoint} if self.backend.endpoint else {}),
-                    "params": {
-                        "temperature": request.temperature,
-                        "top_p": request.top_p,
-                        "max_tokens": request.max_tokens,
-                        "seed": request.seed,
-                        "draw": draw,
-                    },
-                },
-            )
-            interrupt.note_kept()
             self.usage.prompt_tokens += completion.prompt_tokens
             self.usage.completion_tokens += completion.completion_tokens
             return completion
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _store(
+        self, key: str, completion: Completion, request: CompletionRequest, draw: int
+    ) -> None:
+        """Write a paid completion to the cache (in the cache threads) before it is used."""
+        # Written before use: a run killed after this never pays for it again.
+        await self._off_loop(
+            self.cache.put,
+            key,
+            completion,
+            {
+                "backend": self.backend.kind,
+                "model": self.backend.model,
+                **({"endpoint": self.backend.endpoint} if self.backend.endpoint else {}),
+                "params": {
+                    "temperature": request.temperature,
+                    "top_p": request.top_p,
+                    "max_tokens": request.max_tokens,
+                    "seed": request.seed,
+                    "draw": draw,
+                },
+            },
+        )
+        interrupt.note_kept()
 
     async def aclose(self) -> None:
         """Close the backend, and the cache if this client opened it."""
