@@ -429,7 +429,7 @@ def _validate(config: JudgeConfig, spec: str) -> None:
     if config.rubric not in RUBRICS and not any(config.rubric in r for _, r in family_rubrics):
         others = " or ".join(f"{', '.join(r)} ({family})" for family, r in family_rubrics)
         raise bad(
-            f"unknown rubric {config.rubric!r}; use one of {', '.join(RUBRICS)} "
+            f"unknown rubric {config.rubric!r}; installed rubrics: {', '.join(RUBRICS)} "
             f"({default_family().short or default_family().name}) or {others}"
         )
     methods = sorted({m for f in registered for m in f.method_names()})

@@ -141,6 +141,10 @@ class Registry(Generic[T]):
                     origin = "" if holder.origin == "built-in" else f" ({holder.origin})"
                     raise missing_dependency(exc, module, f"{self.kind} {name!r}{origin}") from exc
         entry = self._entries.get(name)
+        if entry is None and holder.origin.startswith("entry point"):
+            # A plugin of the group that registers something else under its name (a QA
+            # rubric): imported now, it is not one of ours.
+            del self._placeholders[name]
         return entry.value if entry is not None else None
 
     def placeholder(self, name: str) -> Placeholder | None:
