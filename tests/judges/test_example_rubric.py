@@ -77,7 +77,9 @@ def test_installed_its_tests_pass_and_specs_list_it(installed: tuple[Path, Path]
         "from elitr_bench.judges.config import parse_judge_spec as p;"
         "from elitr_bench.judges.errors import JudgeConfigError;"
         "print(elitr_rubric_strict.__file__);"
-        "print(p('openai:m,rubric=strict4-rubric').rubric_obj.high)\n"
+        "print(p('openai:m,rubric=strict4-rubric').rubric_obj.high);"
+        "from elitr_bench.judges.family import FAMILIES;"
+        "print('strict4-rubric' in FAMILIES.names())\n"
         "try:\n p('openai:m,rubric=strict5-rubric')\n"
         "except JudgeConfigError as exc:\n print(exc)"
     )
@@ -86,8 +88,9 @@ def test_installed_its_tests_pass_and_specs_list_it(installed: tuple[Path, Path]
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr[-3000:]
-    where, high, refused = out.stdout.splitlines()
+    where, high, as_family, refused = out.stdout.splitlines()
     assert Path(where).is_relative_to(site) and high == "4"
+    assert as_family == "False"  # its entry point registered a rubric, not a family
     assert re.search(
         r"unknown rubric 'strict5-rubric'; installed rubrics: .*strict4-rubric", refused
     )
