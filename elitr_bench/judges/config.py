@@ -22,6 +22,7 @@ from urllib.parse import urlparse
 from elitr_bench.judges.errors import JudgeConfigError, JudgeNotReadyError
 from elitr_bench.judges.family import (
     DEFAULT_FAMILY,
+    FAMILIES,
     JudgeFamily,
     default_family,
     families,
@@ -431,6 +432,7 @@ def _validate(config: JudgeConfig, spec: str) -> None:
         raise bad(
             f"unknown rubric {config.rubric!r}; installed rubrics: {', '.join(RUBRICS)} "
             f"({default_family().short or default_family().name}) or {others}"
+            + FAMILIES.broken_note()
         )
     methods = sorted({m for f in registered for m in f.method_names()})
     if config.method and config.method not in methods:

@@ -272,6 +272,7 @@ def get_family(name: str) -> JudgeFamily:
     if found is None:
         raise JudgeConfigError(
             f"unknown judge family {name!r}; use one of {', '.join(FAMILIES.names())}"
+            + FAMILIES.broken_note()
         )
     return found
 
@@ -307,7 +308,7 @@ def select_family(options: Mapping[str, Any]) -> JudgeFamily:
         installed = method_selectors()
         raise JudgeConfigError(
             f"unknown method {method!r}: no installed judge family declares it; installed "
-            f"methods: {', '.join(installed) or 'none'}"
+            f"methods: {', '.join(installed) or 'none'}{FAMILIES.broken_note()}"
         )
     if rubric:
         for family in registered:

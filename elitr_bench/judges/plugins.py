@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -21,6 +22,8 @@ from typing import Generic, TypeVar
 from elitr_bench.judges.errors import JudgeConfigError
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
 
 
 def is_missing_module(exc: ModuleNotFoundError, module: str) -> bool:
@@ -83,6 +86,8 @@ class Registry(Generic[T]):
         self.group = group
         self._entries: dict[str, _Entry[T]] = {}
         self._placeholders: dict[str, Placeholder] = {}
+        #: Plugins whose own imports failed, by name: the one-line error naming what is missing.
+        self._broken: dict[str, JudgeConfigError] = {}
         self._scanned = group is None
 
     def register(self, name: str, value: T, origin: str, *, replace: bool = False) -> None:
@@ -139,7 +144,9 @@ class Registry(Generic[T]):
             except ModuleNotFoundError as exc:
                 if not is_missing_module(exc, module):  # it exists; one of its imports not
                     origin = "" if holder.origin == "built-in" else f" ({holder.origin})"
-                    raise missing_dependency(exc, module, f"{self.kind} {name!r}{origin}") from exc
+                    error = missing_dependency(exc, module, f"{self.kind} {name!r}{origin}")
+                    self._broken[name] = error
+                    raise error from exc
         entry = self._entries.get(name)
         if entry is None and holder.origin.startswith("entry point"):
             # A plugin of the group that registers something else under its name (a QA
@@ -157,10 +164,25 @@ class Registry(Generic[T]):
         return tuple(e.value for e in self._entries.values())
 
     def values(self) -> Iterator[T]:
-        """Every value, resolving all placeholders (registration order, placeholders first)."""
+        """Every value, resolving all placeholders (registration order, placeholders first).
+
+        A plugin whose own imports fail is left out with one warning, so that it breaks
+        no spec that does not use it; naming it (:meth:`resolve`) raises its error, and
+        :meth:`broken_note` adds it to "unknown name" messages.
+        """
         for name in self.names():
-            self.resolve(name)
+            try:
+                self.resolve(name)
+            except JudgeConfigError:
+                if name not in self._broken:
+                    raise
+                if self._placeholders.pop(name, None) is not None:  # warned once
+                    log.warning("%s", self._broken[name])
         return iter([e.value for e in self._entries.values()])
+
+    def broken_note(self) -> str:
+        """``"; note: PLUGIN cannot be loaded: ..."`` for each broken plugin, or ``""``."""
+        return "".join(f"; note: {error}" for error in self._broken.values())
 
     def origin(self, name: str) -> str | None:
         """The module that registered ``name`` (None: not registered yet)."""

@@ -315,6 +315,9 @@ def test_a_plugin_whose_dependency_is_missing_names_it(
     ):
         registry.resolve("geval")
     assert registry.resolve("absent") is None  # not installed: simply unknown
+    registry.register("fine", 1, "here")
+    assert list(registry.values()) == [1]  # listing every plugin skips the broken one
+    assert "its module geval_plugin imports 'geval'" in registry.broken_note()
 
     def error(name: str) -> ModuleNotFoundError:
         return ModuleNotFoundError(f"No module named {name!r}", name=name)
