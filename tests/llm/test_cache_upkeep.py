@@ -223,15 +223,22 @@ def test_a_writer_holding_the_file_never_delays_a_lookup(tmp_path: Path) -> None
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
-        writer = threading.Thread(target=cache.put, args=("w", Completion("w"), {}))
-        writer.start()  # waits for the other process's write lock
-        hit = cache.get("k")  # answered while the put waits
-        assert hit is not None and hit.text == "kept" and writer.is_alive()
+        writers = [
+            threading.Thread(target=cache.put, args=(f"w{i}", Completion(f"w{i}"), {}))
+            for i in range(8)
+        ]
+        for writer in writers:
+            writer.start()  # each waits for the other process's write lock
+        hit = cache.get("k")  # answered while the puts wait
+        assert hit is not None and hit.text == "kept" and all(w.is_alive() for w in writers)
         assert holder.stdin is not None
         holder.stdin.write("\n")
         holder.stdin.flush()
-        writer.join(timeout=60)
-        assert not writer.is_alive() and cache.get("w") is not None
+        for writer in writers:
+            writer.join(timeout=60)
+            assert not writer.is_alive()
+        assert all(cache.get(f"w{i}") is not None for i in range(8)) and cache.unsaved == 0
+        assert cache.count() == 1 + 8 + 1  # ours, the eight that waited, the other process's
     finally:
         holder.kill()
         holder.wait()
