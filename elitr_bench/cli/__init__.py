@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "elitr_bench.cli.arena",
     "elitr_bench.cli.minutes_check",
     "elitr_bench.cli.read_reply",
+    "elitr_bench.cli.cache",
 )
 
 Handler = Callable[[argparse.Namespace], int]
@@ -48,6 +49,7 @@ COMMAND_DOCS: dict[str, str] = {
     "arena": "docs/minutes.md#cream-arena-which-run-writes-better-minutes",
     "mesa": "docs/minutes.md#mesa-which-errors-are-in-the-minutes",
     "mesa-train": "docs/minutes.md#mesa-which-errors-are-in-the-minutes",
+    "cache": "docs/operations-cache-and-plugins.md#elitr-bench-cache-infopruneclear",
 }
 #: The index of the docs, named at the end of ``elitr-bench --help``.
 DOCS_INDEX = "docs/README.md"

@@ -26,6 +26,7 @@ from elitr_bench.data.errors import ElitrBenchError
 from elitr_bench.judges.cream.scoring import score_side
 from elitr_bench.judges.family import families
 from elitr_bench.judges.reading import Grammar, Reading, read_reply
+from elitr_bench.judges.rubrics import RUBRICS
 
 
 class ReadReplyError(ElitrBenchError):
@@ -69,12 +70,13 @@ def _grammar(grammar: Grammar) -> Callable[[Record], Reading]:
 
 
 def kinds() -> dict[str, Callable[[Record], Reading]]:
-    """KIND -> reader: every registered family's grammars (an installed family's too).
+    """KIND -> reader: every family's grammars and every QA rubric's (installed ones too).
 
     ``cream-alignment`` reads a reply against the key facts asked about (``--key-facts``,
     ``--units``), which no grammar alone has, so it is added here.
     """
-    out = {kind: _grammar(g) for family in families() for kind, g in family.grammars.items()}
+    out = {kind: _grammar(g) for family in families() for kind, g in family.reply_kinds().items()}
+    out.update({name: _grammar(rubric.grammar) for name, rubric in RUBRICS.items()})
     out["cream-alignment"] = _alignment
     return out
 

@@ -8,8 +8,11 @@ tripped over. Two tools fix that:
 * :class:`FolderLock`: an advisory ``flock`` on ``.elitr-bench.lock`` in the folder, whose
   text names the holder (PID, host, command, start). The kernel drops the lock when its
   process dies, even by ``kill -9``, so a stale lock is never waited for: the next run
-  takes it over and says whose it was. The file is never deleted (a waiter would
-  otherwise lock a file nobody else sees).
+  takes it over and says whose it was. A waiter may hold an open descriptor of the file,
+  so it is deleted only by the holder, while holding the lock (a run that created the
+  folder and wrote nothing removes it); every run re-checks after ``flock`` that the file
+  it locked is still the one at the path (same inode) and otherwise starts over, so a
+  waiter never ends up holding a lock on a deleted file that nobody else sees.
 * :func:`write_atomic`: the new content goes to a uniquely named temp file in the same
   folder (``.NAME.<random>.tmp``), is flushed to disk, and replaces ``NAME`` in one
   ``rename``; on any failure the temp file is removed and ``NAME`` is as it was.
@@ -28,7 +31,6 @@ import socket
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import TextIO
@@ -113,6 +115,38 @@ class FolderLock:
         stream = self._note if self._note is not None else sys.stderr
         print(line, file=stream)
 
+    def _open(self) -> int:
+        for _ in range(100):  # the folder may vanish between mkdir and open (a holder's rmdir)
+            try:
+                self.folder.mkdir(parents=True, exist_ok=True)
+                return os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise FolderWriteError(
+                    f"{self.folder}: cannot create the lock file {LOCK_FILE} "
+                    f"({exc.strerror or exc}); pick a writable --out folder"
+                ) from None
+        raise FolderWriteError(
+            f"{self.folder}: its lock file {LOCK_FILE} keeps vanishing (another program is "
+            "deleting it?); pick another --out folder"
+        )
+
+    def _lock(self, fd: int) -> None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                raise
+            holder = describe_holder(_read(fd))
+            if not self.wait:
+                raise FolderBusyError(
+                    f"{self.folder} is in use by another run ({holder}); wait for it to "
+                    "finish, add --wait to start when it does, or pass another --out folder"
+                ) from None
+            self._say(f"elitr-bench: waiting for {self.folder}: in use by {holder}")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+
     def acquire(self) -> None:
         """Take the lock, or wait for it (``wait``), or refuse in one line.
 
@@ -123,29 +157,19 @@ class FolderLock:
         if self._fd is not None:  # held already (a second flock here would wait on itself)
             return
         self._created = not self.folder.exists()
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise FolderWriteError(
-                f"{self.folder}: cannot create the lock file {LOCK_FILE} ({exc.strerror or exc}); "
-                "pick a writable --out folder"
-            ) from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+        while True:
+            fd = self._open()
+            try:
+                self._lock(fd)
+            except BaseException:
                 os.close(fd)
                 raise
-            holder = describe_holder(_read(fd))
-            if not self.wait:
-                os.close(fd)
-                raise FolderBusyError(
-                    f"{self.folder} is in use by another run ({holder}); wait for it to "
-                    "finish, add --wait to start when it does, or pass another --out folder"
-                ) from None
-            self._say(f"elitr-bench: waiting for {self.folder}: in use by {holder}")
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            if _same_file(fd, self.path):
+                break
+            # The holder removed the file (and its empty folder) while we waited for it:
+            # our lock is on a file nobody else sees. Start over on the path's file.
+            os.close(fd)
+            self._created = self._created or not self.folder.exists()
         previous = _read(fd)
         if previous.strip():  # the last holder died holding it (its text was not cleared)
             self._say(
@@ -158,19 +182,26 @@ class FolderLock:
         self._fd = fd
 
     def release(self) -> None:
-        """Clear the holder's text and unlock (the file stays; see the module docstring)."""
+        """Clear the holder's text and unlock; a folder this run created and left empty goes.
+
+        The empty folder and its lock file are removed while the lock is still held, so a
+        waiter wakes up holding a lock on a deleted file, sees that (inode check in
+        :meth:`acquire`) and starts over on a new file, which every later run shares.
+        """
         if self._fd is None:
             return
         fd, self._fd = self._fd, None
-        with contextlib.suppress(OSError):
-            os.ftruncate(fd, 0)
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
-        if self._created:  # a run that wrote nothing leaves no folder behind
+        try:
             with contextlib.suppress(OSError):
-                if [p.name for p in self.folder.iterdir()] == [LOCK_FILE]:
-                    self.path.unlink()
-                    self.folder.rmdir()
+                os.ftruncate(fd, 0)
+            if self._created:  # a run that wrote nothing leaves no folder behind
+                with contextlib.suppress(OSError):
+                    if [p.name for p in self.folder.iterdir()] == [LOCK_FILE]:
+                        self.path.unlink()
+                        self.folder.rmdir()
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
 
     def __enter__(self) -> FolderLock:
         self.acquire()
@@ -183,6 +214,16 @@ class FolderLock:
         tb: TracebackType | None,
     ) -> None:
         self.release()
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    """Whether the open ``fd`` is still the file at ``path`` (not deleted or replaced)."""
+    try:
+        here = os.stat(path)
+    except OSError:
+        return False
+    mine = os.fstat(fd)
+    return (here.st_dev, here.st_ino) == (mine.st_dev, mine.st_ino)
 
 
 def _read(fd: int) -> str:
@@ -248,9 +289,15 @@ def leftover_temp_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.glob(f".*{TEMP_SUFFIX}") if p.is_file())
 
 
-def remove_leftovers(folder: Path) -> Iterator[Path]:
-    """Delete leftover temp files (only call while holding the folder's lock)."""
+def remove_leftovers(folder: Path) -> list[Path]:
+    """Delete leftover temp files (only call while holding the folder's lock).
+
+    Returns:
+        The files deleted (a list, so they are deleted whether or not it is read).
+    """
+    removed = []
     for path in leftover_temp_files(folder):
         with contextlib.suppress(OSError):
             path.unlink()
-            yield path
+            removed.append(path)
+    return removed

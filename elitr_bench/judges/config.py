@@ -22,6 +22,7 @@ from urllib.parse import urlparse
 from elitr_bench.judges.errors import JudgeConfigError, JudgeNotReadyError
 from elitr_bench.judges.family import (
     DEFAULT_FAMILY,
+    FAMILIES,
     JudgeFamily,
     default_family,
     families,
@@ -159,7 +160,7 @@ class JudgeConfig:
             JudgeConfigError: The rubric is another family's (a prompt of its own).
         """
         if self.rubric not in RUBRICS:
-            owner = next((f for f in families() if self.rubric in f.rubrics), None)
+            owner = next((f for f in families() if self.rubric in f.rubric_names()), None)
             raise JudgeConfigError(
                 f"judge spec {self.spec or self.backend!r}: rubric={self.rubric} "
                 + (f"belongs to {owner.label}" if owner else "is not a rubric of this judge")
@@ -346,9 +347,8 @@ def parse_judge_spec(spec: str, *, family: str | None = None) -> JudgeConfig:
             values[key] = _convert(key, raw, spec)
         else:
             others[key] = raw
-    chosen = family or judge_family(values)
     try:
-        fam = get_family(chosen)
+        fam = get_family(family or judge_family(values))
     except JudgeConfigError as exc:
         raise JudgeConfigError(f"judge spec {spec!r}: {exc}") from None
     own = _family_values(fam, others, spec, named=family is not None)
@@ -425,14 +425,16 @@ def _validate(config: JudgeConfig, spec: str) -> None:
         return JudgeConfigError(f"judge spec {spec!r}: {msg}")
 
     registered = families()
-    family_rubrics = [(f.name, f.rubrics) for f in registered if f.rubrics and not f.default]
+    family_rubrics = [(f.name, f.rubric_names()) for f in registered if not f.default]
+    family_rubrics = [(name, r) for name, r in family_rubrics if r]
     if config.rubric not in RUBRICS and not any(config.rubric in r for _, r in family_rubrics):
         others = " or ".join(f"{', '.join(r)} ({family})" for family, r in family_rubrics)
         raise bad(
-            f"unknown rubric {config.rubric!r}; use one of {', '.join(RUBRICS)} "
+            f"unknown rubric {config.rubric!r}; installed rubrics: {', '.join(RUBRICS)} "
             f"({default_family().short or default_family().name}) or {others}"
+            + FAMILIES.broken_note()
         )
-    methods = sorted({m for f in registered if f.methods is not None for m in f.methods()})
+    methods = sorted({m for f in registered for m in f.method_names()})
     if config.method and config.method not in methods:
         raise bad(f"unknown method {config.method!r}; use one of {', '.join(methods)}")
     check = get_family(config.family).check

@@ -3,8 +3,10 @@
 A judge spec is one string (``openai:MODEL,method=NAME,option=value``) whose options
 are of two kinds: the endpoint and sampling options every LLM judge has (the
 :class:`~elitr_bench.judges.config.JudgeConfig` fields) and the options of one family.
-A family owns the second kind as a frozen dataclass, and registers it here with how a
-spec selects it, its defaults, its checks, the direction and scale of its metrics and its
+A family owns the second kind as a frozen dataclass, and registers it here with the
+methods it declares (:class:`Method`: each name written once, from which how a spec
+selects the family, the minutes-method registration and the ``read-reply`` kinds all
+follow), its defaults, its checks, the direction and scale of its metrics and its other
 reply grammars, so that the spec parser (the core) knows which family a spec means and
 which options it may take without importing or naming any family: a new family calls
 :func:`register_family` when its module is imported.
@@ -46,6 +48,41 @@ DEFAULT_FAMILY = "qa"
 #: The entry-point group through which an installed package adds a judge family.
 ENTRY_POINT_GROUP = "elitr_bench.judge_families"
 
+#: Builds a family's minutes method (a :class:`~elitr_bench.judges.summary.base.MinutesMethod`)
+#: from a parsed judge config.
+MethodFactory = Callable[[Config], Any]
+
+#: Every minutes method's factory by name. Only a name some family declares in its
+#: :attr:`JudgeFamily.methods` may be registered (:func:`declaring_family`); the summary
+#: registry adds the lazy placeholders of the built-in methods whose modules are heavy.
+METHODS: Registry[MethodFactory] = Registry("minutes method")
+
+
+@dataclass(frozen=True)
+class Method:
+    """A method a family declares: the one place its name is written.
+
+    Attributes:
+        name: What ``method=NAME`` selects (lower case); also the ``elitr-bench
+            read-reply`` kind of its grammar.
+        factory: Builds the method from a parsed config, registered with the family.
+            None: a module imported on first use registers it (``register_method``),
+            for the built-in methods whose modules are heavy.
+        grammar: Its judges' reply grammar (None: it has none of its own).
+        by_rubric: Selected with ``rubric=NAME`` (a prompt-only method, AutoMin's); a
+            spec may still write ``method=NAME``.
+    """
+
+    name: str
+    factory: MethodFactory | None = None
+    grammar: Grammar | None = None
+    by_rubric: bool = False
+
+    @property
+    def selector(self) -> str:
+        """How a user selects it (``method=mesa``, ``rubric=gpt-art``)."""
+        return f"{'rubric' if self.by_rubric else 'method'}={self.name}"
+
 
 @dataclass(frozen=True)
 class NoOptions:
@@ -59,15 +96,15 @@ class JudgeFamily:
     Attributes:
         name: The family's name, as ``parse_judge_spec(spec, family=...)`` names it.
         label: How messages name its judges ("the toy judge").
-        selector: How a spec selects it, as a user writes it (``method=NAME``), for
-            messages; empty for a family a command names or the default one.
         options: Its frozen options record: each field is a spec option only this family
             reads, with its type (a hint the converter table of
             :mod:`~elitr_bench.judges.option_types` knows) and default.
         defaults: Shared :class:`JudgeConfig` options this family sets differently from
             the dataclass defaults (greedy sampling where its paper gives none).
-        rubrics: Names ``rubric=`` may select for it.
-        methods: Names ``method=`` may select for it (a function: a registry may grow).
+        rubrics: Names ``rubric=`` may select for it besides its ``by_rubric`` methods.
+        methods: The methods it declares (:class:`Method`), each name once: how a spec
+            selects the family (:attr:`selector`), which factories it registers and
+            which reply grammars ``read-reply`` knows (:meth:`reply_kinds`) follow.
         select: A predicate over the spec's shared options, asked before the methods
             and rubrics of every family (None: selected by them alone).
         default: The family of a spec that no family selects (exactly one has it).
@@ -85,17 +122,17 @@ class JudgeFamily:
         scale: The fixed range of one of its metrics (figures show the whole scale);
             None from the hook, or no hook: no fixed range.
         short: How lists of rubrics name it briefly ("" = its name).
-        grammars: Its judges' reply grammars (:class:`~elitr_bench.judges.reading.Grammar`)
-            by the kind name ``elitr-bench read-reply`` takes, which lists them.
+        grammars: Reply grammars of its judges besides its methods' own
+            (:class:`~elitr_bench.judges.reading.Grammar`), by the kind name
+            ``elitr-bench read-reply`` takes.
     """
 
     name: str
     label: str
     options: type[Any] = NoOptions
-    selector: str = ""
     defaults: Mapping[str, Any] = field(default_factory=dict)
     rubrics: tuple[str, ...] = ()
-    methods: Callable[[], Sequence[str]] | None = None
+    methods: tuple[Method, ...] = ()
     select: Selector | None = None
     default: bool = False
     check: SpecCheck | None = None
@@ -119,8 +156,25 @@ class JudgeFamily:
         return option_converters(self.options)
 
     def method_names(self) -> tuple[str, ...]:
-        """The names ``method=`` selects this family with."""
-        return tuple(self.methods()) if self.methods is not None else ()
+        """The names ``method=`` selects this family with (all its declared methods)."""
+        return tuple(m.name for m in self.methods)
+
+    def rubric_names(self) -> tuple[str, ...]:
+        """The names ``rubric=`` selects this family with."""
+        return (*self.rubrics, *(m.name for m in self.methods if m.by_rubric))
+
+    @property
+    def selector(self) -> str:
+        """How a spec selects it, as a user writes it (``method=mesa``), for messages.
+
+        Empty for a family a command names or the default one (it declares no method).
+        """
+        return " or ".join(m.selector for m in self.methods)
+
+    def reply_kinds(self) -> dict[str, Grammar]:
+        """``read-reply`` kind -> grammar: its methods' grammars, then its others."""
+        kinds = {m.name: m.grammar for m in self.methods if m.grammar is not None}
+        return {**kinds, **self.grammars}
 
     def selects(self, options: Mapping[str, Any]) -> bool:
         """Whether this family's own predicate claims a spec's shared options."""
@@ -145,14 +199,16 @@ for _name, _module in BUILTIN_FAMILY_MODULES.items():
 
 
 def register_family(family: JudgeFamily, *, replace: bool = False) -> None:
-    """Add a judge family; a family module calls this when imported.
+    """Add a judge family and the factories of its methods; its module calls this.
 
     Its options record is checked here: an option type the converter table cannot
-    convert fails now, naming the field, not when a user first writes the option.
+    convert fails now, naming the field, not when a user first writes the option. So
+    are its methods: a name declared twice, or declared by another registered family.
 
     Raises:
         JudgeConfigError: The name is taken by a family registered from another module
-            (the message names both), or an option type is unsupported.
+            (the message names both), an option type is unsupported, or a method name
+            is declared twice or by another family.
     """
     from elitr_bench.judges.option_types import UnsupportedOptionType
 
@@ -160,8 +216,45 @@ def register_family(family: JudgeFamily, *, replace: bool = False) -> None:
         family.converters  # noqa: B018 -- computed (and cached) to refuse bad hints now
     except UnsupportedOptionType as exc:
         raise JudgeConfigError(f"judge family {family.name!r}: {exc}") from None
+    names = family.method_names()
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise JudgeConfigError(
+            f"judge family {family.name!r} declares method {', '.join(twice)} twice; "
+            "declare each once in methods="
+        )
+    for method in family.methods:
+        other = _declared_by(method.name)
+        if other is not None and other.name != family.name:
+            raise JudgeConfigError(
+                f"judge family {family.name!r} declares method {method.name!r}, which "
+                f"{other.label} ({other.name!r}) declares already; rename one of them"
+            )
     origin = str(sys._getframe(1).f_globals.get("__name__", "?"))
     FAMILIES.register(family.name, family, origin, replace=replace)
+    for method in family.methods:
+        if method.factory is not None:
+            METHODS.register(method.name, method.factory, origin, replace=replace)
+
+
+def _declared_by(method: str) -> JudgeFamily | None:
+    """The registered family declaring ``method`` (no placeholder is imported)."""
+    return next((f for f in FAMILIES.registered() if method in f.method_names()), None)
+
+
+def declaring_family(method: str) -> JudgeFamily | None:
+    """The family that declares ``method`` (every family is loaded if needed)."""
+    found = _declared_by(method)
+    if found is None:
+        families()
+        found = _declared_by(method)
+    return found
+
+
+def method_selectors() -> tuple[str, ...]:
+    """Every declared method as a spec selects it, ``rubric=`` ones first, each by name."""
+    declared = [m for f in families() for m in f.methods]
+    return tuple(m.selector for m in sorted(declared, key=lambda m: (not m.by_rubric, m.name)))
 
 
 def families() -> tuple[JudgeFamily, ...]:
@@ -179,6 +272,7 @@ def get_family(name: str) -> JudgeFamily:
     if found is None:
         raise JudgeConfigError(
             f"unknown judge family {name!r}; use one of {', '.join(FAMILIES.names())}"
+            + FAMILIES.broken_note()
         )
     return found
 
@@ -196,6 +290,10 @@ def select_family(options: Mapping[str, Any]) -> JudgeFamily:
 
     First a family's own predicate (``select``), then the family whose methods hold
     ``method=``, then the one whose rubrics hold ``rubric=``, else the default family.
+
+    Raises:
+        JudgeConfigError: ``method=`` names a method no family declares (the message
+            lists the installed ones).
     """
     registered = families()
     method = str(options.get("method") or "").strip().lower()
@@ -207,9 +305,14 @@ def select_family(options: Mapping[str, Any]) -> JudgeFamily:
         for family in registered:
             if method in family.method_names():
                 return family
+        installed = method_selectors()
+        raise JudgeConfigError(
+            f"unknown method {method!r}: no installed judge family declares it; installed "
+            f"methods: {', '.join(installed) or 'none'}{FAMILIES.broken_note()}"
+        )
     if rubric:
         for family in registered:
-            if not family.default and rubric in family.rubrics:
+            if not family.default and rubric in family.rubric_names():
                 return family
     return default_family()
 

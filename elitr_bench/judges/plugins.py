@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -21,6 +22,35 @@ from typing import Generic, TypeVar
 from elitr_bench.judges.errors import JudgeConfigError
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
+
+
+def is_missing_module(exc: ModuleNotFoundError, module: str) -> bool:
+    """Whether ``exc`` says ``module`` itself is absent, not a module it imports.
+
+    True when the missing module is ``module`` or a package above it (a dotted prefix:
+    ``a.b`` for ``a.b.c``, never ``scorer`` for ``scorer_plugin``): the plugin is not
+    installed. False when ``module`` exists and one of its own imports failed, which
+    the caller reports by name (:func:`missing_dependency`).
+    """
+    missing = exc.name
+    return missing is not None and (module == missing or module.startswith(missing + "."))
+
+
+def missing_dependency(exc: ModuleNotFoundError, module: str, what: str) -> JudgeConfigError:
+    """The one-line error for a plugin module whose own import of another module failed.
+
+    Args:
+        exc: The import error raised while importing ``module``.
+        module: The plugin module being loaded.
+        what: How the message names the plugin ("judge family 'x' (entry point ...)").
+    """
+    missing = exc.name or str(exc)
+    return JudgeConfigError(
+        f"{what} cannot be loaded: its module {module} imports {missing!r}, which is not "
+        "installed; install the package that provides it, or uninstall the plugin"
+    )
 
 
 @dataclass(frozen=True)
@@ -56,6 +86,8 @@ class Registry(Generic[T]):
         self.group = group
         self._entries: dict[str, _Entry[T]] = {}
         self._placeholders: dict[str, Placeholder] = {}
+        #: Plugins whose own imports failed, by name: the one-line error naming what is missing.
+        self._broken: dict[str, JudgeConfigError] = {}
         self._scanned = group is None
 
     def register(self, name: str, value: T, origin: str, *, replace: bool = False) -> None:
@@ -102,15 +134,24 @@ class Registry(Generic[T]):
         if name in self._entries:
             return self._entries[name].value
         holder = self._placeholders.get(name)
-        for module in holder.modules if holder is not None else ():
+        if holder is None:
+            return None
+        for module in holder.modules:
             if name in self._entries:
                 break
             try:
                 importlib.import_module(module)
             except ModuleNotFoundError as exc:
-                if exc.name is None or not module.startswith(exc.name):
-                    raise  # the module exists but one of its own imports is missing
+                if not is_missing_module(exc, module):  # it exists; one of its imports not
+                    origin = "" if holder.origin == "built-in" else f" ({holder.origin})"
+                    error = missing_dependency(exc, module, f"{self.kind} {name!r}{origin}")
+                    self._broken[name] = error
+                    raise error from exc
         entry = self._entries.get(name)
+        if entry is None and holder.origin.startswith("entry point"):
+            # A plugin of the group that registers something else under its name (a QA
+            # rubric): imported now, it is not one of ours.
+            del self._placeholders[name]
         return entry.value if entry is not None else None
 
     def placeholder(self, name: str) -> Placeholder | None:
@@ -118,11 +159,30 @@ class Registry(Generic[T]):
         self._scan()
         return self._placeholders.get(name)
 
+    def registered(self) -> tuple[T, ...]:
+        """The values registered now, importing nothing."""
+        return tuple(e.value for e in self._entries.values())
+
     def values(self) -> Iterator[T]:
-        """Every value, resolving all placeholders (registration order, placeholders first)."""
+        """Every value, resolving all placeholders (registration order, placeholders first).
+
+        A plugin whose own imports fail is left out with one warning, so that it breaks
+        no spec that does not use it; naming it (:meth:`resolve`) raises its error, and
+        :meth:`broken_note` adds it to "unknown name" messages.
+        """
         for name in self.names():
-            self.resolve(name)
+            try:
+                self.resolve(name)
+            except JudgeConfigError:
+                if name not in self._broken:
+                    raise
+                if self._placeholders.pop(name, None) is not None:  # warned once
+                    log.warning("%s", self._broken[name])
         return iter([e.value for e in self._entries.values()])
+
+    def broken_note(self) -> str:
+        """``"; note: PLUGIN cannot be loaded: ..."`` for each broken plugin, or ``""``."""
+        return "".join(f"; note: {error}" for error in self._broken.values())
 
     def origin(self, name: str) -> str | None:
         """The module that registered ``name`` (None: not registered yet)."""

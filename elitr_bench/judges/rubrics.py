@@ -18,10 +18,14 @@ the paper and the authors' code print ``\boxed{}``).
 from __future__ import annotations
 
 import hashlib
+import math
 import re
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+from elitr_bench.judges.errors import JudgeConfigError
+from elitr_bench.judges.plugins import Registry
 from elitr_bench.judges.reading import (
     Candidate,
     Field,
@@ -33,7 +37,6 @@ from elitr_bench.judges.reading import (
     json_values,
     objects_with,
     rated,
-    read_reply,
 )
 
 PLACEHOLDERS = ("question", "response", "reference", "rubric")
@@ -288,7 +291,8 @@ class Rubric:
         marker: Where the score is written: ``boxed`` (``\\boxed{N}``, Fig. 6) or
             ``result`` (``[RESULT] N``, Fig. 8); see :class:`RubricGrammar`.
         replay_key: Key of the released score this rubric reproduces (``gpt4`` or
-            ``prometheus``) for the replay backend.
+            ``prometheus``) for the replay backend; ``""`` for a rubric of a plugin, which
+            has no released scores.
     """
 
     name: str
@@ -298,7 +302,7 @@ class Rubric:
     high: int
     to_ten: float
     marker: str
-    replay_key: str
+    replay_key: str = ""
 
     def build_prompt(self, question: str, response: str, reference: str) -> str:
         """Fill the placeholders in one pass so that braces in a response stay literal."""
@@ -316,12 +320,6 @@ class Rubric:
     def grammar(self) -> RubricGrammar:
         """How this rubric's score is read from a reply."""
         return RubricGrammar(self.marker, self.low, self.high)
-
-    def parse(
-        self, text: str, finish_reason: str | None = None, evaluated: Sequence[str] = ()
-    ) -> Reading:
-        """Read a judge output under the reading policy (field ``score``)."""
-        return read_reply(self.grammar, text, finish_reason, evaluated)
 
     def to_ten_point(self, score: float) -> float:
         """Rescale a native score to the paper's 10-point scale."""
@@ -369,16 +367,90 @@ PROMETHEUS = Rubric(
     replay_key="prometheus",
 )
 
-RUBRICS: dict[str, Rubric] = {GPT4.name: GPT4, PROMETHEUS.name: PROMETHEUS}
+#: Where a rubric's score is written: the marker each grammar of :class:`RubricGrammar` reads.
+MARKERS: tuple[str, ...] = ("boxed", "result")
+
+#: Every QA rubric, by name: the built-in ones and those of installed plugins, one registry
+#: type and collision rule with the judge families and minutes methods. A plugin is a
+#: module named by an entry point of the families' group (``elitr_bench.judge_families``)
+#: that calls :func:`register_rubric` when imported.
+RUBRIC_REGISTRY: Registry[Rubric] = Registry("QA rubric")
+
+
+def _rubric_problem(rubric: Rubric) -> str:
+    """What makes ``rubric`` unusable, or ``""``."""
+    if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", rubric.name):
+        return "its name must be lower case letters, digits, '.', '_' or '-'"
+    needed = ("question", "response", "reference")
+    missing = [p for p in needed if f"{{{p}}}" not in rubric.template]
+    if missing:
+        return "its template lacks " + ", ".join(f"{{{p}}}" for p in missing)
+    if rubric.marker not in MARKERS:
+        return f"marker={rubric.marker!r}; use one of {', '.join(MARKERS)} (its strict format)"
+    if not rubric.low < rubric.high:
+        return f"its scale {rubric.low}-{rubric.high} is empty; low must be below high"
+    if not math.isclose(rubric.high * rubric.to_ten, 10.0):
+        return (
+            f"to_ten={rubric.to_ten} maps its top score {rubric.high} to "
+            f"{rubric.high * rubric.to_ten:g}, not 10; use to_ten={10 / rubric.high:g}"
+        )
+    return ""
+
+
+def register_rubric(rubric: Rubric, *, replace: bool = False) -> None:
+    """Make ``rubric=NAME`` select ``rubric``; a rubric's module calls this when imported.
+
+    Checked now, so a plugin's mistake fails when it loads, naming the rubric: its
+    template's placeholders, its marker (one of :data:`MARKERS`), its scale and its
+    ten-point mapping (``high * to_ten == 10``).
+
+    Raises:
+        JudgeConfigError: The rubric is malformed, or its name is taken by a rubric of
+            another module (the message names both) and ``replace`` is False.
+    """
+    problem = _rubric_problem(rubric)
+    if problem:
+        raise JudgeConfigError(f"QA rubric {rubric.name!r} cannot be registered: {problem}")
+    origin = str(sys._getframe(1).f_globals.get("__name__", "?"))
+    RUBRIC_REGISTRY.register(rubric.name, rubric, origin, replace=replace)
+
+
+def _load_plugins() -> None:
+    """Import every installed plugin (the families' entry points), which may add rubrics."""
+    from elitr_bench.judges.family import families
+
+    families()
+
+
+class _Installed(Mapping[str, Rubric]):
+    """The installed QA rubrics by name, as a read-only mapping.
+
+    A name not registered yet loads the installed plugins before it is called unknown;
+    listing the names loads them too, so messages list every installed rubric.
+    """
+
+    def __getitem__(self, name: str) -> Rubric:
+        found = RUBRIC_REGISTRY.resolve(name)
+        if found is None:
+            _load_plugins()
+            found = RUBRIC_REGISTRY.resolve(name)
+        if found is None:
+            raise KeyError(name)
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        _load_plugins()
+        return iter(RUBRIC_REGISTRY.names())
+
+    def __len__(self) -> int:
+        return len(tuple(iter(self)))
+
+
+#: The installed QA rubrics (``RUBRICS[name]``, ``name in RUBRICS``, ``list(RUBRICS)``).
+RUBRICS: Mapping[str, Rubric] = _Installed()
+
+register_rubric(GPT4)
+register_rubric(PROMETHEUS)
 
 #: The rubric of a judge spec that names none: the paper's (Figs. 6/7).
 DEFAULT_RUBRIC = GPT4.name
-
-
-def get_rubric(name: str) -> Rubric:
-    """Look a rubric up by name.
-
-    Raises:
-        KeyError: Unknown name (callers turn this into a one-line config error).
-    """
-    return RUBRICS[name]

@@ -14,6 +14,13 @@ and the fix. A damaged file is found when it is opened (``PRAGMA quick_check``, 
 process and file; the lm-eval start-up check opens it before the model loads) and
 explained in one line that names the file and the way on, instead of failing every lookup
 after hours of generation.
+
+Upkeep: ``elitr-bench cache info|prune|clear`` reads and trims the file
+(:meth:`SQLiteCache.stats`, :meth:`SQLiteCache.prune`, :meth:`SQLiteCache.clear`), and
+``ELITR_JUDGE_CACHE_MAX_MB`` caps its size: past it the least recently used entries go
+(each hit's time is recorded, in batches with the next write). The judge client calls
+every method here from a worker thread, never the event loop's (SQLite waits up to its
+busy time-out for another process's write).
 """
 
 from __future__ import annotations
@@ -40,6 +47,12 @@ log = logging.getLogger(__name__)
 
 #: Seconds a "being sent" mark holds before another process may send the same request.
 PENDING_TTL_S = 300.0
+
+#: Environment variable capping the cache file's size in MB (least recently used go first).
+ENV_MAX_MB = "ELITR_JUDGE_CACHE_MAX_MB"
+
+#: Writes between two size checks when a size limit is set (a check reads two pragmas).
+_SIZE_CHECK_EVERY = 32
 
 #: Cache files whose pages passed ``PRAGMA quick_check`` in this process.
 _CHECKED: set[Path] = set()
@@ -117,12 +130,31 @@ class JudgeCache(Protocol):
         """Store a completion durably before the caller uses it."""
         ...
 
+    def claim(self, key: str) -> bool:
+        """Mark ``key`` as being sent by this process; False while another one sends it."""
+        ...
+
+    def release(self, key: str) -> None:
+        """Drop this process's mark of ``key``."""
+        ...
+
     def close(self) -> None:
         """Release resources."""
         ...
 
 
-class NullCache:
+class _Unshared:
+    """The claim/release of a cache no other process reads: nothing to mark."""
+
+    def claim(self, key: str) -> bool:
+        """Always this process's to send."""
+        return True
+
+    def release(self, key: str) -> None:
+        """No mark was made."""
+
+
+class NullCache(_Unshared):
     """A cache that stores nothing (``cache=off``)."""
 
     def get(self, key: str) -> Completion | None:
@@ -136,7 +168,7 @@ class NullCache:
         """Nothing to release."""
 
 
-class MemoryCache:
+class MemoryCache(_Unshared):
     """In-process cache (``cache=memory``), e.g. for tests and one-off scripts."""
 
     def __init__(self) -> None:
@@ -158,15 +190,91 @@ class MemoryCache:
         return len(self._rows)
 
 
+@dataclass(frozen=True)
+class ModelEntries:
+    """The entries of one judge model in a cache file (``elitr-bench cache info``).
+
+    Attributes:
+        backend: The backend kind (``openai``, ``hf``).
+        model: The judge model.
+        entries: How many completions are stored.
+        oldest: When the oldest was written (Unix time).
+        newest: When the newest was written (Unix time).
+    """
+
+    backend: str
+    model: str
+    entries: int
+    oldest: float
+    newest: float
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    """What a cache file holds.
+
+    Attributes:
+        path: The file.
+        entries: Stored completions.
+        file_bytes: The file's size on disk, its write-ahead log included.
+        data_bytes: Bytes its pages in use take (what the size limit counts).
+        models: Entries per judge model, most entries first.
+    """
+
+    path: Path
+    entries: int
+    file_bytes: int
+    data_bytes: int
+    models: tuple[ModelEntries, ...]
+
+
+def max_cache_bytes(environ: Mapping[str, str] | None = None) -> int | None:
+    """The size limit set by ``ELITR_JUDGE_CACHE_MAX_MB`` (None: unlimited).
+
+    Raises:
+        JudgeConfigError: The value is not a positive number of megabytes.
+    """
+    raw = (os.environ if environ is None else environ).get(ENV_MAX_MB, "").strip()
+    if not raw:
+        return None
+    try:
+        mb = float(raw)
+    except ValueError:
+        mb = -1.0
+    if not mb > 0:
+        raise JudgeConfigError(
+            f"{ENV_MAX_MB}={raw!r} must be a positive number of megabytes (e.g. 500); "
+            "unset it for no limit"
+        )
+    return int(mb * 1024 * 1024)
+
+
+#: A put waiting for its group commit: key, completion, meta, set once committed (or kept).
+_Queued = tuple[str, Completion, Mapping[str, Any], threading.Event]
+
+
 class SQLiteCache:
     """SQLite (WAL) cache shared safely by threads and processes.
 
     Each ``put`` commits before returning (``synchronous=NORMAL`` in WAL mode survives a
     killed process; only an OS crash could lose the last commits).
+
+    Args:
+        path: The cache file (created if missing).
+        busy_timeout_s: How long a statement waits for another process's write.
+        max_bytes: Size limit of the data in bytes (None: ``ELITR_JUDGE_CACHE_MAX_MB``;
+            0: no limit).
     """
 
-    def __init__(self, path: str | os.PathLike[str], busy_timeout_s: float = 60.0) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        busy_timeout_s: float = 60.0,
+        max_bytes: int | None = None,
+    ) -> None:
         self.path = Path(path).expanduser()
+        limit = max_cache_bytes() if max_bytes is None else max_bytes
+        self.max_bytes = limit or None  # 0: no limit
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = sqlite3.connect(
@@ -187,6 +295,8 @@ class SQLiteCache:
             columns = {row[1] for row in self._conn.execute("PRAGMA table_info(completions)")}
             if "finish_reason" not in columns:  # a cache written before finish reasons
                 self._conn.execute("ALTER TABLE completions ADD COLUMN finish_reason TEXT")
+            if "used" not in columns:  # a cache written before the size limit: last hit
+                self._conn.execute("ALTER TABLE completions ADD COLUMN used REAL")
             # Requests some process is sending now (see claim()); rows live for seconds.
             # A file that takes no writes still serves lookups, without these marks.
             try:
@@ -212,10 +322,42 @@ class SQLiteCache:
                 f"judge cache {self.path}: cannot open ({exc}); set ELITR_JUDGE_CACHE or cache= "
                 "to a writable path, or cache=off"
             ) from None
+        #: Guards the writer connection (puts, marks, upkeep).
         self._lock = threading.Lock()
+        #: Lookups use a connection of their own: in WAL mode a reader never waits for a
+        #: writer, so a put queued behind another process's write delays no lookup.
+        self._reader = self._connect_reader(busy_timeout_s)
+        self._rlock = threading.Lock()
+        #: Guards the two dicts below.
+        self._mem = threading.RLock()
         #: Paid replies the file refused to store: served from here for the rest of the run.
         self._unsaved: dict[str, tuple[Completion, Mapping[str, Any]]] = {}
+        #: Keys hit since the last write -> when: their ``used`` times, written in a batch.
+        self._touched: dict[str, float] = {}
+        #: Puts waiting for the writer connection (committed together by the next writer).
+        self._queue: list[_Queued] = []
+        self._since_check = 0
         self._check_pages()
+        if self.max_bytes is not None:
+            with self._lock, contextlib.suppress(sqlite3.Error):
+                self._evict()
+
+    def _connect_reader(self, busy_timeout_s: float) -> sqlite3.Connection:
+        try:
+            reader = sqlite3.connect(
+                str(self.path),
+                timeout=busy_timeout_s,
+                check_same_thread=False,
+                isolation_level=None,
+            )
+            reader.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
+        except sqlite3.Error as exc:
+            self._conn.close()
+            raise JudgeConfigError(
+                f"judge cache {self.path}: cannot open ({exc}); set ELITR_JUDGE_CACHE or "
+                "cache= to a writable path, or cache=off"
+            ) from None
+        return reader
 
     def _check_pages(self) -> None:
         """Read every page once per process (``quick_check``): a damaged file fails here.
@@ -235,6 +377,7 @@ class SQLiteCache:
             problem = "" if rows == [("ok",)] else "; ".join(str(r[0]) for r in rows[:2])
         if problem:
             self._conn.close()
+            self._reader.close()
             raise JudgeCacheError(
                 f"judge cache {self.path} is damaged ({problem}); {damaged_cache_fix(self.path)}"
             )
@@ -248,12 +391,13 @@ class SQLiteCache:
             JudgeCacheError: The file cannot be read (damaged since it was opened); one
                 line naming the file and the way on.
         """
-        with self._lock:
+        with self._mem:
             unsaved = self._unsaved.get(key)
-            if unsaved is not None:
-                return replace(unsaved[0], cached=True)
+        if unsaved is not None:
+            return replace(unsaved[0], cached=True)
+        with self._rlock:
             try:
-                row = self._conn.execute(
+                row = self._reader.execute(
                     "SELECT text, prompt_tokens, completion_tokens, finish_reason"
                     " FROM completions WHERE key = ?",
                     (key,),
@@ -269,36 +413,122 @@ class SQLiteCache:
                 ) from None
         if row is None:
             return None
+        with self._mem:
+            self._touched[key] = time.time()
         return Completion(row[0], int(row[1] or 0), int(row[2] or 0), True, row[3])
 
     @property
     def unsaved(self) -> int:
         """Paid replies this run keeps in memory because the file would not store them."""
-        with self._lock:
+        with self._mem:
             return len(self._unsaved)
 
     def put(self, key: str, completion: Completion, meta: Mapping[str, Any]) -> None:
-        """Insert (or keep the first of racing writers) and commit at once.
+        """Insert (or keep the first of racing writers) and commit before returning.
+
+        Puts of several threads arriving while one writes are committed together by the
+        next one to get the writer connection (one transaction: a group commit), so a
+        write lock held by another process costs one wait for all of them, not one each.
 
         A file that refuses the write (disk full, read-only, damaged) costs nothing paid:
         the reply is kept in memory for the rest of this run and one warning names the
         file and the fix.
         """
+        done = threading.Event()
+        with self._mem:
+            self._queue.append((key, completion, dict(meta), done))
         with self._lock:
+            if done.is_set():  # another thread's group commit took it
+                return
+            with self._mem:
+                batch, self._queue = self._queue, []
             try:
-                self._insert(key, completion, meta)
-            except sqlite3.Error as exc:
+                self._write(batch)
+            finally:
+                for *_, flag in batch:
+                    flag.set()
+
+    def _write(self, batch: list[_Queued]) -> None:
+        """Commit ``batch`` in one transaction (the caller holds the lock)."""
+        try:
+            if len(batch) == 1:
+                self._insert(*batch[0][:3])  # autocommit
+            else:
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    for key, completion, meta, _ in batch:
+                        self._insert(key, completion, meta)
+                    self._conn.execute("COMMIT")
+                except BaseException:
+                    with contextlib.suppress(sqlite3.Error):
+                        self._conn.execute("ROLLBACK")
+                    raise
+        except sqlite3.Error as exc:
+            with self._mem:
                 first = not self._unsaved
-                self._unsaved[key] = (completion, dict(meta))
-                if first:
-                    log.warning(
-                        "judge cache %s: cannot store replies (%s); this run keeps them in "
-                        "memory and finishes, but a later run pays for them again unless the "
-                        "file can be written (free disk space, make it writable) or cache= "
-                        "names another file",
-                        self.path,
-                        " ".join(str(exc).split()),
-                    )
+                for key, completion, meta, _ in batch:
+                    self._unsaved[key] = (completion, meta)
+            if first:
+                log.warning(
+                    "judge cache %s: cannot store replies (%s); this run keeps them in "
+                    "memory and finishes, but a later run pays for them again unless the "
+                    "file can be written (free disk space, make it writable) or cache= "
+                    "names another file",
+                    self.path,
+                    " ".join(str(exc).split()),
+                )
+            return
+        self._since_check += len(batch)
+        with contextlib.suppress(sqlite3.Error):  # upkeep: never costs the stored reply
+            self._flush_touched()
+            if self.max_bytes is not None and self._since_check >= _SIZE_CHECK_EVERY:
+                self._since_check = 0
+                self._evict()
+
+    def _flush_touched(self) -> None:
+        """Write the hits' times (the caller holds the lock); lost hits only age an entry."""
+        with self._mem:
+            touched, self._touched = self._touched, {}
+        if not touched:
+            return
+        self._conn.executemany(
+            "UPDATE completions SET used = ? WHERE key = ?",
+            [(when, key) for key, when in touched.items()],
+        )
+
+    def _data_bytes(self) -> int:
+        pages = self._conn.execute("PRAGMA page_count").fetchone()[0]
+        free = self._conn.execute("PRAGMA freelist_count").fetchone()[0]
+        size = self._conn.execute("PRAGMA page_size").fetchone()[0]
+        return int((pages - free) * size)
+
+    def _evict(self) -> int:
+        """Delete least recently used entries until the data fits ``max_bytes`` (lock held).
+
+        Deletes in rounds sized by the mean entry, down to 90% of the limit so that the
+        next writes do not evict again at once. Returns how many entries went.
+        """
+        assert self.max_bytes is not None
+        removed = 0
+        for _ in range(20):
+            used = self._data_bytes()
+            if used <= self.max_bytes:
+                break
+            count = int(self._conn.execute("SELECT COUNT(*) FROM completions").fetchone()[0])
+            if count == 0:
+                break
+            mean = max(1, used // count)
+            excess = used - int(self.max_bytes * 0.9)
+            n = max(1, min(count, -(-excess // mean)))
+            self._conn.execute(
+                "DELETE FROM completions WHERE key IN (SELECT key FROM completions"
+                " ORDER BY COALESCE(used, created) LIMIT ?)",
+                (n,),
+            )
+            removed += n
+        if removed:
+            log.info("judge cache %s: evicted %d least recently used entries", self.path, removed)
+        return removed
 
     def _insert(self, key: str, completion: Completion, meta: Mapping[str, Any]) -> None:
         """One committed row (autocommit); the caller holds the lock."""
@@ -367,20 +597,84 @@ class SQLiteCache:
         with self._lock:
             return int(self._conn.execute("SELECT COUNT(*) FROM completions").fetchone()[0])
 
+    def stats(self) -> CacheStats:
+        """Entries, size, and the oldest and newest entry of each judge model."""
+        with self._lock:
+            self._flush_touched()
+            rows = self._conn.execute(
+                "SELECT backend, model, COUNT(*), MIN(created), MAX(created) FROM completions"
+                " GROUP BY backend, model ORDER BY COUNT(*) DESC, model"
+            ).fetchall()
+            data = self._data_bytes()
+        on_disk = sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal")) if p.exists())
+        models = tuple(
+            ModelEntries(str(b or ""), str(m or ""), int(n), float(lo or 0), float(hi or 0))
+            for b, m, n, lo, hi in rows
+        )
+        return CacheStats(self.path, sum(m.entries for m in models), on_disk, data, models)
+
+    def prune(self, older_than_s: float | None = None, model: str | None = None) -> int:
+        """Delete entries written more than ``older_than_s`` ago and/or of ``model``.
+
+        Returns:
+            How many entries were deleted.
+        """
+        where: list[str] = []
+        args: list[Any] = []
+        if older_than_s is not None:
+            where.append("created < ?")
+            args.append(time.time() - older_than_s)
+        if model is not None:
+            where.append("model = ?")
+            args.append(model)
+        if not where:
+            raise ValueError("prune needs an age or a model")
+        with self._lock:
+            self._flush_touched()
+            cursor = self._conn.execute(
+                f"DELETE FROM completions WHERE {' AND '.join(where)}", args
+            )
+            return int(cursor.rowcount)
+
+    def clear(self) -> int:
+        """Delete every entry; returns how many there were."""
+        with self._lock, self._mem:
+            self._touched.clear()
+            return int(self._conn.execute("DELETE FROM completions").rowcount)
+
+    def compact(self) -> bool:
+        """Give the space of deleted entries back to the disk (``VACUUM``).
+
+        Returns:
+            False when another process is using the file (the space is reused by later
+            entries instead).
+        """
+        with self._lock:
+            try:
+                self._conn.execute("VACUUM")
+                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.OperationalError:
+                return False
+        return True
+
     def close(self) -> None:
         """Close the connection, storing first what the file refused before, if it now can.
 
         Space freed (or permissions fixed) while the run went on saves those replies for
         later runs; otherwise they are lost with this process, as the warning said.
         """
-        with self._lock:
+        with self._lock, self._mem:
             for key, (completion, meta) in list(self._unsaved.items()):
                 try:
                     self._insert(key, completion, meta)
                 except sqlite3.Error:
                     break
                 del self._unsaved[key]
+            with contextlib.suppress(sqlite3.Error):
+                self._flush_touched()
             self._conn.close()
+        with self._rlock:
+            self._reader.close()
 
 
 def _alive(row: tuple[Any, ...], now: float, ttl_s: float) -> bool:

@@ -27,7 +27,8 @@ import asyncio
 import functools
 import logging
 import threading
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from typing import Any, TypeVar, cast
 
@@ -47,6 +48,7 @@ from elitr_bench.llm.ratelimit import RateLimiter, backoff_delay
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+R = TypeVar("R")
 
 _REJECTED: dict[str, str] = {}
 
@@ -188,6 +190,7 @@ class JudgeClient:
         self._sem: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._flights: dict[str, _Flight] = {}
+        self._pool: ThreadPoolExecutor | None = None
         self._scope = str(getattr(backend, "auth_scope", "") or "")
         interrupt.watch_cache(cache)
 
@@ -206,8 +209,20 @@ class JudgeClient:
             params["endpoint"] = self.backend.endpoint
         return cache_key(self.backend.kind, self.backend.model, request.prompt, params)
 
-    def _hit(self, key: str) -> Completion | None:
-        hit = self.cache.get(key)
+    async def _off_loop(self, call: Callable[..., R], *args: Any) -> R:
+        """Run a cache call in the client's cache threads, never on the event loop.
+
+        SQLite may wait (its busy time-out) for another process's write; meanwhile the
+        loop keeps every other request moving. The pool has a thread per request in
+        flight, so waiting puts (committed together, see ``SQLiteCache.put``) never
+        hold up lookups.
+        """
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self._concurrency + 1, "judge-cache")
+        return await asyncio.get_running_loop().run_in_executor(self._pool, call, *args)
+
+    async def _hit(self, key: str) -> Completion | None:
+        hit = await self._off_loop(self.cache.get, key)
         if hit is not None:
             self.usage.cache_hits += 1
             self.usage.cached_prompt_tokens += hit.prompt_tokens
@@ -233,7 +248,7 @@ class JudgeClient:
             ContextWindowError: The prompt does not fit the judge's window (not sent).
         """
         key = self.key_for(request, draw)
-        hit = self._hit(key)
+        hit = await self._hit(key)
         if hit is not None:
             return hit
         if self.window is not None:  # the last check: an over-long prompt is never sent
@@ -276,25 +291,35 @@ class JudgeClient:
             flight.task.exception()  # retrieved here; every waiter gets it through shield
 
     async def _fetch(self, key: str, request: CompletionRequest, draw: int) -> Completion:
-        """Send one request (with retries) under the concurrency bound; cache the result."""
+        """Send one request (with retries) under the concurrency bound; cache the result.
+
+        The bound is on requests at the server: the reply is stored after its slot is
+        freed, so a store that waits for another process's write lock delays this reply
+        only, never the next request. It is stored before it is returned (and before
+        this process's "being sent" mark goes), as always.
+        """
         assert self._sem is not None
         sent = len(request.prompt) + sum(len(content) for _, content in request.messages)
         estimate = sent // 4 + request.max_tokens
         name = f"judge {self.backend.kind}:{self.backend.model}"
         async with self._sem:
             # Another process sharing the cache may have answered it while this one queued.
-            hit = self._hit(key)
+            hit = await self._hit(key)
             if hit is not None:
                 return hit
             hit = await self._sent_elsewhere(key)
             if hit is not None:
                 return hit
             try:
-                return await self._send(key, request, draw, estimate, name)
-            finally:
-                release = getattr(self.cache, "release", None)
-                if release is not None:
-                    release(key)
+                completion = await self._send(request, estimate, name)
+            except BaseException:
+                await self._off_loop(self.cache.release, key)
+                raise
+        try:
+            await self._store(key, completion, request, draw)
+        finally:
+            await self._off_loop(self.cache.release, key)
+        return completion
 
     async def _sent_elsewhere(self, key: str) -> Completion | None:
         """Wait while another process sharing the cache sends this request; its reply.
@@ -303,24 +328,19 @@ class JudgeClient:
         the first one's row instead of paying again. A mark whose process died or timed out
         is taken over, so this returns None (send it here) at the latest then.
         """
-        claim = getattr(self.cache, "claim", None)
-        if claim is None:
-            return None
-        while not claim(key):
+        while not await self._off_loop(self.cache.claim, key):
             if interrupt.stopping():
                 self.usage.not_sent += 1
                 raise interrupt.not_sending()
             await asyncio.sleep(PENDING_POLL_S)
-            hit = self._hit(key)
+            hit = await self._hit(key)
             if hit is not None:
                 self.usage.deduplicated += 1
                 return hit
         return None
 
-    async def _send(
-        self, key: str, request: CompletionRequest, draw: int, estimate: int, name: str
-    ) -> Completion:
-        """Send with retries; store the completion before returning it."""
+    async def _send(self, request: CompletionRequest, estimate: int, name: str) -> Completion:
+        """Send with retries; the caller stores the completion before using it."""
         for attempt in range(self.retries + 1):
             rejected = self._rejected()
             if rejected is not None:
@@ -374,31 +394,40 @@ class JudgeClient:
                 raise JudgeRequestError(f"{name}: {exc}") from None
             self.usage.answered += 1
             self.limiter.settle(estimate, completion.prompt_tokens + completion.completion_tokens)
-            # Written before use: a run killed after this line never pays for it again.
-            self.cache.put(
-                key,
-                completion,
-                {
-                    "backend": self.backend.kind,
-                    "model": self.backend.model,
-                    **({"endpoint": self.backend.endpoint} if self.backend.endpoint else {}),
-                    "params": {
-                        "temperature": request.temperature,
-                        "top_p": request.top_p,
-                        "max_tokens": request.max_tokens,
-                        "seed": request.seed,
-                        "draw": draw,
-                    },
-                },
-            )
-            interrupt.note_kept()
             self.usage.prompt_tokens += completion.prompt_tokens
             self.usage.completion_tokens += completion.completion_tokens
             return completion
         raise AssertionError("unreachable")  # pragma: no cover
 
+    async def _store(
+        self, key: str, completion: Completion, request: CompletionRequest, draw: int
+    ) -> None:
+        """Write a paid completion to the cache (in the cache threads) before it is used."""
+        # Written before use: a run killed after this never pays for it again.
+        await self._off_loop(
+            self.cache.put,
+            key,
+            completion,
+            {
+                "backend": self.backend.kind,
+                "model": self.backend.model,
+                **({"endpoint": self.backend.endpoint} if self.backend.endpoint else {}),
+                "params": {
+                    "temperature": request.temperature,
+                    "top_p": request.top_p,
+                    "max_tokens": request.max_tokens,
+                    "seed": request.seed,
+                    "draw": draw,
+                },
+            },
+        )
+        interrupt.note_kept()
+
     async def aclose(self) -> None:
         """Close the backend, and the cache if this client opened it."""
         await self.backend.aclose()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
         if self.owns_cache:
             self.cache.close()

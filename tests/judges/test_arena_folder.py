@@ -240,3 +240,94 @@ def test_write_atomic_keeps_the_old_file_on_failure(
     assert target.read_text() == "old\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.json"]
     assert oct(target.stat().st_mode & 0o777) != oct(0o600)  # as open() would create it
+
+
+_HOLDER = """
+import sys
+from elitr_bench.data.folder import FolderBusyError, FolderLock
+lock = FolderLock(sys.argv[1], sys.argv[2], wait=sys.argv[3] == "wait")
+try:
+    lock.acquire()
+except FolderBusyError as exc:
+    print("busy", exc, flush=True)
+    sys.exit(0)
+print("held", flush=True)
+sys.stdin.readline()  # hold it until told to let go
+lock.release()
+print("released", flush=True)
+"""
+
+
+def _holder(out: Path, name: str, wait: bool) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(out), name, "wait" if wait else "no-wait"],
+        env=_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _line(child: subprocess.Popen[str]) -> str:
+    assert child.stdout is not None
+    return child.stdout.readline().strip()
+
+
+def test_a_waiter_keeps_the_lock_of_a_folder_its_creator_removed(tmp_path: Path) -> None:
+    """Issue 34, point 1: B and C never hold one folder's lock together.
+
+    A creates the folder and holds it, B waits, A ends having written nothing (its empty
+    folder goes), then C arrives. Before the fix A deleted the lock file after unlocking:
+    B held a lock on a deleted file and C created a new one and took it at once.
+    """
+    out = tmp_path / "arena"  # created by run A
+    a = _holder(out, "run-A", wait=False)
+    b = c = None
+    try:
+        assert _line(a) == "held"
+        b = _holder(out, "run-B", wait=True)
+        assert b.stderr is not None
+        assert b.stderr.readline().startswith(f"elitr-bench: waiting for {out}: in use by PID")
+        assert a.stdin is not None
+        a.stdin.write("\n")
+        a.stdin.flush()
+        assert _line(a) == "released"
+        assert a.wait(timeout=60) == 0
+        assert _line(b) == "held"
+        c = _holder(out, "run-C", wait=False)
+        verdict = _line(c)
+        assert verdict.startswith("busy"), f"B and C hold the lock together: C said {verdict!r}"
+        assert f"PID {b.pid}" in verdict and "run-B" in verdict
+        assert c.wait(timeout=60) == 0
+        assert '"command": "run-B"' in (out / LOCK_FILE).read_text()  # B's is the visible file
+
+        c = _holder(out, "run-C", wait=True)  # a waiting C gets it only once B lets go
+        assert c.stderr is not None
+        assert c.stderr.readline().startswith(f"elitr-bench: waiting for {out}: in use by PID")
+        assert b.stdin is not None
+        b.stdin.write("\n")
+        b.stdin.flush()
+        assert _line(b) == "released"
+        assert _line(c) == "held"
+        assert '"command": "run-C"' in (out / LOCK_FILE).read_text()
+    finally:
+        for child in (a, b, c):
+            if child is not None and child.poll() is None:
+                child.kill()
+                child.wait()
+
+
+def test_a_run_that_wrote_nothing_leaves_no_folder_and_leftovers_are_a_list(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "new"
+    with FolderLock(out):
+        assert (out / LOCK_FILE).exists()
+    assert not out.exists()
+    with FolderLock(out):
+        (out / ".arena.json.abc.tmp").write_text("cut")
+    assert (out / LOCK_FILE).exists()  # it wrote something: the folder stays
+    removed = folder_module.remove_leftovers(out)  # deletes without being iterated
+    assert not (out / ".arena.json.abc.tmp").exists()
+    assert removed == [out / ".arena.json.abc.tmp"]

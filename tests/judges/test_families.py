@@ -10,12 +10,20 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
 from elitr_bench.judges.config import parse_judge_spec, with_options
 from elitr_bench.judges.errors import JudgeConfigError
-from elitr_bench.judges.family import FAMILIES, JudgeFamily, families, register_family
+from elitr_bench.judges.family import (
+    FAMILIES,
+    METHODS,
+    JudgeFamily,
+    Method,
+    families,
+    register_family,
+)
 from elitr_bench.judges.mesa.options import MesaSpecOptions
 from elitr_bench.judges.minutes.family import MinutesOptions
 from elitr_bench.judges.qa.family import QAOptions
@@ -139,7 +147,7 @@ def test_the_spec_parser_names_no_family_or_rubric() -> None:
     from elitr_bench.judges.rubrics import RUBRICS
 
     text = Path(config_module.__file__).read_text(encoding="utf-8")
-    names = {f.name for f in families()} | {r for f in families() for r in f.rubrics}
+    names = {f.name for f in families()} | {r for f in families() for r in f.rubric_names()}
     names |= set(RUBRICS) | {"automin", "filler", "gpt-art", "gpt-afgr", "madp"}
     found = sorted(n for n in names if re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", text, re.I))
     assert found == []
@@ -152,8 +160,7 @@ def method_family() -> Iterator[JudgeFamily]:
         "picky",
         label="the picky judge",
         options=_ToyOptions,
-        selector="method=picky",
-        methods=lambda: ("picky",),
+        methods=(Method("picky"),),
     )
     register_family(family)
     yield family
@@ -212,8 +219,109 @@ def test_minutes_methods_share_the_collision_rule() -> None:
 
 
 def test_an_unknown_method_is_refused_by_name_whatever_options_come_with_it() -> None:
-    """The minutes family's predicate claims any method no other family holds."""
-    with pytest.raises(JudgeConfigError, match="unknown method 'zzz'; use one of gpt-afgr"):
+    """A method no family declares is refused, listing the installed ones (issue 34)."""
+    with pytest.raises(
+        JudgeConfigError,
+        match=r"unknown method 'zzz': no installed judge family declares it; installed "
+        r"methods: rubric=gpt-afgr, rubric=gpt-art, method=mesa",
+    ):
         parse_judge_spec("openai:m,method=zzz,filler=false")
     with pytest.raises(JudgeConfigError, match=r"prometheus-rubric \(QA\) or gpt-art"):
         parse_judge_spec("openai:m,rubric=likert")
+
+
+class _OneField:
+    """A stand-in grammar: only its identity matters to the kinds table."""
+
+    fields: tuple[str, ...] = ("x",)
+
+    def read(self, reply: object) -> object:
+        raise NotImplementedError
+
+
+def test_a_family_declares_each_method_once_and_everything_follows() -> None:
+    """Issue 34, point 3: selector, factory registration and read-reply kind from one Method."""
+    from elitr_bench.cli.read_reply import kinds
+    from elitr_bench.judges.summary.registry import get_method, method_selectors
+
+    made: list[str] = []
+    grammar = _OneField()
+    family = JudgeFamily(
+        "once",
+        label="the once judge",
+        options=_ToyOptions,
+        methods=(Method("once", factory=lambda c: made.append(c.spec), grammar=grammar),),  # type: ignore[arg-type]
+    )
+    register_family(family)
+    try:
+        assert family.selector == "method=once"
+        assert "method=once" in method_selectors()
+        assert METHODS.origin("once") == __name__
+        get_method(parse_judge_spec("openai:m,method=once,strictness=2"))
+        assert made == ["openai:m,method=once,strictness=2"]
+        assert "once" in kinds()
+        with pytest.raises(
+            JudgeConfigError, match="strictness=2 applies to the once judge only; add method=once"
+        ):
+            parse_judge_spec("openai:m,rubric=gpt-art,strictness=2")
+    finally:
+        FAMILIES.unregister("once")
+        METHODS.unregister("once")
+
+
+def test_a_method_no_family_declares_is_refused_at_registration() -> None:
+    """The example family without ``methods=`` was silently rerouted to the minutes family."""
+    from elitr_bench.judges.summary.registry import register_method
+
+    register_family(JudgeFamily("forgetful", label="the forgetful judge", options=_ToyOptions))
+    try:
+        with pytest.raises(
+            JudgeConfigError,
+            match=r"tests\.judges\.test_families registers minutes method 'forgetful', which "
+            r"no judge family declares; add Method\('forgetful', factory=\.\.\.\)",
+        ):
+            register_method("forgetful", lambda config: None)  # type: ignore[arg-type,return-value]
+        assert "forgetful" not in METHODS.names()
+        with pytest.raises(JudgeConfigError, match="unknown method 'forgetful'"):
+            parse_judge_spec("openai:m,method=forgetful,strictness=3")
+    finally:
+        FAMILIES.unregister("forgetful")
+
+
+def test_a_method_declared_twice_is_refused_at_registration() -> None:
+    families()
+    with pytest.raises(JudgeConfigError, match="declares method 'mesa', which MESA"):
+        register_family(JudgeFamily("copycat", label="the copycat", methods=(Method("mesa"),)))
+    with pytest.raises(JudgeConfigError, match="declares method x twice"):
+        register_family(JudgeFamily("twice", label="twice", methods=(Method("x"), Method("x"))))
+    assert {f.name for f in families()}.isdisjoint({"copycat", "twice"})
+
+
+def test_a_plugin_whose_dependency_is_missing_names_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 34, point 2: ``geval_plugin`` importing a missing ``geval`` is not "not installed"."""
+    from elitr_bench.judges.plugins import Registry, is_missing_module
+
+    (tmp_path / "geval_plugin.py").write_text("import geval  # not installed\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    registry: Registry[int] = Registry("judge family")
+    registry.add_placeholder("geval", ["geval_plugin"], "entry point geval_plugin (group)")
+    registry.add_placeholder("absent", ["no_such_plugin_xyz"])
+    with pytest.raises(
+        JudgeConfigError,
+        match=r"judge family 'geval' \(entry point geval_plugin \(group\)\) cannot be loaded: "
+        r"its module geval_plugin imports 'geval', which is not installed",
+    ):
+        registry.resolve("geval")
+    assert registry.resolve("absent") is None  # not installed: simply unknown
+    registry.register("fine", 1, "here")
+    assert list(registry.values()) == [1]  # listing every plugin skips the broken one
+    assert "its module geval_plugin imports 'geval'" in registry.broken_note()
+
+    def error(name: str) -> ModuleNotFoundError:
+        return ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+    assert is_missing_module(error("a"), "a.b.c") and is_missing_module(error("a.b.c"), "a.b.c")
+    assert not is_missing_module(error("geval"), "geval_plugin")
+    assert not is_missing_module(error("a.b"), "a.bc")

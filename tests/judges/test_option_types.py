@@ -15,7 +15,7 @@ import pytest
 
 from elitr_bench.judges.config import parse_judge_spec
 from elitr_bench.judges.errors import JudgeConfigError
-from elitr_bench.judges.family import FAMILIES, JudgeFamily, register_family
+from elitr_bench.judges.family import FAMILIES, JudgeFamily, Method, register_family
 from elitr_bench.judges.option_types import UnsupportedOptionType, converter_for
 
 
@@ -36,7 +36,7 @@ class _TypedOptions:
 @pytest.fixture
 def typed_family() -> Iterator[JudgeFamily]:
     family = JudgeFamily(
-        "typed", label="the typed judge", options=_TypedOptions, methods=lambda: ("typed",)
+        "typed", label="the typed judge", options=_TypedOptions, methods=(Method("typed"),)
     )
     register_family(family)
     yield family

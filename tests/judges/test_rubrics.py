@@ -4,16 +4,21 @@ from typing import Any
 import pytest
 import yaml
 
-from elitr_bench.judges.reading import Reading
-from elitr_bench.judges.rubrics import GPT4, PROMETHEUS, RUBRICS
+from elitr_bench.judges.reading import Reading, read_reply
+from elitr_bench.judges.rubrics import GPT4, PROMETHEUS, RUBRICS, Rubric
+
+
+def read(rubric: Rubric, text: str) -> Reading:
+    """What the judges read from one reply under ``rubric`` (its grammar, the policy)."""
+    return read_reply(rubric.grammar, text)
 
 
 def parse_boxed(text: str) -> Reading:
-    return GPT4.parse(text)
+    return read(GPT4, text)
 
 
 def parse_result_tag(text: str) -> Reading:
-    return PROMETHEUS.parse(text)
+    return read(PROMETHEUS, text)
 
 
 CORPUS = Path(__file__).parent / "data" / "qa_judge_replies.yaml"
@@ -28,7 +33,7 @@ def _corpus() -> list[dict[str, Any]]:
 @pytest.mark.parametrize("entry", _corpus(), ids=lambda entry: entry["id"])
 def test_reply_corpus(entry: dict[str, Any]) -> None:
     """Each QA judge reply shape gives the score a careful reader takes from it, or none."""
-    parsed = RUBRICS[entry["rubric"]].parse(entry["reply"])
+    parsed = read(RUBRICS[entry["rubric"]], entry["reply"])
     assert parsed.value("score") == entry["expected"]
     if entry["expected"] is None:
         assert entry.get("reason", "") in parsed.reason and parsed.reason
@@ -109,8 +114,8 @@ def test_result_tag_invalid(text: str) -> None:
 
 
 def test_prometheus_scores_are_doubled_to_ten_point_scale() -> None:
-    assert PROMETHEUS.to_ten_point(PROMETHEUS.parse("[RESULT] 3").value("score") or 0) == 6.0
-    assert GPT4.to_ten_point(GPT4.parse("\\boxed{3}").value("score") or 0) == 3.0
+    assert PROMETHEUS.to_ten_point(parse_result_tag("[RESULT] 3").value("score") or 0) == 6.0
+    assert GPT4.to_ten_point(parse_boxed("\\boxed{3}").value("score") or 0) == 3.0
 
 
 def test_prompt_fill_keeps_braces_and_placeholders_in_user_text_literal() -> None:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Literal
 from elitr_bench.data.errors import ElitrBenchError
 from elitr_bench.judges.config import GREEDY
 from elitr_bench.judges.errors import JudgeConfigError
-from elitr_bench.judges.family import JudgeFamily, register_family
+from elitr_bench.judges.family import JudgeFamily, Method, register_family
 from elitr_bench.judges.mesa.error_types import ErrorTypes, load_error_types
 from elitr_bench.judges.mesa.fit import OVERLENGTH_POLICIES
 from elitr_bench.judges.mesa.guidance import Guidance, load_guidance
@@ -209,9 +209,8 @@ register_family(
         "mesa",
         label="MESA",
         options=MesaSpecOptions,
-        selector="method=mesa",
         defaults={**GREEDY, "method": "mesa"},
-        methods=lambda: ("mesa",),
+        methods=(Method("mesa"),),  # its factory: mesa/method.py, imported on first use
         check=validate_mesa_options,
         grammars={"mesa-scoring": SCORING},
         redacted=("pool",),

@@ -7,22 +7,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from elitr_bench.judges.config import GREEDY
 from elitr_bench.judges.errors import JudgeConfigError
-from elitr_bench.judges.family import JudgeFamily, families, register_family
+from elitr_bench.judges.family import JudgeFamily, Method, register_family
 from elitr_bench.judges.metrics import (
     COUNT_AGGREGATION,
 )
 from elitr_bench.judges.minutes.prompts import AFGR, ART, FILLER
-from elitr_bench.judges.summary.registry import (
-    MINUTES_RUBRICS,
-    known_methods,
-    method_name,
-)
+from elitr_bench.judges.summary.registry import MINUTES_RUBRICS, method_name
 
 if TYPE_CHECKING:
     from elitr_bench.judges.config import JudgeConfig
@@ -111,42 +106,22 @@ def _scale(metric: str) -> tuple[float, float] | None:
     return (0.0, 10.0) if metric.startswith(("afgr_", "art_")) else None  # Figs. 17-18
 
 
-def _claimed_elsewhere() -> set[str]:
-    """Methods another family selects (those have options of their own)."""
-    return {m for f in families() if f.name != "minutes" for m in f.method_names()}
-
-
-def _methods() -> tuple[str, ...]:
-    """Every minutes method no other family claims."""
-    claimed = _claimed_elsewhere()
-    return tuple(m for m in known_methods() if m not in claimed)
-
-
-def _select(options: Mapping[str, Any]) -> bool:
-    """Any ``method=`` no other family claims is a minutes method, known or not.
-
-    An unknown one is then refused by name ("unknown method"), with the minutes options
-    it came with accepted, rather than those options being blamed.
-    """
-    method = str(options.get("method") or "").strip().lower()
-    return bool(method) and method not in _claimed_elsewhere()
-
-
 register_family(
     JudgeFamily(
         "minutes",
         label="the AutoMin GPT judges",
         options=MinutesOptions,
-        selector="rubric=gpt-art or rubric=gpt-afgr",
         defaults=GREEDY,
-        rubrics=MINUTES_RUBRICS,
-        methods=_methods,
-        select=_select,
+        # Their factories are registered by minutes/gpt.py, imported on first use.
+        methods=(
+            Method(ART.name, grammar=ART.grammar, by_rubric=True),
+            Method(AFGR.name, grammar=AFGR.grammar, by_rubric=True),
+        ),
         check=_check,
         identity=_identity,
         models=_models,
         other_model="filler_model",
         scale=_scale,
-        grammars={ART.name: ART.grammar, AFGR.name: AFGR.grammar, "automin-filler": FILLER},
+        grammars={"automin-filler": FILLER},
     )
 )

@@ -1,4 +1,9 @@
-"""The QA family as the judge core sees it: ELITR-Bench's rubric judges, replay, lexical."""
+"""The QA family as the judge core sees it: ELITR-Bench's rubric judges, replay, lexical.
+
+Its rubrics are not listed here: they are a registry of their own
+(:data:`~elitr_bench.judges.rubrics.RUBRICS`, built-in and installed ones alike), which the
+spec's ``rubric=`` check and ``read-reply`` ask.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from elitr_bench.judges.errors import JudgeConfigError, JudgeNotReadyError
 from elitr_bench.judges.family import JudgeFamily, register_family
-from elitr_bench.judges.rubrics import RUBRICS
+from elitr_bench.judges.rubrics import RUBRICS, Rubric
 
 if TYPE_CHECKING:
     from elitr_bench.judges.config import JudgeConfig
@@ -36,6 +41,13 @@ def qa_options(config: JudgeConfig) -> QAOptions:
 def _check(config: JudgeConfig, spec: str) -> None:
     if qa_options(config).system and config.backend != "replay":
         raise JudgeConfigError(f"judge spec {spec!r}: system= applies to the replay backend only")
+    rubric: Rubric | None = RUBRICS.get(config.rubric)
+    if config.backend == "replay" and rubric is not None and not rubric.replay_key:
+        released = ", ".join(n for n in RUBRICS if RUBRICS[n].replay_key)
+        raise JudgeConfigError(
+            f"judge spec {spec!r}: rubric={config.rubric} has no released scores to replay; "
+            f"replay one of {released}, or judge with an LLM (openai:MODEL,rubric=...)"
+        )
 
 
 def _ready(config: JudgeConfig, environ: Mapping[str, str]) -> None:
@@ -56,10 +68,8 @@ register_family(
         label="the QA judges",
         short="QA",
         options=QAOptions,
-        rubrics=tuple(RUBRICS),
         default=True,
         check=_check,
-        grammars={name: rubric.grammar for name, rubric in RUBRICS.items()},
         ready=_ready,
     )
 )

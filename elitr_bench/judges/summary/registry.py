@@ -2,16 +2,14 @@
 
 A judge spec names its minutes method with ``rubric=`` (the AutoMin prompts ``gpt-art`` and
 ``gpt-afgr``, which are prompts like the QA rubrics) or ``method=`` (multi-step methods such
-as ``mesa``). Methods register a factory ``JudgeConfig -> MinutesMethod`` with
-:func:`register_method` when their module is imported; the registry knows which module
-holds each built-in name (lazy placeholders of :data:`METHODS`, the same registry type
-and collision rule as the judge families) so that a spec works without importing
-anything first. A method living elsewhere registers when its family's module is
-imported (installed families are loaded through their entry points before a name is
-called unknown); an unknown name falls back to importing
-``elitr_bench.judges.minutes.<name>`` (dashes as underscores). ``method=mesa`` imports
-``elitr_bench.judges.mesa`` (then ``.method``), whose import must call
-``register_method("mesa", factory)``.
+as ``mesa``). Every method is declared once, by its family
+(:class:`~elitr_bench.judges.family.Method` in ``JudgeFamily.methods``); a family that
+gives the factory there has it registered with the family. A built-in method whose module
+is heavy declares no factory; the registry knows which module holds it (lazy
+placeholders of :data:`METHODS`, the same registry type and collision rule as the judge
+families) and that module calls :func:`register_method` when imported: ``method=mesa``
+imports ``elitr_bench.judges.mesa`` (then ``.method``), whose import calls
+``register_method("mesa", factory)``. Registering a name no family declares is an error.
 """
 
 from __future__ import annotations
@@ -23,18 +21,20 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from elitr_bench.judges.config import family_identity
 from elitr_bench.judges.errors import JudgeConfigError
-from elitr_bench.judges.family import families
+from elitr_bench.judges.family import METHODS as _FACTORIES
+from elitr_bench.judges.family import declaring_family, families
+from elitr_bench.judges.family import method_selectors as _declared_selectors
 from elitr_bench.judges.metrics import (
     COUNT_AGGREGATION,
     JUDGE_ERRORS,
     JUDGE_FORMAT_IN_ANSWER,
     JUDGE_UNSCORED,
 )
-from elitr_bench.judges.plugins import Registry
+from elitr_bench.judges.plugins import Registry, is_missing_module, missing_dependency
 from elitr_bench.judges.summary.base import (
     MinutesAssessment,
     MinutesItem,
@@ -53,8 +53,9 @@ log = logging.getLogger(__name__)
 
 MethodFactory = Callable[["JudgeConfig"], MinutesMethod]
 
-#: Every minutes method by name: one registry type and collision rule with the families.
-METHODS: Registry[MethodFactory] = Registry("minutes method")
+#: Every minutes method by name: one registry type and collision rule with the families
+#: (the family core's registry, typed here with the method base class).
+METHODS: Registry[MethodFactory] = cast("Registry[MethodFactory]", _FACTORIES)
 
 # Built-in method name -> modules (tried in order) whose import registers it.
 _MODULES: dict[str, tuple[str, ...]] = {
@@ -84,11 +85,19 @@ def register_method(name: str, factory: MethodFactory, *, replace: bool = False)
             the same module registering again (a reload) always replaces.
 
     Raises:
-        JudgeConfigError: The name is taken by a factory of another module (the message
-            names both) and ``replace`` is False.
+        JudgeConfigError: No judge family declares ``name`` (a family lists it in its
+            ``methods=``), or the name is taken by a factory of another module (the
+            message names both) and ``replace`` is False.
     """
     origin = str(sys._getframe(1).f_globals.get("__name__", "?"))
-    METHODS.register(name.strip().lower(), factory, origin, replace=replace)
+    name = name.strip().lower()
+    if declaring_family(name) is None:
+        raise JudgeConfigError(
+            f"{origin} registers minutes method {name!r}, which no judge family declares; "
+            f"add Method({name!r}, factory=...) to its family's methods= (then this "
+            "register_method call is not needed)"
+        )
+    METHODS.register(name, factory, origin, replace=replace)
 
 
 def known_methods() -> tuple[str, ...]:
@@ -99,13 +108,11 @@ def known_methods() -> tuple[str, ...]:
 def method_selectors() -> tuple[str, ...]:
     """How a judge spec selects each minutes method, as a user writes it.
 
-    ``rubric=NAME`` for the prompt methods of :data:`MINUTES_RUBRICS`, then ``method=NAME``
-    for every other one, built-in or of an installed family (loaded first), each in name
-    order: help texts and messages list these rather than names of their own.
+    ``rubric=NAME`` for the prompt methods, then ``method=NAME`` for every other one,
+    built-in or of an installed family, each in name order, as the families declare
+    them: help texts and messages list these rather than names of their own.
     """
-    families()  # installed families register their methods when loaded
-    names = sorted(known_methods(), key=lambda m: (m not in MINUTES_RUBRICS, m))
-    return tuple(f"rubric={m}" if m in MINUTES_RUBRICS else f"method={m}" for m in names)
+    return _declared_selectors()
 
 
 def selectors_text() -> str:
@@ -146,8 +153,8 @@ def _load(name: str) -> MethodFactory | None:
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as exc:
-            if exc.name is None or not module.startswith(exc.name):
-                raise  # the module exists but one of its own imports is missing
+            if not is_missing_module(exc, module):
+                raise missing_dependency(exc, module, f"minutes method {name!r}") from exc
         found = METHODS.resolve(name)
     return found
 

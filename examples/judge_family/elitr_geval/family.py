@@ -1,8 +1,9 @@
 """The G-Eval family: its options record and its registration with elitr_bench.
 
 Imported through the ``elitr_bench.judge_families`` entry point the first time a judge
-spec is parsed; importing it registers the family (selected by ``method=geval``) and the
-minutes method it runs. No ``from __future__ import annotations`` here on purpose: the
+spec is parsed; importing it registers the family and the one minutes method it declares
+(``method=geval``: its selector, its factory and its ``read-reply`` kind all come from
+that one :class:`Method`). No ``from __future__ import annotations`` here on purpose: the
 option types are read from the real hints either way.
 """
 
@@ -10,8 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from elitr_bench.judges.errors import JudgeConfigError
-from elitr_bench.judges.family import JudgeFamily, register_family
-from elitr_bench.judges.summary.registry import register_method
+from elitr_bench.judges.family import JudgeFamily, Method, register_family
 
 from elitr_geval.method import GRAMMAR, METHOD, METRIC, STEPS, GEvalMethod
 
@@ -43,12 +43,9 @@ register_family(
         "geval",
         label="the G-Eval judge",
         options=GEvalOptions,
-        selector=f"method={METHOD}",
         defaults={"temperature": 0.0, "top_p": 1.0},  # the form is read greedily
-        methods=lambda: (METHOD,),
+        methods=(Method(METHOD, factory=_factory, grammar=GRAMMAR),),  # read-reply geval
         check=_check,
         scale=lambda metric: (1.0, 5.0) if metric == METRIC else None,  # figures' axes
-        grammars={METHOD: GRAMMAR},  # elitr-bench read-reply geval
     )
 )
-register_method(METHOD, _factory)

@@ -1,0 +1,1 @@
+"""A strict 4-point QA rubric, as an out-of-tree elitr_bench rubric plugin."""
