@@ -649,6 +649,7 @@ class HFPrefixLM(HFLM):
         stats = self.prefix_stats
         info["prefix_cache"] = {
             "enabled": self._prefix_reason is None,
+            "batched_decode": self.prefix_batch,
             "requests": stats.requests,
             "prompt_tokens": stats.prompt_tokens,
             "prefilled_tokens": stats.prefilled_tokens,
