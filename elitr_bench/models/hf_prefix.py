@@ -424,7 +424,9 @@ class HFPrefixLM(HFLM):
         cap = int(self.max_batch_size or 64)
         dims = ModelDims.from_config(self.model.config)
         size = self.model.dtype.itemsize
-        return rows_that_fit(dims, tokens_per_row, free, dtype_bytes=size, cap=cap)
+        # a multi-turn row's cache can exist three times at once: taken from the store,
+        # in the batch, and copied out of it for the store
+        return rows_that_fit(dims, tokens_per_row, free, dtype_bytes=size, cap=cap, copies=3)
 
     def _serve_batched(
         self,
@@ -435,7 +437,7 @@ class HFPrefixLM(HFLM):
         stats: PrefillStats,
         pbar: Any,
     ) -> list[list[int]]:
-        def generate_batch(rows: list[BatchRow[Any]]) -> tuple[list[list[int]], list[Any]]:
+        def generate_batch(rows: list[BatchRow[Any]]) -> tuple[list[list[int]], list[Any | None]]:
             out = self._generate_batch(rows, until, max_gen_toks, kwargs)
             pbar.update(len(rows))
             return out
@@ -463,7 +465,7 @@ class HFPrefixLM(HFLM):
         until: list[str],
         max_gen_toks: int,
         kwargs: dict[str, Any],
-    ) -> tuple[list[list[int]], list[Any]]:
+    ) -> tuple[list[list[int]], list[Any | None]]:
         """Decode rows together, each from its cache (rows may share one cache object).
 
         Row ``b``'s cached tokens sit right-aligned in the first ``W`` columns (the longest
@@ -473,8 +475,8 @@ class HFPrefixLM(HFLM):
         mask's running count, so every row sees its own positions ``0..len-1``. Each row
         stops at its own stop sequence or EOS (:class:`RowStop`); the batch stops when all
         rows have or after ``max_gen_toks``. Each row's answer is cut where it stopped, so
-        it is the token list serial decoding returns, and its own cache (prompt + answer)
-        is copied out for the store.
+        it is the token list serial decoding returns; a row marked ``keep`` has its own
+        cache (prompt + answer) copied out for the store.
         """
         width = max(r.cached for r in rows)
         span = max(len(r.ids) - r.cached for r in rows)
@@ -514,13 +516,16 @@ class HFPrefixLM(HFLM):
         answers = out[:, width + span :].tolist()
         eos = self._eos_ids()
         generated: list[list[int]] = []
-        caches: list[Any] = []
+        caches: list[Any | None] = []
         for b, (r, answer) in enumerate(zip(rows, answers, strict=True)):
             end = stop.lengths[b] or len(answer)
             ends_at_eos = [i + 1 for i, tok in enumerate(answer[:end]) if tok in eos]
             end = min([end, *ends_at_eos[:1]])
             answer = [int(t) for t in answer[:end]]
             generated.append(answer)
+            if not r.keep:
+                caches.append(None)
+                continue
             fed = min(len(answer), len(out[b]) - 1 - (width + span))  # the last is not fed
             fresh = len(r.ids) - r.cached
             columns = torch.cat(

@@ -357,19 +357,23 @@ class BatchRow(Generic[C]):
         cache: Holds ``ids[:cached]`` (rows of one batch may share the same cache object,
             which the batch must not change).
         cached: Tokens of ``ids`` already in ``cache``; at least one token is left to feed.
+        keep: Whether the row's finished cache goes to the store (only then is it copied
+            out of the batch).
     """
 
     index: int
     ids: list[int]
     cache: C
     cached: int
+    keep: bool = False
 
 
 #: ``extend(ids, cache, cached)``: prefill ``ids[cached:]`` into ``cache`` (one row, no logits).
 Extend = Callable[[list[int], C, int], None]
 #: ``generate_batch(rows)``: feed every row's uncached tokens, decode the rows together and
-#: return each row's generated ids and a cache of its own holding its prompt and answer.
-GenerateBatch = Callable[[list[BatchRow[C]]], tuple[list[list[int]], list[C]]]
+#: return each row's generated ids and, for the rows marked ``keep``, a cache of its own
+#: holding its prompt and answer (None for the others).
+GenerateBatch = Callable[[list[BatchRow[C]]], tuple[list[list[int]], list[C | None]]]
 
 
 def batch_runs(schedule: Schedule, max_batch: int) -> list[tuple[list[int], bool]]:
@@ -462,9 +466,12 @@ def serve_batched(
             stats.prefilled_tokens += shared - cached
             stats.reused_from_store += from_store
             stats.reused_from_group += (len(batch) - 1) * shared + (cached - from_store)
-            rows = [BatchRow(i, sequences[i], trunk, shared) for i in indices]
+            rows = [
+                BatchRow(i, sequences[i], trunk, shared, keep=schedule.share_next[p] == 0)
+                for p, i in zip(batch, indices, strict=True)
+            ]
         else:
-            for i in indices:
+            for pos, i in zip(batch, indices, strict=True):
                 ids = sequences[i]
                 key, hit = store.best_match(ids)
                 if key is not None and hit >= min_prefix_tokens:
@@ -478,14 +485,14 @@ def serve_batched(
                     extend(ids[: len(ids) - 1], cache, cached)  # alone: nothing to pad
                     stats.prefilled_tokens += len(ids) - 1 - cached
                     cached = len(ids) - 1
-                rows.append(BatchRow(i, ids, cache, cached))
+                rows.append(BatchRow(i, ids, cache, cached, keep=schedule.share_next[pos] == 0))
             trunk, trunk_ids = None, []
         generated, caches = generate_batch(rows)
-        for pos, row, gen, cache in zip(batch, rows, generated, caches, strict=True):
+        for row, gen, finished in zip(rows, generated, caches, strict=True):
             results[row.index] = gen
             stats.requests += 1
             stats.prompt_tokens += len(row.ids)
             stats.prefilled_tokens += len(row.ids) - row.cached
-            if schedule.share_next[pos] == 0:
-                store.put((row.ids + gen)[: ops.length(cache)], cache)
+            if row.keep and finished is not None:
+                store.put((row.ids + gen)[: ops.length(finished)], finished)
     return results

@@ -134,6 +134,7 @@ def rows_that_fit(
     dtype_bytes: int = 2,
     fraction: float = 0.8,
     cap: int = 64,
+    copies: int = 1,
 ) -> int:
     """Rows of a batched decode whose KV caches fit in ``fraction`` of ``free_bytes``.
 
@@ -142,10 +143,11 @@ def rows_that_fit(
     the last position. The shared prefix is prefilled once into a one-row cache before
     the batch exists, and a row without a cached prefix prefills alone, so the batched
     forwards only carry the rows' short suffixes: their activations are left out.
+    ``copies``: how many copies of a row's cache can exist at once.
 
     Returns:
         At least 1 (a single row is what serial decoding needs anyway), at most ``cap``.
     """
-    per_row = tokens_per_row * kv_bytes_per_token(dims, dtype_bytes)
+    per_row = copies * tokens_per_row * kv_bytes_per_token(dims, dtype_bytes)
     per_row += 4 * logits_bytes_per_token(dims)
     return max(1, min(cap, int(free_bytes * fraction) // max(per_row, 1)))

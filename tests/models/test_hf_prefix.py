@@ -218,6 +218,14 @@ def test_bad_model_args_fail_before_loading() -> None:
         HFPrefixLM(pretrained="unused", prefix_cache_mb=-1)
     with pytest.raises(PrefixCacheError, match="prefill_chunk"):
         HFPrefixLM(pretrained="unused", prefill_chunk=-5)
+    with pytest.raises(PrefixCacheError, match="prefix_batch=sometimes: use auto, on or off"):
+        HFPrefixLM(pretrained="unused", prefix_batch="sometimes")
+
+
+def test_auto_decodes_serially_on_the_cpu(sharp_llama: Path) -> None:
+    """On a CPU the copied prefix caches cost more than the batch saves (performance-baselines)."""
+    assert not HFPrefixLM(**_args(sharp_llama)).prefix_batch
+    assert HFPrefixLM(**_args(sharp_llama), prefix_batch="ON").prefix_batch
 
 
 def test_batched_decode_gives_serial_answers_and_prefills_each_prefix_once(

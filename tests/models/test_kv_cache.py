@@ -170,14 +170,15 @@ class FakeBatchModel:
 
     def generate_batch(
         self, rows: list[BatchRow[LengthCache]]
-    ) -> tuple[list[list[int]], list[LengthCache]]:
+    ) -> tuple[list[list[int]], list[LengthCache | None]]:
         self.batches.append([r.index for r in rows])
-        out, caches = [], []
+        out: list[list[int]] = []
+        caches: list[LengthCache | None] = []
         for r in rows:
             assert r.cache.tokens >= r.cached and r.cached < len(r.ids)
             answer = [9000 + r.index, 9100 + r.index, 9200 + r.index][: self.answer_len]
             out.append(answer)
-            caches.append(LengthCache(len(r.ids) + len(answer) - 1))
+            caches.append(LengthCache(len(r.ids) + len(answer) - 1) if r.keep else None)
         return out, caches
 
 

@@ -99,4 +99,5 @@ def test_rows_that_fit_divide_free_memory_by_one_rows_cache() -> None:
     free = 40 * 2**30  # what an 80 GB card has left after the weights and the store
     assert rows_that_fit(MISTRAL_7B, 18_000, free) == int(free * 0.8) // row == 14
     assert rows_that_fit(MISTRAL_7B, 18_000, free, cap=8) == 8
+    assert rows_that_fit(MISTRAL_7B, 18_000, free, copies=3) == 4
     assert rows_that_fit(MISTRAL_7B, 18_000, 0) == 1  # serial decoding needs one row anyway
