@@ -57,7 +57,8 @@ What is measured, per mode and back end:
 Run on one GPU (the prepared command of docs/performance-baselines.md fits 8 minutes of
 an H100; all of dev in three modes takes far longer at batch 1)::
 
-    ELITR_BENCH_DATA_DIR=../shared/data python bench/gpu_longcontext.py --modes st,mt --meetings 2
+    ELITR_BENCH_DATA_DIR=../shared/data python bench/gpu_longcontext.py \
+        --modes st,mt --meetings 2 --questions 8
 
 Without a GPU only ``--shape tiny`` runs (the same code on a tiny shape, in float32 on
 the CPU, which keeps the script tested); its numbers say nothing about speed.
