@@ -420,8 +420,8 @@ def report(
 ) -> None:
     """Print one mode's table: a row per back end, speed against stock's best."""
     stock = [n for n in stats if n.startswith("hf b") and not stats[n].oom]
-    best = min(stock, key=lambda n: stats[n].wall_s)
-    base = stats[best]
+    best = min(stock, key=lambda n: stats[n].wall_s) if stock else "none (all out of memory)"
+    base = stats[best] if stock else PathStats()
     print(f"\n[{mode}] {total} requests; stock's best: {best}")
     head = (
         f"  {'back end':<18} {'prefill tok':>12} {'wall s':>8} {'prefill s':>9} "
