@@ -77,10 +77,11 @@ demo-model:
 		--output_path $(RESULTS)/demo-model
 	elitr-bench report $(RESULTS)/demo-model --out $(RESULTS)/demo-model/report
 
-# Every bench script but the real-model one, which runs ~15 minutes on 2 cores: bench-real-model.
+# Every bench script but the real-model one, which runs ~15 minutes on 2 cores (bench-real-model),
+# and logit_margin.py, a tool that compares two runs' samples.
 bench:
 	@for script in bench/*.py; do \
-		case $$script in bench/real_model_cpu.py) continue;; esac; \
+		case $$script in bench/real_model_cpu.py|bench/logit_margin.py) continue;; esac; \
 		echo "== $$script"; $(PYTHON) $$script || exit 1; done
 
 bench-real-model: real-model

@@ -1,9 +1,23 @@
-"""Long-context speed on a GPU: stock ``hf`` versus ``hf-prefix`` at a real model's shape.
+"""Long-context speed on a GPU: stock ``hf`` at its best batch versus ``hf-prefix``, 8B shape.
 
 Our users run 7-8B long-context checkpoints on one A100/H100. This script measures what
 they need to know on the real ELITR-Bench prompts: wall time, prefill tokens and their
 throughput, peak GPU memory, and how close the prefill comes to the hardware's bf16 peak,
-for lm-eval's stock ``hf`` model and for our ``hf-prefix``, in one run.
+in one run, for these back ends (all lm-eval models wrapping the same weights):
+
+* ``hf b1``: lm-eval's stock ``hf`` at ``batch_size=1``;
+* ``hf bN``: stock ``hf`` at each of ``--stock-batch-sizes`` (a size that runs out of
+  memory is reported as such); the fastest stock row is **stock's best**, the baseline
+  of the printed speed ratios;
+* ``hf-prefix serial`` (``prefix_batch=off``) and ``hf-prefix batched``
+  (``prefix_batch=on``, rows bounded by the free memory).
+
+Generation follows the tasks: greedy, ``max_gen_toks`` 512, each answer ending at the end
+token. A random model never writes its end token by itself, so a forward hook ends an
+answer where a hash of (last token, position) hits 1 in ``--mean-answer-tokens`` (100,
+close to the released answers' mean length): the lengths are geometric, differ per
+answer, and are the same under every back end, since both the token and its position
+are (0 turns it off: every answer runs to ``max_gen_toks``).
 
 * The model is **randomly initialised** from a published shape (default Llama-3.1-8B:
   32 layers, hidden 4096, 32 heads, 8 KV heads, MLP 14336, vocabulary 128256, RoPE theta
@@ -18,15 +32,15 @@ for lm-eval's stock ``hf`` model and for our ``hf-prefix``, in one run.
   ``elitr_bench.models.hf_prefix.HFPrefixLM``) wrapping the same weights, called with the
   same requests as lm-eval calls them: ``st`` is single-turn QA (every question of the
   split in one ``generate_until`` call), ``mt`` multi-turn QA and ``conv`` multi-turn Conv
-  (one call per turn; the history is ``hf-prefix``'s own answers, fed to both back ends so
-  that both see the same prompts). Calls alternate between the two back ends, so load
-  from elsewhere hits both alike.
+  (one call per turn; the history is ``hf b1``'s own answers, fed to every back end so
+  that all see the same prompts). Each call rotates which back end goes first, so load
+  from elsewhere hits all alike.
 
 What is measured, per mode and back end:
 
 * prefill tokens and prefill time: every forward pass of more than one new token is a
   prefill; its time is taken with CUDA events around the forward (no extra syncs);
-* wall time of the ``generate_until`` calls (prefill + ``--max-gen-toks`` decode steps);
+* wall time of the ``generate_until`` calls (prefill and decode);
 * peak GPU memory: ``torch.cuda.max_memory_allocated`` (the caching allocator's
   statistics), reset before each call, maximum over the mode's calls;
 * prefill compute utilisation: achieved FLOP/s over the GPU's dense bf16 peak (from the
@@ -40,10 +54,11 @@ What is measured, per mode and back end:
 
   (norms, RoPE and softmax are left out: under 0.1% at these sizes).
 
-Run (GPU, about 10 minutes for the three modes on an H100)::
+Run on one GPU (the prepared command of docs/performance-baselines.md fits 8 minutes of
+an H100; all of dev in three modes takes far longer at batch 1)::
 
-    ELITR_BENCH_DATA_DIR=../shared/data python bench/gpu_longcontext.py
-    python bench/gpu_longcontext.py --modes st --meetings 3        # a quicker look
+    ELITR_BENCH_DATA_DIR=../shared/data python bench/gpu_longcontext.py \
+        --modes st,mt --meetings 2 --questions 8
 
 Without a GPU only ``--shape tiny`` runs (the same code on a tiny shape, in float32 on
 the CPU, which keeps the script tested); its numbers say nothing about speed.
@@ -59,6 +74,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -161,6 +177,7 @@ class PathStats:
     prefill_s: float = 0.0
     peak_bytes: int = 0
     requests: int = 0
+    oom: bool = False
 
     def add(self, other: PathStats) -> None:
         """Accumulate a call's numbers (peak memory is a maximum, the rest sums)."""
@@ -187,9 +204,10 @@ class ForwardMeter:
     _open: tuple[int, int, int, Any] | None = None
 
     def attach(self, model: Any) -> None:
-        """Register the hooks on the model's top-level forward."""
-        model.register_forward_pre_hook(self._before, with_kwargs=True)
-        model.register_forward_hook(self._after, with_kwargs=True)
+        """Register the hooks on the decoder body, which ``hf-prefix`` also prefills through."""
+        body = model.get_decoder()
+        body.register_forward_pre_hook(self._before, with_kwargs=True)
+        body.register_forward_hook(self._after, with_kwargs=True)
 
     def _before(self, module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         ids = kwargs.get("input_ids", args[0] if args else None)
@@ -198,7 +216,7 @@ class ForwardMeter:
         batch, new = int(ids.shape[0]), int(ids.shape[-1])
         if new <= 1:
             return
-        cache = kwargs.get("past_key_values")
+        cache = kwargs.get("cache", kwargs.get("past_key_values"))
         cached = int(cache.get_seq_length()) if cache is not None else 0
         self._open = (batch, new, cached, self._stamp())
 
@@ -306,42 +324,85 @@ def run_call(
     return out, stats
 
 
-def run_mode(
-    mode: str, stock: Any, make_ours: Callable[[], Any], convs: dict[str, Any], args: Any
-) -> tuple[PathStats, PathStats, int, int]:
-    """Both back ends over one mode; returns their stats and identical/total answers.
+class AnswerEnd:
+    """Ends a random model's answers like a real model's: at its end token, at varied lengths.
 
-    ``hf-prefix`` starts each mode with an empty store, so no mode is helped by the
-    caches of another.
+    A forward hook on the causal LM: where ``hash(last input token, its position)`` is 0
+    modulo ``mean``, the last position's logits are set so that the end token wins. The
+    token and its position (from ``position_ids``, which ``generate`` takes from the
+    attention mask, so padding does not shift it) are the same for an answer under every
+    back end and batch size, so all back ends end each answer at the same token.
     """
-    ours = make_ours()
-    render = Renderer(ours.tokenizer, chat=True)
+
+    def __init__(self, mean: int, eos: int) -> None:
+        self.mean = mean
+        self.eos = eos
+
+    def attach(self, model: Any) -> None:
+        """Register the hook (nothing when ``mean`` is 0)."""
+        if self.mean > 0:
+            model.register_forward_hook(self._after, with_kwargs=True)
+
+    def _after(self, module: Any, args: Any, kwargs: dict[str, Any], output: Any) -> None:
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        positions = kwargs.get("position_ids")
+        if ids is None or positions is None:
+            return
+        token = ids[:, -1].long()
+        where = positions[..., -1].long().expand_as(token)
+        ends = (token * 1_000_003 + where * 7_919) % self.mean == 0
+        if bool(ends.any()):
+            logits = output.logits
+            top = logits[:, -1].max(dim=-1).values
+            logits[ends, -1, self.eos] = top[ends] + 1.0
+
+
+def run_mode(
+    mode: str, backends: dict[str, Callable[[], Any]], convs: dict[str, Any], args: Any
+) -> tuple[dict[str, PathStats], dict[str, int], int]:
+    """Every back end over one mode; returns their stats and answers identical to ``hf b1``'s.
+
+    Each back end is built fresh for the mode (``hf-prefix`` starts with an empty store,
+    so no mode is helped by another's caches). A back end that runs out of GPU memory is
+    marked and left out of the mode's remaining calls.
+    """
+    import torch
+
+    names = list(backends)
+    lms = {name: make() for name, make in backends.items()}
+    render = Renderer(lms["hf b1"].tokenizer, chat=True)
     gen = {"until": [], "do_sample": False, "temperature": 0.0, "max_gen_toks": args.max_gen_toks}
-    s_stock, s_ours = PathStats(), PathStats()
-    same = total = 0
-    if mode == "st":
-        calls = [[render.prompt(t, [q], []) for t, qs in convs.values() for q in qs]]
-        for prompts in calls:
-            want, a = run_call(stock.generate_until, prompts, gen, args.meter)
-            got, b = run_call(ours.generate_until, prompts, gen, args.meter)
-            s_stock.add(a)
-            s_ours.add(b)
-            same += sum(x == y for x, y in zip(want, got, strict=True))
-            total += len(prompts)
-        return s_stock, s_ours, same, total
+    stats = {name: PathStats() for name in names}
+    same = dict.fromkeys(names, 0)
+    total = 0
+    turns = 1 if mode == "st" else max(len(qs) for _, qs in convs.values())
     answers: dict[str, list[str]] = {m: [] for m in convs}
-    for k in range(max(len(qs) for _, qs in convs.values())):
-        live = [m for m, (_, qs) in convs.items() if len(qs) > k]
-        prompts = [render.prompt(convs[m][0], convs[m][1][: k + 1], answers[m]) for m in live]
-        want, a = run_call(stock.generate_until, prompts, gen, args.meter)
-        got, b = run_call(ours.generate_until, prompts, gen, args.meter)
-        s_stock.add(a)
-        s_ours.add(b)
-        same += sum(x == y for x, y in zip(want, got, strict=True))
+    for k in range(turns):
+        if mode == "st":
+            prompts = [render.prompt(t, [q], []) for t, qs in convs.values() for q in qs]
+            live: list[str] = []
+        else:
+            live = [m for m, (_, qs) in convs.items() if len(qs) > k]
+            prompts = [render.prompt(convs[m][0], convs[m][1][: k + 1], answers[m]) for m in live]
+        got: dict[str, list[str]] = {}
+        for name in names[k % len(names) :] + names[: k % len(names)]:
+            if stats[name].oom:
+                continue
+            try:
+                got[name], call = run_call(lms[name].generate_until, prompts, gen, args.meter)
+            except torch.OutOfMemoryError:
+                stats[name].oom = True
+                args.meter.pending.clear()
+                torch.cuda.empty_cache()
+                continue
+            stats[name].add(call)
+        want = got.get("hf b1", [])
+        for name, out in got.items():
+            same[name] += sum(x == y for x, y in zip(want, out, strict=True))
         total += len(prompts)
-        for m, text in zip(live, got, strict=True):
+        for m, text in zip(live, want, strict=False):
             answers[m].append(text)
-    return s_stock, s_ours, same, total
+    return stats, same, total
 
 
 def ratio(a: float, b: float) -> str:
@@ -351,40 +412,38 @@ def ratio(a: float, b: float) -> str:
 
 def report(
     mode: str,
-    stock: PathStats,
-    ours: PathStats,
-    same: int,
+    stats: dict[str, PathStats],
+    same: dict[str, int],
     total: int,
     peak: float | None,
     weights_gib: float,
 ) -> None:
-    """Print one mode's table: a row per back end and the stock/ours ratios."""
-    print(f"\n[{mode}] {total} requests; answers identical hf vs hf-prefix: {same}/{total}")
+    """Print one mode's table: a row per back end, speed against stock's best."""
+    stock = [n for n in stats if n.startswith("hf b") and not stats[n].oom]
+    best = min(stock, key=lambda n: stats[n].wall_s) if stock else "none (all out of memory)"
+    base = stats[best] if stock else PathStats()
+    print(f"\n[{mode}] {total} requests; stock's best: {best}")
     head = (
-        f"  {'back end':<10} {'prefill tok':>12} {'wall s':>8} {'prefill s':>9} "
-        f"{'prefill tok/s':>13} {'peak GiB':>8} {'TFLOP/s':>8} {'util':>6}"
+        f"  {'back end':<18} {'prefill tok':>12} {'wall s':>8} {'prefill s':>9} "
+        f"{'prefill tok/s':>13} {'peak GiB':>8} {'TFLOP/s':>8} {'util':>6} "
+        f"{'same as hf b1':>13} {'speed vs best':>13}"
     )
     print(head)
-    for name, s in (("hf", stock), ("hf-prefix", ours)):
+    for name, s in stats.items():
+        if s.oom:
+            print(f"  {name:<18} out of GPU memory")
+            continue
         rate = s.prefill_flops / s.prefill_s / 1e12 if s.prefill_s else 0.0
         util = f"{100 * rate / peak:5.1f}%" if peak else "   n/a"
         tok_s = s.prefill_tokens / s.prefill_s if s.prefill_s else 0.0
         mem = f"{s.peak_bytes / GIB:8.2f}" if s.peak_bytes else "     n/a"
         print(
-            f"  {name:<10} {s.prefill_tokens:>12,} {s.wall_s:>8.1f} {s.prefill_s:>9.1f} "
-            f"{tok_s:>13,.0f} {mem} {rate:>8.1f} {util}"
+            f"  {name:<18} {s.prefill_tokens:>12,} {s.wall_s:>8.1f} {s.prefill_s:>9.1f} "
+            f"{tok_s:>13,.0f} {mem} {rate:>8.1f} {util} {f'{same[name]}/{total}':>13} "
+            f"{ratio(base.wall_s, s.wall_s):>13}"
         )
-    print(
-        f"  stock/ours: prefill tokens {ratio(stock.prefill_tokens, ours.prefill_tokens)}, "
-        f"wall time {ratio(stock.wall_s, ours.wall_s)}, prefill time "
-        f"{ratio(stock.prefill_s, ours.prefill_s)}"
-        + (
-            f", peak memory {ratio(stock.peak_bytes, ours.peak_bytes)} "
-            f"(weights {weights_gib:.1f} GiB of each peak)"
-            if ours.peak_bytes
-            else ""
-        )
-    )
+    if weights_gib:
+        print(f"  (weights: {weights_gib:.1f} GiB of each peak)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -394,7 +453,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--split", default="dev", choices=["dev", "test2"])
     parser.add_argument("--meetings", type=int, default=0, help="first N meetings (0 = all)")
     parser.add_argument("--questions", type=int, default=0, help="first N per meeting (0 = all)")
-    parser.add_argument("--max-gen-toks", type=int, default=32)
+    parser.add_argument("--max-gen-toks", type=int, default=512, help="the tasks' 512")
+    parser.add_argument(
+        "--mean-answer-tokens",
+        type=int,
+        default=100,
+        help="end an answer with probability 1/N per token (0: never, run to --max-gen-toks)",
+    )
+    parser.add_argument(
+        "--stock-batch-sizes",
+        default="8,16",
+        help="stock hf batch sizes besides 1 (comma list); the fastest that fits is its best",
+    )
     parser.add_argument("--tokenizer", help="local tokenizer path (default: the tests' BPE)")
     parser.add_argument(
         "--prefix-cache-mb",
@@ -408,6 +478,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown = sorted(set(modes) - {"st", "mt", "conv"})
     if unknown or not modes:
         parser.error(f"--modes {args.modes!r}: use a comma list of st, mt, conv")
+    try:
+        sizes = sorted({int(x) for x in args.stock_batch_sizes.split(",") if x.strip()} - {1})
+    except ValueError:
+        parser.error(f"--stock-batch-sizes {args.stock_batch_sizes!r}: use positive integers")
+    if any(size < 1 for size in sizes):
+        parser.error(f"--stock-batch-sizes {args.stock_batch_sizes!r}: use positive integers")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
     import torch
@@ -440,22 +516,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     weights_gib = sum(p.numel() * p.element_size() for p in model.parameters()) / GIB
     meter = ForwardMeter(shape if shape.vocab else _with_vocab(shape, len(tok)), cuda)
     meter.attach(model)
+    AnswerEnd(args.mean_answer_tokens, int(tok.eos_token_id)).attach(model)
     args.meter = meter
-    stock = HFLM(pretrained=model, tokenizer=tok, batch_size=1, max_length=shape.max_positions)
-
-    def make_ours() -> Any:
-        return HFPrefixLM(
-            pretrained=model,
-            tokenizer=tok,
-            batch_size=1,
-            max_length=shape.max_positions,
-            prefix_cache_mb=budget,
+    # stock hf pads a batch to its longest prompt: a window of prompt + answer is enough
+    window = min(shape.max_positions, 32768)
+    common = {"pretrained": model, "tokenizer": tok, "max_length": window}
+    backends: dict[str, Callable[[], Any]] = {"hf b1": partial(HFLM, **common, batch_size=1)}
+    for size in sizes:
+        backends[f"hf b{size}"] = partial(HFLM, **common, batch_size=size)
+    for name, mode in (("hf-prefix serial", "off"), ("hf-prefix batched", "on")):
+        backends[name] = partial(
+            HFPrefixLM, **common, batch_size=1, prefix_cache_mb=budget, prefix_batch=mode
         )
 
     print(
         f"model: random {shape.name} shape, {dtype_name(dtype)}, "
         f"{model.num_parameters() / 1e9:.2f} B parameters ({weights_gib:.1f} GiB), "
-        f"SDPA attention, batch_size=1, max_gen_toks={args.max_gen_toks}"
+        f"SDPA attention, greedy, max_gen_toks={args.max_gen_toks}, answers end at the end "
+        + (
+            f"token after ~{args.mean_answer_tokens} tokens on average"
+            if args.mean_answer_tokens
+            else "token never (every answer runs to max_gen_toks)"
+        )
     )
     print(
         f"device: {gpu or 'CPU'}"
@@ -466,7 +548,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"prompts: ELITR-Bench {args.split}, tokenizer "
         f"{args.tokenizer or f'tests BPE ({len(tok)} tokens)'}, hf-prefix prefix_cache_mb="
-        f"{budget:g}"
+        f"{budget:g}; back ends: {', '.join(backends)}"
     )
     if not cuda:
         print(
@@ -475,12 +557,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     # One short request through each back end first: kernels, cuBLAS handles, allocator.
     warm = {"until": [], "do_sample": False, "temperature": 0.0, "max_gen_toks": 2}
-    for lm in (stock, make_ours()):
-        run_call(lm.generate_until, ["warm-up " * 300], warm, meter)
+    for make in backends.values():
+        run_call(make().generate_until, ["warm-up " * 300] * 2, warm, meter)
     for mode in modes:
         setting = "conv" if mode == "conv" else "qa"
         convs = select(conversations(args.split, setting), args.meetings, args.questions)
-        result = run_mode(mode, stock, make_ours, convs, args)
+        result = run_mode(mode, backends, convs, args)
         report(mode, *result, peak=peak, weights_gib=weights_gib if cuda else 0.0)
     return 0
 

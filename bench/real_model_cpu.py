@@ -1,27 +1,35 @@
-"""Stock ``hf`` versus ``hf-prefix`` on a real instruction model, on the CPU, through lm-eval.
+"""Stock ``hf`` at its best batch size versus ``hf-prefix``, on a real model, on the CPU.
 
 The figure a model developer without a GPU can reproduce: SmolLM2-135M-Instruct (the
-checkpoint of ``make real-model``; ``--checkpoint`` takes any local causal LM) answers the
-first ``--meetings`` meetings of ``elitr_qa_dev`` (single-turn) and ``elitr_qa_mt_dev``
-(multi-turn, the released answers as history) through ``lm_eval.simple_evaluate``, once
-with lm-eval's stock ``HFLM`` and once with our ``HFPrefixLM``, both wrapping the same
-weights in one process. Everything a run with ``lm_eval --model hf|hf-prefix
---apply_chat_template --metadata '{"overlength": "truncate_middle", "judge": "none"}'``
-does happens here too: the task builds its prompts with the model's tokenizer, cuts each
-meeting's transcript once at a speaker turn so the prompts fit ``--max-length``, and the
-model generates greedily.
+checkpoint of ``make real-model``; ``--checkpoint`` takes any local causal LM) answers
+``elitr_qa_dev`` (single-turn) and ``elitr_qa_mt_dev`` (multi-turn, the released answers
+as history) through ``lm_eval.simple_evaluate``, with every back end wrapping the same
+weights in one process:
 
-Printed per task and back end: wall time of the ``generate_until`` call (where the two
-differ) and of the whole evaluation, prompt tokens run through the model (stock: every
-prompt whole; ``hf-prefix``: its own count of prefilled tokens), and whether every answer
-is byte-identical. The calls alternate between the back ends (stock first on one task,
-``hf-prefix`` first on the next, ``--rounds`` times), so a slower or busier moment of a
-shared machine hits both alike; the figure is the ratio, not the seconds.
+* ``hf b1``: lm-eval's stock ``HFLM`` at ``batch_size=1``;
+* ``hf bN``: stock ``HFLM`` at each of ``--stock-batch-sizes`` (``auto`` lets lm-eval pick);
+  the fastest stock row is **stock's best**, the baseline of every ratio;
+* ``hf-prefix serial``: ``HFPrefixLM`` with ``prefix_batch=off``;
+* ``hf-prefix batched``: ``HFPrefixLM`` with ``prefix_batch=on``.
 
-Run (about 20 minutes on 2 CPU cores at the defaults)::
+Everything a run with ``lm_eval --model hf|hf-prefix --apply_chat_template --metadata
+'{"overlength": "truncate_middle", "judge": "none"}'`` does happens here too: the task
+builds its prompts with the model's tokenizer, cuts each meeting's transcript once at a
+speaker turn so the prompts fit ``--max-length``, and the model generates greedily with
+the task's own settings (``max_gen_toks`` 512, stopping at the end token; ``--max-gen-toks``
+overrides). The calls rotate which back end goes first on each task, so a busier moment
+of a shared machine hits all alike; the figure is the ratio, not the seconds.
+
+Printed per task and back end: prompt tokens run through the model, wall time of the
+``generate_until`` call and of the whole evaluation, how many answers are byte-identical
+to ``hf b1``'s, and the ratios against stock's best. Answers that differ are scored with
+bench/logit_margin.py (the reference model's top-1 minus top-2 logit at the first
+differing token).
+
+Run::
 
     ELITR_BENCH_DATA_DIR=../shared/data python bench/real_model_cpu.py
-    python bench/real_model_cpu.py --meetings 1 --max-length 2048     # a quicker look
+    python bench/real_model_cpu.py --meetings 2 --questions 2 --max-length 1024   # a quick look
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -48,24 +57,26 @@ class Tally:
     prompt_tokens: int = 0
     prefilled_tokens: int = 0
     answers: list[list[str]] = field(default_factory=list)
+    prompts: list[list[str]] = field(default_factory=list)
 
 
-def docs_in_meetings(task: str, meetings: int) -> int:
-    """How many of the task's documents (ordered by meeting) the first meetings hold."""
+def docs_in_meetings(task: str, meetings: int, questions: int) -> list[int]:
+    """Indices of the first ``questions`` documents (0: all) of each of the first meetings.
+
+    A multi-turn task's documents of a meeting are its turns in order, so the first N of
+    two meetings give calls of two conversations each (what ``prefix_batch`` batches).
+    """
     from lm_eval.tasks import TaskManager
 
     docs = list(TaskManager().load([task])["tasks"][task].eval_docs)
-    wanted: list[str] = []
-    for doc in docs:
-        if doc["meeting_id"] not in wanted:
-            wanted.append(doc["meeting_id"])
-    keep = set(wanted[:meetings])
-    count = 0
-    for doc in docs:  # a prefix of the list: --limit takes the first N
-        if doc["meeting_id"] not in keep:
-            break
-        count += 1
-    return count
+    order: list[str] = []
+    per: dict[str, list[int]] = {}
+    for i, doc in enumerate(docs):
+        if doc["meeting_id"] not in per:
+            order.append(doc["meeting_id"])
+            per[doc["meeting_id"]] = []
+        per[doc["meeting_id"]].append(i)
+    return [i for m in order[:meetings] for i in per[m][: questions or None]]
 
 
 def timed(lm: Any, tally: Tally) -> Callable[..., list[str]]:
@@ -78,12 +89,15 @@ def timed(lm: Any, tally: Tally) -> Callable[..., list[str]]:
         out: list[str] = original(requests, disable_tqdm=True)
         tally.generate_s += time.perf_counter() - start
         tally.answers.append(list(out))
+        tally.prompts.append([str(r.args[0]) for r in requests])
         return out
 
     return generate_until
 
 
-def evaluate_once(lm: Any, task: str, limit: int, args: argparse.Namespace, tally: Tally) -> None:
+def evaluate_once(
+    lm: Any, task: str, docs: list[int], args: argparse.Namespace, tally: Tally
+) -> None:
     """One ``simple_evaluate`` of ``task`` on ``lm``, as the ``lm_eval`` CLI would run it."""
     import lm_eval
 
@@ -94,9 +108,9 @@ def evaluate_once(lm: Any, task: str, limit: int, args: argparse.Namespace, tall
         lm_eval.simple_evaluate(
             model=lm,
             tasks=[task],
-            limit=limit,
+            samples={task: docs},
             apply_chat_template=True,
-            gen_kwargs=f"max_gen_toks={args.max_gen_toks}",
+            gen_kwargs=f"max_gen_toks={args.max_gen_toks}" if args.max_gen_toks else None,
             metadata={"overlength": "truncate_middle", "judge": "none"},
             bootstrap_iters=0,
             verbosity="ERROR",
@@ -115,19 +129,54 @@ def ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}x" if b else "-"
 
 
+def stock_sizes(text: str) -> list[int | str]:
+    """``--stock-batch-sizes``: positive integers or ``auto``."""
+    sizes: list[int | str] = []
+    for part in text.split(","):
+        part = part.strip()
+        if part == "auto" or (part.isdigit() and int(part) > 0):
+            sizes.append(part if part == "auto" else int(part))
+        elif part:
+            raise argparse.ArgumentTypeError(f"{part!r}: use positive integers or auto")
+    return sizes
+
+
+def margins(model: Any, tokenizer: Any, ref: Tally, other: Tally) -> list[str]:
+    """One line per answer of ``other`` that differs from ``ref``'s, with its logit margin."""
+    from logit_margin import first_divergence
+
+    lines = []
+    for prompts, want, got in zip(ref.prompts, ref.answers, other.answers, strict=True):
+        for prompt, a, b in zip(prompts, want, got, strict=True):
+            if a != b:
+                d = first_divergence(model, tokenizer, prompt, a, b)
+                lines.append(f"    differs at answer token {d and d.position}: {d}")
+    return lines
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", help="local model folder (default: make real-model's)")
     parser.add_argument("--meetings", type=int, default=2, help="first N meetings per task")
+    parser.add_argument("--questions", type=int, default=0, help="first N per meeting (0: all)")
     parser.add_argument("--max-length", type=int, default=4096, help="the model's window")
-    parser.add_argument("--max-gen-toks", type=int, default=32)
-    parser.add_argument("--rounds", type=int, default=1, help="repeat, alternating the order")
+    parser.add_argument(
+        "--max-gen-toks", type=int, default=0, help="override the task's 512 (0: the task's)"
+    )
+    parser.add_argument(
+        "--stock-batch-sizes",
+        type=stock_sizes,
+        default=stock_sizes("8"),
+        help="stock hf batch sizes besides 1 (comma list; auto: lm-eval detects)",
+    )
+    parser.add_argument("--rounds", type=int, default=1, help="repeat, rotating the order")
     parser.add_argument("--tasks", default=",".join(TASKS), help="comma list of our QA tasks")
     args = parser.parse_args(argv)
     if args.meetings < 1 or args.rounds < 1:
         parser.error("--meetings and --rounds must be at least 1")
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    sys.path.insert(0, str(Path(__file__).resolve().parent))  # logit_margin
 
     import torch
     import transformers
@@ -150,51 +199,66 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0  # `make bench` stays green offline without the cached model
     model = AutoModelForCausalLM.from_pretrained(checkpoint, dtype=torch.float32).eval()
     tokenizer = AutoTokenizer.from_pretrained(checkpoint)
-    common = {"pretrained": model, "tokenizer": tokenizer, "batch_size": 1}
-    common["max_length"] = args.max_length
-    stock = HFLM(**common)
+    common = {"pretrained": model, "tokenizer": tokenizer, "max_length": args.max_length}
+    stock: dict[str, Callable[[], Any]] = {"hf b1": partial(HFLM, **common, batch_size=1)}
+    for size in args.stock_batch_sizes:
+        if size != 1:
+            stock[f"hf b{size}"] = partial(HFLM, **common, batch_size=size)
+    ours: dict[str, Callable[[], Any]] = {
+        "hf-prefix serial": partial(HFPrefixLM, **common, prefix_batch="off"),
+        "hf-prefix batched": partial(HFPrefixLM, **common, prefix_batch="on"),
+    }
+    backends = {**stock, **ours}
+    gen = f"max_gen_toks={args.max_gen_toks}" if args.max_gen_toks else "the task's (512, to EOS)"
     print(
         f"model: {checkpoint.name} ({model.num_parameters() / 1e6:.0f} M parameters, float32, "
         f"{model.config._attn_implementation} attention), CPU with {torch.get_num_threads()} "
-        f"threads; max_length={args.max_length}, max_gen_toks={args.max_gen_toks}, batch_size=1, "
-        f"greedy; torch {torch.__version__}, transformers {transformers.__version__}"
+        f"threads; max_length={args.max_length}, generation: {gen}, greedy; "
+        f"torch {torch.__version__}, transformers {transformers.__version__}"
     )
-    limits = {task: docs_in_meetings(task, args.meetings) for task in tasks}
-    tallies = {(task, name): Tally() for task in tasks for name in ("hf", "hf-prefix")}
+    chosen = {task: docs_in_meetings(task, args.meetings, args.questions) for task in tasks}
+    names = list(backends)
+    tallies = {(task, name): Tally() for task in tasks for name in names}
     step = 0
     for _ in range(args.rounds):
         for task in tasks:
-            order = ("hf", "hf-prefix") if step % 2 == 0 else ("hf-prefix", "hf")
+            order = names[step % len(names) :] + names[: step % len(names)]
             step += 1
             for name in order:
-                # a fresh hf-prefix per call: no run is helped by an earlier run's store
-                lm = stock if name == "hf" else HFPrefixLM(**common)
-                evaluate_once(lm, task, limits[task], args, tallies[task, name])
+                # a fresh model object per call: no run is helped by an earlier run's store
+                evaluate_once(backends[name](), task, chosen[task], args, tallies[task, name])
                 t = tallies[task, name]
-                print(f"  {task} --limit {limits[task]} {name}: {t.generate_s:.0f} s", flush=True)
+                print(
+                    f"  {task} ({len(chosen[task])} docs) {name}: {t.generate_s:.0f} s", flush=True
+                )
     for task in tasks:
-        ref, ours = tallies[task, "hf"], tallies[task, "hf-prefix"]
-        same = sum(
-            a == b
-            for x, y in zip(ref.answers, ours.answers, strict=True)
-            for a, b in zip(x, y, strict=True)
-        )
+        ref = tallies[task, "hf b1"]
+        best = min(stock, key=lambda name: tallies[task, name].generate_s)
+        base = tallies[task, best]
         total = sum(len(x) for x in ref.answers)
         print(
-            f"\n[{task}] first {args.meetings} meeting(s), {limits[task]} questions x "
-            f"{args.rounds} round(s); answers identical hf vs hf-prefix: {same}/{total}"
+            f"\n[{task}] first {args.meetings} meeting(s), {len(chosen[task])} questions x "
+            f"{args.rounds} round(s); stock's best: {best}"
         )
-        print(f"  {'back end':<10} {'prefill tok':>12} {'generate s':>11} {'evaluate s':>11}")
-        for name, t in (("hf", ref), ("hf-prefix", ours)):
-            print(
-                f"  {name:<10} {t.prefilled_tokens:>12,} {t.generate_s:>11.1f} "
-                f"{t.evaluate_s:>11.1f}"
-            )
         print(
-            f"  stock/ours: prefill tokens {ratio(ref.prefilled_tokens, ours.prefilled_tokens)}, "
-            f"generate time {ratio(ref.generate_s, ours.generate_s)}, whole evaluation "
-            f"{ratio(ref.evaluate_s, ours.evaluate_s)}"
+            f"  {'back end':<18} {'prefill tok':>12} {'generate s':>11} {'evaluate s':>11} "
+            f"{'same as hf b1':>13} {'speed vs best':>13}"
         )
+        for name in names:
+            t = tallies[task, name]
+            same = sum(
+                a == b
+                for x, y in zip(ref.answers, t.answers, strict=True)
+                for a, b in zip(x, y, strict=True)
+            )
+            print(
+                f"  {name:<18} {t.prefilled_tokens:>12,} {t.generate_s:>11.1f} "
+                f"{t.evaluate_s:>11.1f} {f'{same}/{total}':>13} "
+                f"{ratio(base.generate_s, t.generate_s):>13}"
+            )
+        for name in names[1:]:
+            for line in margins(model, tokenizer, ref, tallies[task, name]):
+                print(f"  {name} vs hf b1:{line.strip()}")
     return 0
 
 

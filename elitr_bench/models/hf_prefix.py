@@ -11,6 +11,10 @@ of a conversation. This subclass serves greedy requests one at a time from a KV 
   store, so turn k+1 of a conversation only prefills what turn k did not see. Matching
   is on token ids (longest common prefix), never on strings.
 
+With ``prefix_batch=on`` (``auto``: on CUDA only) the requests sharing a prefix are
+decoded together instead (see :meth:`HFPrefixLM._generate_batch`): on a GPU a decode
+step reads all weights whether it serves one answer or sixteen.
+
 Outputs equal ``--model hf`` with ``batch_size=1`` token for token on the same dtype:
 same tokenization, left truncation, stop sequences, ``max_gen_toks`` and EOS handling,
 and results in request order. Sampled or beam-search requests, prompts shorter than
@@ -37,16 +41,19 @@ from lm_eval.models.utils import (
     postprocess_generated_text,
 )
 from tqdm import tqdm
+from transformers import StoppingCriteria
 
 from elitr_bench.cli_errors import install_excepthook
 from elitr_bench.models.kv_cache import (
+    BatchRow,
     PrefillStats,
     PrefixCacheError,
     PrefixStore,
     prefix_schedule,
+    serve_batched,
     serve_with_prefix_reuse,
 )
-from elitr_bench.models.memory import MIB
+from elitr_bench.models.memory import MIB, ModelDims, rows_that_fit
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +61,8 @@ log = logging.getLogger(__name__)
 DEFAULT_PREFIX_CACHE_MB = 4096.0
 #: Shared prefixes shorter than this are not worth holding a cache for.
 DEFAULT_MIN_PREFIX_TOKENS = 256
+#: ``prefix_batch`` values: decode the requests sharing a prefix together, or one by one.
+PREFIX_BATCH_MODES = ("auto", "on", "off")
 
 
 def _layer_tensors(cache: Any) -> list[tuple[Any, str]]:
@@ -68,6 +77,45 @@ def _layer_tensors(cache: Any) -> list[tuple[Any, str]]:
             tensors = getattr(cache, name, None) or []
             pairs.extend((tensors, str(i)) for i in range(len(tensors)))
     return pairs
+
+
+def _kv_pairs(cache: Any) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(keys, values) of each layer, in layer order (transformers 4.x and 5.x)."""
+    layers = getattr(cache, "layers", None)
+    if layers:
+        return [(layer.keys, layer.values) for layer in layers]
+    return list(zip(cache.key_cache, cache.value_cache, strict=True))
+
+
+class RowStop(StoppingCriteria):
+    """Stops each row of a batched ``generate`` at its own stop sequence, as ``hf`` would alone.
+
+    lm-eval's criteria stop a batch when every row holds the same stop sequence; this one
+    marks each row done when the decoded tail of its answer (each stop sequence's token
+    length plus two, lm-eval's look-back) contains any stop sequence, and ``generate``
+    then pads that row. ``lengths`` keeps where each row stopped.
+    """
+
+    def __init__(self, tokenizer: Any, stops: list[str], start: int, rows: int) -> None:
+        self.tokenizer = tokenizer
+        self.start = start
+        self.looks = [
+            (stop, len(tokenizer.encode(stop, add_special_tokens=False)) + 2) for stop in stops
+        ]
+        self.lengths: list[int | None] = [None] * rows
+
+    def __call__(self, input_ids: torch.Tensor, scores: Any, **kwargs: Any) -> torch.Tensor:
+        """Per-row done flags after the latest token."""
+        answers = input_ids[:, self.start :]
+        for row, length in enumerate(self.lengths):
+            if length is not None:
+                continue
+            for stop, look in self.looks:
+                if stop in self.tokenizer.decode(answers[row, -look:]):
+                    self.lengths[row] = int(answers.shape[1])
+                    break
+        done = [length is not None for length in self.lengths]
+        return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
 
 
 def _get(holder: Any, name: str) -> torch.Tensor:
@@ -129,6 +177,39 @@ class TorchCacheOps:
                 layer.device = device
         return cache
 
+    def stack(self, rows: list[tuple[Any, int]], width: int) -> Any:
+        """One batch cache from ``(cache, length)`` rows, each right-aligned in ``width``.
+
+        Columns left of a row's tokens are zeros that the attention mask hides. Rows that
+        all share one cache of one length are an expanded view (the first update copies).
+        """
+        out = self.empty()
+        first, length = rows[0]
+        shared = all(c is first and n == length == width for c, n in rows)
+        for layer, pairs in enumerate(zip(*(_kv_pairs(c) for c, _ in rows), strict=True)):
+            kv = []
+            for which in (0, 1):
+                sample = pairs[0][which]
+                if shared:
+                    kv.append(sample[:, :, :width].expand(len(rows), -1, -1, -1))
+                    continue
+                batch = sample.new_zeros((len(rows), sample.shape[1], width, sample.shape[3]))
+                for b, ((_, n), pair) in enumerate(zip(rows, pairs, strict=True)):
+                    if n:
+                        batch[b, :, width - n :] = pair[which][0, :, :n]
+                kv.append(batch)
+            out.update(kv[0], kv[1], layer)
+        return out
+
+    def row(self, cache: Any, index: int, columns: torch.Tensor) -> Any:
+        """A one-row cache of ``columns`` of row ``index`` of a batch cache (a copy)."""
+        out = self.empty()
+        for layer, (keys, values) in enumerate(_kv_pairs(cache)):
+            out.update(
+                keys[index : index + 1, :, columns], values[index : index + 1, :, columns], layer
+            )
+        return out
+
     def park(self, cache: Any) -> Any:
         """Move a finished cache to the store's device."""
         return self._move(cache, self.park_device) if self.park_device != self.device else cache
@@ -178,6 +259,13 @@ class HFPrefixLM(HFLM):
         min_prefix_tokens: Shortest shared prefix worth reusing.
         prefill_chunk: Prefill long uncached spans in forwards of this many tokens to
             bound activation memory (0: one forward, exactly like ``hf``).
+        prefix_batch: ``on`` decodes the requests that share a prefix (a meeting's
+            questions; turn k of the conversations) as one batch over that prefix,
+            ``off`` one at a time; ``auto`` batches on CUDA only: on a CPU the copied
+            prefix caches cost more than the weights a batch saves re-reading (measured
+            in bench/real_model_cpu.py). Rows per batch are bounded by ``hf``'s
+            ``max_batch_size`` (default 64) and by the free memory divided by one row's
+            KV cache (models/memory.py).
         **kwargs: Every other ``hf`` argument.
     """
 
@@ -188,6 +276,7 @@ class HFPrefixLM(HFLM):
         prefix_cache_device: str | None = None,
         min_prefix_tokens: int = DEFAULT_MIN_PREFIX_TOKENS,
         prefill_chunk: int = 0,
+        prefix_batch: str = "auto",
         **kwargs: Any,
     ) -> None:
         if float(prefix_cache_mb) < 0:
@@ -203,11 +292,15 @@ class HFPrefixLM(HFLM):
             raise PrefixCacheError(
                 f"--model_args prefill_chunk={prefill_chunk}: must be >= 0 (0 = no chunking)"
             )
+        if str(prefix_batch).lower() not in PREFIX_BATCH_MODES:
+            raise PrefixCacheError(f"--model_args prefix_batch={prefix_batch}: use auto, on or off")
         if "dtype" not in kwargs and _wants_gpu(kwargs.get("device", "cuda")):
             kwargs["dtype"] = "bfloat16"
         super().__init__(pretrained, **kwargs)
         self.min_prefix_tokens = int(min_prefix_tokens)
         self.prefill_chunk = int(prefill_chunk)
+        mode = str(prefix_batch).lower()
+        self.prefix_batch = mode == "on" or (mode == "auto" and self.device.type == "cuda")
         self.prefix_stats = PrefillStats()
         self._said_requests = 0
         device = torch.device(self.device)
@@ -301,6 +394,149 @@ class HFPrefixLM(HFLM):
         )
         return [int(t) for t in out[0, len(ids) :].tolist()]
 
+    def _extend(self, ids: list[int], cache: Any, cached: int) -> None:
+        """Prefill ``ids[cached:]`` into a one-row cache through the decoder body (no logits)."""
+        if cached >= len(ids):
+            return
+        body = self.model.get_decoder()
+        key = _cache_kwarg(type(body).forward)
+        step = self.prefill_chunk or len(ids)
+        with (
+            torch.no_grad(),
+            torch.autocast(
+                device_type=self.device.type,
+                dtype=self.mixed_precision_dtype,
+                enabled=self.mixed_precision_dtype is not None,
+            ),
+        ):
+            for start in range(cached, len(ids), step):
+                chunk = torch.tensor([ids[start : start + step]], device=self.device)
+                body(input_ids=chunk, use_cache=True, **{key: cache})
+
+    def max_rows(self, tokens_per_row: int) -> int:
+        """Rows per batch: ``max_batch_size``, and what the free memory holds (models/memory.py)."""
+        if self.device.type == "cuda":
+            free = int(torch.cuda.mem_get_info(self.device)[0])
+        else:
+            import os
+
+            free = int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+        cap = int(self.max_batch_size or 64)
+        dims = ModelDims.from_config(self.model.config)
+        size = self.model.dtype.itemsize
+        # a multi-turn row's cache can exist three times at once: taken from the store,
+        # in the batch, and copied out of it for the store
+        return rows_that_fit(dims, tokens_per_row, free, dtype_bytes=size, cap=cap, copies=3)
+
+    def _serve_batched(
+        self,
+        sequences: list[list[int]],
+        until: list[str],
+        max_gen_toks: int,
+        kwargs: dict[str, Any],
+        stats: PrefillStats,
+        pbar: Any,
+    ) -> list[list[int]]:
+        def generate_batch(rows: list[BatchRow[Any]]) -> tuple[list[list[int]], list[Any | None]]:
+            out = self._generate_batch(rows, until, max_gen_toks, kwargs)
+            pbar.update(len(rows))
+            return out
+
+        return serve_batched(
+            sequences,
+            self._cache_ops,
+            self.prefix_store,
+            self._extend,
+            generate_batch,
+            min_prefix_tokens=self.min_prefix_tokens,
+            max_batch=self.max_rows(max(map(len, sequences)) + max_gen_toks),
+            stats=stats,
+        )
+
+    def _eos_ids(self) -> set[int]:
+        eos = getattr(self.model.generation_config, "eos_token_id", None)
+        if eos is None:
+            return set()
+        return {int(e) for e in (eos if isinstance(eos, list | tuple) else [eos])}
+
+    def _generate_batch(
+        self,
+        rows: list[BatchRow[Any]],
+        until: list[str],
+        max_gen_toks: int,
+        kwargs: dict[str, Any],
+    ) -> tuple[list[list[int]], list[Any | None]]:
+        """Decode rows together, each from its cache (rows may share one cache object).
+
+        Row ``b``'s cached tokens sit right-aligned in the first ``W`` columns (the longest
+        cached span), its uncached suffix right-aligned in the next ``S`` (the longest
+        suffix); the left padding and the gap between a short cache and its suffix are
+        zeros in the attention mask, and ``generate`` takes the position ids from the
+        mask's running count, so every row sees its own positions ``0..len-1``. Each row
+        stops at its own stop sequence or EOS (:class:`RowStop`); the batch stops when all
+        rows have or after ``max_gen_toks``. Each row's answer is cut where it stopped, so
+        it is the token list serial decoding returns; a row marked ``keep`` has its own
+        cache (prompt + answer) copied out for the store.
+        """
+        width = max(r.cached for r in rows)
+        span = max(len(r.ids) - r.cached for r in rows)
+        pad = self.tokenizer.pad_token_id
+        pad = int(pad if pad is not None else self.eot_token_id)
+        context = torch.full((len(rows), width + span), pad, dtype=torch.long)
+        mask = torch.zeros((len(rows), width + span), dtype=torch.long)
+        for b, r in enumerate(rows):
+            suffix = r.ids[r.cached :]
+            if r.cached:
+                context[b, width - r.cached : width] = torch.tensor(r.ids[: r.cached])
+                mask[b, width - r.cached : width] = 1
+            context[b, width + span - len(suffix) :] = torch.tensor(suffix)
+            mask[b, width + span - len(suffix) :] = 1
+        cache = self._cache_ops.stack([(r.cache, r.cached) for r in rows], width)
+        stop = RowStop(self.tokenizer, until, width + span, len(rows))
+        gen_kwargs = dict(kwargs)
+        gen_kwargs.pop("max_length", None)
+        gen_kwargs["temperature"] = gen_kwargs.get("temperature", 0.0)
+        if gen_kwargs.get("do_sample") is False and gen_kwargs["temperature"] == 0.0:
+            gen_kwargs.pop("temperature")
+        with torch.autocast(
+            device_type=self.device.type,
+            dtype=self.mixed_precision_dtype,
+            enabled=self.mixed_precision_dtype is not None,
+        ):
+            out = self.model.generate(
+                input_ids=context.to(self.device),
+                attention_mask=mask.to(self.device),
+                max_length=width + span + max_gen_toks,
+                stopping_criteria=[stop],
+                pad_token_id=pad,
+                use_cache=True,
+                **{_cache_kwarg(type(self.model).generate): cache},
+                **gen_kwargs,
+            )
+        answers = out[:, width + span :].tolist()
+        eos = self._eos_ids()
+        generated: list[list[int]] = []
+        caches: list[Any | None] = []
+        for b, (r, answer) in enumerate(zip(rows, answers, strict=True)):
+            end = stop.lengths[b] or len(answer)
+            ends_at_eos = [i + 1 for i, tok in enumerate(answer[:end]) if tok in eos]
+            end = min([end, *ends_at_eos[:1]])
+            answer = [int(t) for t in answer[:end]]
+            generated.append(answer)
+            if not r.keep:
+                caches.append(None)
+                continue
+            fed = min(len(answer), len(out[b]) - 1 - (width + span))  # the last is not fed
+            fresh = len(r.ids) - r.cached
+            columns = torch.cat(
+                [
+                    torch.arange(width - r.cached, width),
+                    torch.arange(width + span - fresh, width + span + fed),
+                ]
+            ).to(self.device)
+            caches.append(self._cache_ops.row(cache, b, columns))
+        return generated, caches
+
     def _finish(self, cont_toks: list[int], until: list[str]) -> str:
         """Decode and post-process a continuation as ``hf`` does."""
         if isinstance(self.think_end_token, int):
@@ -384,14 +620,19 @@ class HFPrefixLM(HFLM):
                 pbar.update(1)
                 return out
 
-            generated = serve_with_prefix_reuse(
-                [ids[k] for k in chosen],
-                self._cache_ops,
-                self.prefix_store,
-                run,
-                min_prefix_tokens=self.min_prefix_tokens,
-                stats=call_stats,
-            )
+            if self.prefix_batch:
+                generated = self._serve_batched(
+                    [ids[k] for k in chosen], until, max_gen_toks, kwargs, call_stats, pbar
+                )
+            else:
+                generated = serve_with_prefix_reuse(
+                    [ids[k] for k in chosen],
+                    self._cache_ops,
+                    self.prefix_store,
+                    run,
+                    min_prefix_tokens=self.min_prefix_tokens,
+                    stats=call_stats,
+                )
             for k, cont in zip(chosen, generated, strict=True):
                 text = self._finish(cont, until)
                 results[indices[k]] = text
@@ -413,6 +654,7 @@ class HFPrefixLM(HFLM):
         stats = self.prefix_stats
         info["prefix_cache"] = {
             "enabled": self._prefix_reason is None,
+            "batched_decode": self.prefix_batch,
             "requests": stats.requests,
             "prompt_tokens": stats.prompt_tokens,
             "prefilled_tokens": stats.prefilled_tokens,

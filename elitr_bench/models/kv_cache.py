@@ -345,3 +345,154 @@ class LengthCacheOps:
     def unpark(self, cache: LengthCache) -> LengthCache:
         """No device to move to."""
         return cache
+
+
+@dataclass(frozen=True)
+class BatchRow(Generic[C]):
+    """One request of a batch: its prompt and a cache holding the prompt's first tokens.
+
+    Attributes:
+        index: Position of the request in the call.
+        ids: Prompt token ids.
+        cache: Holds ``ids[:cached]`` (rows of one batch may share the same cache object,
+            which the batch must not change).
+        cached: Tokens of ``ids`` already in ``cache``; at least one token is left to feed.
+        keep: Whether the row's finished cache goes to the store (only then is it copied
+            out of the batch).
+    """
+
+    index: int
+    ids: list[int]
+    cache: C
+    cached: int
+    keep: bool = False
+
+
+#: ``extend(ids, cache, cached)``: prefill ``ids[cached:]`` into ``cache`` (one row, no logits).
+Extend = Callable[[list[int], C, int], None]
+#: ``generate_batch(rows)``: feed every row's uncached tokens, decode the rows together and
+#: return each row's generated ids and, for the rows marked ``keep``, a cache of its own
+#: holding its prompt and answer (None for the others).
+GenerateBatch = Callable[[list[BatchRow[C]]], tuple[list[list[int]], list[C | None]]]
+
+
+def batch_runs(schedule: Schedule, max_batch: int) -> list[tuple[list[int], bool]]:
+    """Cut the serving order into batches of at most ``max_batch`` positions in ``schedule.order``.
+
+    Requests that share a prefix with a neighbour (a meeting's questions) are batched
+    with each other only, so each batch has one shared prefix to prefill once; requests
+    that share nothing in this call (turn k of different conversations, each continuing
+    its own stored turn k-1) are batched together, each row with its own cache.
+
+    Returns:
+        ``(positions, shared)`` per batch; ``shared``: cut from a run of requests that
+        share a prefix (a run's last batch may hold one request).
+    """
+    if max_batch < 1:
+        raise PrefixCacheError(f"max_batch_size={max_batch}: must be >= 1")
+    shared: list[tuple[list[int], bool]] = []
+    alone: list[int] = []
+    run: list[int] = []
+    for pos in range(len(schedule.order)):
+        run.append(pos)
+        if schedule.share_next[pos] == 0:
+            if len(run) > 1:
+                shared.extend((run[i : i + max_batch], True) for i in range(0, len(run), max_batch))
+            else:
+                alone.append(pos)
+            run = []
+    singles = [(alone[i : i + max_batch], False) for i in range(0, len(alone), max_batch)]
+    return shared + singles
+
+
+def serve_batched(
+    sequences: Sequence[list[int]],
+    ops: CacheOps[C],
+    store: PrefixStore[C],
+    extend: Extend[C],
+    generate_batch: GenerateBatch[C],
+    *,
+    min_prefix_tokens: int,
+    max_batch: int,
+    stats: PrefillStats | None = None,
+) -> list[list[int]]:
+    """Serve requests in batches over shared prefixes (see :func:`batch_runs`).
+
+    A batch of requests sharing a prefix prefills that prefix once into a one-row trunk
+    cache (reusing the previous batch's trunk or a stored sequence where they match), and
+    every row starts from it. A batch of unrelated requests takes each row's best stored
+    sequence; a row without one first prefills its own prompt alone, so no row's long
+    prompt is padded into the batch. ``generate_batch`` then feeds the rest of every row
+    and decodes them together. As in :func:`serve_with_prefix_reuse`, the last request
+    of each run (the one sharing nothing with the next) leaves its sequence in the store.
+
+    Returns:
+        Generated ids per request, in the order of ``sequences``.
+    """
+    stats = stats if stats is not None else PrefillStats()
+    store.begin_call()
+    schedule = prefix_schedule(sequences, min_prefix_tokens)
+    results: list[list[int]] = [[] for _ in sequences]
+    trunk: C | None = None
+    trunk_ids: list[int] = []
+    for batch, in_run in batch_runs(schedule, max_batch):
+        indices = [schedule.order[pos] for pos in batch]
+        rows: list[BatchRow[C]] = []
+        if in_run:
+            # what the batch's rows share; a lone row: the most it shares with a neighbour
+            first = batch[0]
+            if len(batch) > 1:
+                shared = min(schedule.share_next[p] for p in batch[:-1])
+            else:
+                shared = max(
+                    schedule.share_next[first], schedule.share_next[first - 1] if first else 0
+                )
+            shared = min([shared, *(len(sequences[i]) - 1 for i in indices)])
+            head = sequences[indices[0]][:shared]
+            from_store = 0
+            cached = common_prefix(trunk_ids, head) if trunk is not None else 0
+            if trunk is None or cached < min_prefix_tokens:
+                key, hit = store.best_match(head)
+                if key is not None and hit >= min_prefix_tokens:
+                    _, trunk = store.take(key)
+                    cached = from_store = min(hit, ops.length(trunk))
+                else:
+                    trunk, cached = ops.empty(), 0
+            assert trunk is not None
+            cached = min(cached, shared, ops.length(trunk))
+            ops.crop(trunk, cached)
+            extend(head, trunk, cached)
+            trunk_ids = head
+            stats.prefilled_tokens += shared - cached
+            stats.reused_from_store += from_store
+            stats.reused_from_group += (len(batch) - 1) * shared + (cached - from_store)
+            rows = [
+                BatchRow(i, sequences[i], trunk, shared, keep=schedule.share_next[p] == 0)
+                for p, i in zip(batch, indices, strict=True)
+            ]
+        else:
+            for pos, i in zip(batch, indices, strict=True):
+                ids = sequences[i]
+                key, hit = store.best_match(ids)
+                if key is not None and hit >= min_prefix_tokens:
+                    _, cache = store.take(key)
+                    cached = max(0, min(hit, len(ids) - 1, ops.length(cache)))
+                    ops.crop(cache, cached)
+                    stats.reused_from_store += cached
+                else:
+                    cache, cached = ops.empty(), 0
+                if cached < min_prefix_tokens and len(ids) - 1 > cached:
+                    extend(ids[: len(ids) - 1], cache, cached)  # alone: nothing to pad
+                    stats.prefilled_tokens += len(ids) - 1 - cached
+                    cached = len(ids) - 1
+                rows.append(BatchRow(i, ids, cache, cached, keep=schedule.share_next[pos] == 0))
+            trunk, trunk_ids = None, []
+        generated, caches = generate_batch(rows)
+        for row, gen, finished in zip(rows, generated, caches, strict=True):
+            results[row.index] = gen
+            stats.requests += 1
+            stats.prompt_tokens += len(row.ids)
+            stats.prefilled_tokens += len(row.ids) - row.cached
+            if row.keep and finished is not None:
+                store.put((row.ids + gen)[: ops.length(finished)], finished)
+    return results

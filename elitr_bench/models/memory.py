@@ -124,3 +124,30 @@ def estimate(
         logits=logits_bytes_per_token(dims),
         avoided_logits=max(tokens - 1, 0) * logits_bytes_per_token(dims),
     )
+
+
+def rows_that_fit(
+    dims: ModelDims,
+    tokens_per_row: int,
+    free_bytes: int,
+    *,
+    dtype_bytes: int = 2,
+    fraction: float = 0.8,
+    cap: int = 64,
+    copies: int = 1,
+) -> int:
+    """Rows of a batched decode whose KV caches fit in ``fraction`` of ``free_bytes``.
+
+    Each row holds its own copy of the prompt's keys and values plus its answer's
+    (``tokens_per_row`` = prompt + ``max_gen_toks``), and a few float32 logit rows for
+    the last position. The shared prefix is prefilled once into a one-row cache before
+    the batch exists, and a row without a cached prefix prefills alone, so the batched
+    forwards only carry the rows' short suffixes: their activations are left out.
+    ``copies``: how many copies of a row's cache can exist at once.
+
+    Returns:
+        At least 1 (a single row is what serial decoding needs anyway), at most ``cap``.
+    """
+    per_row = copies * tokens_per_row * kv_bytes_per_token(dims, dtype_bytes)
+    per_row += 4 * logits_bytes_per_token(dims)
+    return max(1, min(cap, int(free_bytes * fraction) // max(per_row, 1)))

@@ -75,32 +75,57 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.slow
-def test_cpu_mode_runs_both_back_ends_on_real_prompts() -> None:
+def test_cpu_mode_runs_every_back_end_on_real_prompts() -> None:
+    """Stock hf at batch 1 and 2, hf-prefix serial and batched: same answers, fewer prefills."""
     proc = _run(
-        "--shape",
-        "tiny",
-        "--meetings",
-        "1",
-        "--questions",
-        "2",
-        "--max-gen-toks",
-        "2",
-        "--modes",
-        "st,mt",
-    )
+        "--shape", "tiny", "--meetings", "1", "--questions", "2", "--max-gen-toks", "6",
+        "--mean-answer-tokens", "3", "--stock-batch-sizes", "2", "--modes", "st,mt",
+    )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = proc.stdout
     assert "say nothing about speed" in out
+    assert "back ends: hf b1, hf b2, hf-prefix serial, hf-prefix batched" in out
     for mode in ("st", "mt"):
         block = out.split(f"[{mode}]")[1]
-        assert "answers identical hf vs hf-prefix: 2/2" in block
+        assert "stock's best: hf b" in block
         rows = {
-            m.group(1): int(m.group(2).replace(",", ""))
-            for m in re.finditer(r"^\s+(hf|hf-prefix)\s+([\d,]+)\s", block, re.M)
+            m.group(1): (int(m.group(2).replace(",", "")), m.group(3), m.group(4))
+            for m in re.finditer(
+                r"^\s+(hf b\d+|hf-prefix \w+)\s+([\d,]+)\s.*\s(\d+/\d+)\s+([\d.]+x)$", block, re.M
+            )
         }
+        assert set(rows) == {"hf b1", "hf b2", "hf-prefix serial", "hf-prefix batched"}
+        assert all(same == "2/2" for _, same, _ in rows.values()), rows
         # Both questions share the transcript: hf-prefix prefills it once, hf twice.
-        assert rows["hf"] > 1.8 * rows["hf-prefix"] > 0
-        assert "stock/ours: prefill tokens" in block
+        for ours in ("hf-prefix serial", "hf-prefix batched"):
+            assert rows["hf b1"][0] > 1.8 * rows[ours][0] > 0
+        assert "1.00x" in {speed for _, _, speed in rows.values()}  # stock's best itself
+
+
+def test_answer_end_hook_ends_answers_at_the_same_token_in_any_batch() -> None:
+    """The random model's end token depends on (token, position) only, not on padding."""
+    import torch
+
+    bench = _load()
+    end = bench.AnswerEnd(mean=3, eos=7)
+
+    class Out:
+        def __init__(self, rows: int) -> None:
+            self.logits = torch.zeros((rows, 1, 10))
+
+    ids = torch.tensor([[5], [4], [6]])
+    positions = torch.tensor([[100], [100], [100]])
+    out = Out(3)
+    end._after(None, (), {"input_ids": ids, "position_ids": positions}, out)
+    ended = [bool(out.logits[r, -1].argmax() == 7) for r in range(3)]
+    want = [
+        (int(t) * 1_000_003 + int(p) * 7_919) % 3 == 0
+        for t, p in zip(ids[:, 0], positions[:, 0], strict=True)
+    ]
+    assert ended == want and any(want) and not all(want)
+    alone = Out(1)  # the same row decoded alone ends at the same token
+    end._after(None, (), {"input_ids": ids[1:2], "position_ids": positions[1:2]}, alone)
+    assert bool(alone.logits[0, -1].argmax() == 7) == want[1]
 
 
 def test_gpu_shape_without_gpu_says_how_to_run() -> None:

@@ -218,3 +218,52 @@ def test_bad_model_args_fail_before_loading() -> None:
         HFPrefixLM(pretrained="unused", prefix_cache_mb=-1)
     with pytest.raises(PrefixCacheError, match="prefill_chunk"):
         HFPrefixLM(pretrained="unused", prefill_chunk=-5)
+    with pytest.raises(PrefixCacheError, match="prefix_batch=sometimes: use auto, on or off"):
+        HFPrefixLM(pretrained="unused", prefix_batch="sometimes")
+
+
+def test_auto_decodes_serially_on_the_cpu(sharp_llama: Path) -> None:
+    """On a CPU the copied prefix caches cost more than the batch saves (performance-baselines)."""
+    assert not HFPrefixLM(**_args(sharp_llama)).prefix_batch
+    assert HFPrefixLM(**_args(sharp_llama), prefix_batch="ON").prefix_batch
+
+
+def test_batched_decode_gives_serial_answers_and_prefills_each_prefix_once(
+    hf: HFLM, sharp_llama: Path, single_turn: list[str], transcripts: list[str]
+) -> None:
+    """prefix_batch=on: a meeting's questions in one batch over one prefill, answers unchanged.
+
+    ``max_batch_size=3`` splits each meeting's 4 questions into batches of 3 and 1, so the
+    second batch reuses the first one's trunk; the multi-turn calls batch the two
+    conversations' turn k, each row from its own stored turn k-1 with a different cached
+    length, so the left padding and the masked gap before a shorter suffix are exercised.
+    """
+    ours = HFPrefixLM(**_args(sharp_llama), prefix_batch="on", max_batch_size=3)
+    serial = HFPrefixLM(**_args(sharp_llama), prefix_batch="off")
+    assert ours.prefix_batch and not serial.prefix_batch
+    want, want_ids, _ = _run(hf, single_turn)
+    got, got_ids, counter = _run(ours, single_turn)
+    assert got == want and sorted(got_ids) == sorted(want_ids)
+    assert len({tuple(i) for i in want_ids}) >= 4  # answers differ: the test can fail
+    ids = [ours.tok_encode(c) for c in single_turn]
+    shared = [i for i in ids if len(i) >= ours.min_prefix_tokens]
+    assert ours.prefix_stats.prefilled_tokens == _trie_size(shared[:4]) + _trie_size(shared[4:])
+    # decode steps are shared: per meeting a batch of 3 and one of 1, plus the short prompt
+    # alone on hf's path, each one forward per generated token (serial: 9 x 16)
+    steps = GREEDY["max_gen_toks"]
+    assert all(len(g) == steps for g in got_ids)
+    assert counter.calls == (2 * 2 + 1) * steps
+
+    before = ours.prefix_stats.prefilled_tokens
+    answers: list[list[str]] = [[], []]
+    for _turn in range(3):
+        # different lengths: the second conversation's transcript is cut shorter
+        contexts = _turn_contexts([transcripts[0], transcripts[1][:2000]], answers, ours)
+        want, want_ids, _ = _run(hf, contexts)
+        mid, _, _ = _run(serial, contexts)
+        got, got_ids, _ = _run(ours, contexts)
+        assert got == want == mid and sorted(got_ids) == sorted(want_ids)
+        for given, reply in zip(answers, got, strict=True):
+            given.append(reply)
+    assert ours.prefix_stats.reused_from_store == serial.prefix_stats.reused_from_store > 0
+    assert ours.prefix_stats.prefilled_tokens - before == serial.prefix_stats.prefilled_tokens

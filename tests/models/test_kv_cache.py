@@ -8,14 +8,17 @@ from collections.abc import Callable
 import pytest
 
 from elitr_bench.models.kv_cache import (
+    BatchRow,
     LengthCache,
     LengthCacheOps,
     PrefillStats,
     PrefixCacheError,
     PrefixStore,
+    batch_runs,
     common_prefix,
     distinct_prefix_tokens,
     prefix_schedule,
+    serve_batched,
     serve_with_prefix_reuse,
 )
 
@@ -152,3 +155,86 @@ def test_zero_budget_keeps_nothing_but_still_shares_within_a_call() -> None:
     stats = PrefillStats()
     serve_with_prefix_reuse(seqs, ops, store, _fake_generate(), min_prefix_tokens=10, stats=stats)
     assert stats.prefilled_tokens == len(shared) + 1 + 2 and len(store) == 0
+
+
+class FakeBatchModel:
+    """Length-only stand-ins for ``extend`` and ``generate_batch`` that check their inputs."""
+
+    def __init__(self, answer_len: int = 3) -> None:
+        self.answer_len = answer_len
+        self.batches: list[list[int]] = []
+
+    def extend(self, ids: list[int], cache: LengthCache, cached: int) -> None:
+        assert cache.tokens == cached <= len(ids)
+        cache.tokens = len(ids)
+
+    def generate_batch(
+        self, rows: list[BatchRow[LengthCache]]
+    ) -> tuple[list[list[int]], list[LengthCache | None]]:
+        self.batches.append([r.index for r in rows])
+        out: list[list[int]] = []
+        caches: list[LengthCache | None] = []
+        for r in rows:
+            assert r.cache.tokens >= r.cached and r.cached < len(r.ids)
+            answer = [9000 + r.index, 9100 + r.index, 9200 + r.index][: self.answer_len]
+            out.append(answer)
+            caches.append(LengthCache(len(r.ids) + len(answer) - 1) if r.keep else None)
+        return out, caches
+
+
+def test_batch_runs_keep_shared_runs_apart_and_bound_the_size() -> None:
+    a, b = list(range(100)), list(range(1000, 1100))
+    seqs = [[*a, i] for i in range(5)] + [[*b, 1], [7, 7], [8, 8]]
+    sched = prefix_schedule(seqs, min_prefix_tokens=50)
+    runs = batch_runs(sched, max_batch=2)
+    members = [sorted(sched.order[p] for p in batch) for batch, _ in runs]
+    assert members == [[0, 1], [2, 3], [4], [6, 7], [5]]  # [7, 7] < [8, 8] < b
+    assert [shared for _, shared in runs] == [True, True, True, False, False]
+    with pytest.raises(PrefixCacheError, match="max_batch_size=0"):
+        batch_runs(sched, max_batch=0)
+
+
+@pytest.mark.parametrize("max_batch", [1, 2, 4, 16])
+def test_batched_serving_prefills_what_serial_serving_does(max_batch: int) -> None:
+    """Any batch size: each meeting's transcript once, turn 2 only its new tokens."""
+    rng = random.Random(4)
+    transcripts = [
+        [rng.randrange(50, 5000) for _ in range(rng.randrange(300, 600))] for _ in range(3)
+    ]
+    seqs = [
+        t + [rng.randrange(50, 5000) for _ in range(rng.randrange(5, 15))]
+        for t in transcripts
+        for _ in range(5)
+    ]
+    rng.shuffle(seqs)
+    ops = LengthCacheOps(bytes_per_token=10)
+    store: PrefixStore[LengthCache] = PrefixStore(ops, budget_bytes=10**9)
+    stats = PrefillStats()
+    model = FakeBatchModel()
+    out = serve_batched(
+        seqs, ops, store, model.extend, model.generate_batch,
+        min_prefix_tokens=64, max_batch=max_batch, stats=stats,
+    )  # fmt: skip
+    assert [o[0] - 9000 for o in out] == list(range(len(seqs)))
+    assert stats.prefilled_tokens == _trie_size(seqs)
+    assert stats.prefilled_tokens + stats.reused_tokens == stats.prompt_tokens
+    assert len(store) == 3
+    assert max(map(len, model.batches)) == min(max_batch, 5)
+
+    # multi-turn: the conversations share nothing, so they are batched across, each
+    # from its own stored sequence
+    convs = [[rng.randrange(50, 5000) for _ in range(400)] for _ in range(4)]
+    first = serve_batched(
+        convs, ops, store, model.extend, model.generate_batch,
+        min_prefix_tokens=64, max_batch=max_batch,
+    )  # fmt: skip
+    turn2 = [c + a + [11, 12, 13, 14] for c, a in zip(convs, first, strict=True)]
+    stats = PrefillStats()
+    model.batches.clear()
+    serve_batched(
+        turn2, ops, store, model.extend, model.generate_batch,
+        min_prefix_tokens=64, max_batch=max_batch, stats=stats,
+    )  # fmt: skip
+    assert stats.prefilled_tokens == 4 * (1 + 4)
+    assert stats.reused_from_store == sum(len(c) + 2 for c in convs)
+    assert [len(b) for b in model.batches] == [min(max_batch, 4)] * (4 // min(max_batch, 4))

@@ -17,6 +17,8 @@ from elitr_bench.models.memory import (
     estimate,
     kv_bytes_per_token,
     layer_activation_bytes_per_token,
+    logits_bytes_per_token,
+    rows_that_fit,
 )
 
 N_TOKENS = 300
@@ -95,3 +97,14 @@ def test_documented_7b_figures_per_1k_tokens() -> None:
     assert mistral.activations / MIB == pytest.approx(125.0, abs=0.1)
     assert llama.avoided_logits / MIB == pytest.approx(122.0, abs=0.1)
     assert estimate(LLAMA2_7B, 18000).kv_cache / 2**30 == pytest.approx(8.79, abs=0.01)
+
+
+def test_rows_that_fit_divide_free_memory_by_one_rows_cache() -> None:
+    # Mistral-7B in bf16: 128 KiB of keys and values per token
+    row = 18_000 * kv_bytes_per_token(MISTRAL_7B) + 4 * logits_bytes_per_token(MISTRAL_7B)
+    assert kv_bytes_per_token(MISTRAL_7B) == 128 * 1024
+    free = 40 * 2**30  # what an 80 GB card has left after the weights and the store
+    assert rows_that_fit(MISTRAL_7B, 18_000, free) == int(free * 0.8) // row == 14
+    assert rows_that_fit(MISTRAL_7B, 18_000, free, cap=8) == 8
+    assert rows_that_fit(MISTRAL_7B, 18_000, free, copies=3) == 4
+    assert rows_that_fit(MISTRAL_7B, 18_000, 0) == 1  # serial decoding needs one row anyway
