@@ -141,6 +141,34 @@ def middle_cut(counter: TokenCounter, transcript: str, remove: int) -> str:
     return snap_to_turns(head, tail, transcript)
 
 
+def budget_cut(counter: TokenCounter, transcript: str, budget: int) -> str:
+    """The transcript cut in its middle at speaker turns to at most ``budget`` tokens.
+
+    ``--metadata context_budget``: the same cut as ``truncate_middle``, sized by the
+    user's budget instead of the model's window, so scores at several budgets draw how a
+    model degrades as less of the meeting fits. A transcript within the budget is kept.
+
+    Raises:
+        ContextLengthError: The budget cannot hold even the elision marker.
+    """
+    total = len(counter.encode(transcript))
+    remove = total - budget
+    if remove <= 0:
+        return transcript
+    for _ in range(8):  # re-tokenising joined text can shift counts by a few tokens
+        cut = middle_cut(counter, transcript, remove)
+        over = len(counter.encode(cut)) - budget
+        if over <= 0:
+            return cut
+        if remove >= total:
+            break
+        remove = min(total, remove + over)
+    raise ContextLengthError(
+        f"--metadata context_budget={budget}: too small to hold any of the transcript; "
+        "use a budget of at least a few hundred tokens"
+    )
+
+
 def turn_starts(transcript: str) -> list[int]:
     """Character offsets of the lines that start a speaker turn (``(PERSON4) ...``)."""
     return [m.start() for m in SPEAKER_TURN.finditer(transcript)]
