@@ -384,11 +384,6 @@ class ElitrQATask(LmEvalContract, ConfigurableTask):
                 f"task {cfg.get('task')}: dataset_kwargs.retrieval={method!r} in its YAML, "
                 f"expected one of {METHODS}"
             )
-        if self.options.context_budget is not None:
-            raise OptionError(
-                f"task {cfg.get('task')} retrieves passages: --metadata context_budget does "
-                "not apply to it; set the passages' tokens with --metadata rag_budget"
-            )
         return str(method)
 
     def set_config(self, key: str, value: Any, update: bool = False) -> None:
@@ -489,7 +484,14 @@ class ElitrQATask(LmEvalContract, ConfigurableTask):
         if counter is not None:
             meta["context_window"] = counter.max_length
         budget = self.options.context_budget
-        if budget is not None and not self._budgeted:
+        if budget is not None and self.retrieval:
+            # one --metadata for elitr_qa and elitr_qa_rag compares them at one budget
+            log.info(
+                "%s retrieves passages: context_budget does not apply, rag_budget=%d does",
+                self.config.task,
+                self.options.rag_budget,
+            )
+        elif budget is not None and not self._budgeted:
             if counter is None:
                 raise OptionError(
                     f"{self.config.task}: --metadata context_budget counts tokens with the "
