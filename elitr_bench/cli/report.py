@@ -47,7 +47,10 @@ def register(subparsers: Any) -> None:
     """Add ``report`` to the ``elitr-bench`` command line."""
     parser = subparsers.add_parser(
         "report",
-        help="Markdown/CSV/PNG report (Tables 2, 3, 4, 9, 10; Figs. 1-3) from lm-eval runs",
+        help=(
+            "Markdown/CSV/PNG report (Tables 2, 3, 4, 9, 10; Figs. 1-3; score vs context) "
+            "from lm-eval runs"
+        ),
         description=(
             "Build the paper's tables and figures from lm-eval output directories of elitr_* "
             "tasks (run with --log_samples), with 95% CIs clustered by meeting."

@@ -32,7 +32,14 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from elitr_bench.report.agreement import GOLD, RELEASED_GPT4, RELEASED_PROMETHEUS, SILVER
-from elitr_bench.report.tables import FIG3_SETTINGS, SETTINGS, SPLITS, Table, setting_title
+from elitr_bench.report.tables import (
+    FIG3_SETTINGS,
+    SETTINGS,
+    SPLITS,
+    Table,
+    fmt,
+    setting_title,
+)
 
 _DPI = 120
 _TICK_FONT = 8
@@ -540,7 +547,7 @@ def draw_context(table: Table) -> Figure:
         for r in sorted(recs, key=lambda r: (r["kind"] == "retrieval", r["tokens"] or 0)):
             what = {"budget": "budget", "full": "full", "retrieval": "BM25"}[r["kind"]]
             tokens = r["tokens"] if r["tokens"] else "?"
-            score = f"{r['value']:.2f} [{r['ci_low']:.2f}, {r['ci_high']:.2f}]"
+            score = f"{fmt(r['value'])} [{fmt(r['ci_low'])}, {fmt(r['ci_high'])}]"
             cells.append([_fit(name, 1.6, 7), f"{what} {tokens}", score])
     ax.set_xscale("log", base=2)
     full = {float(r["tokens"]) for r in table.records if r["kind"] == "full" and r["tokens"]}
