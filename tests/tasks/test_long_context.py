@@ -165,28 +165,30 @@ def test_context_budget_on_single_and_multi_turn_tasks(tiny_llama: Path) -> None
                 assert later.startswith(earlier)
 
 
-def test_rag_task_prompts_hold_the_recorded_passages(tiny_llama: Path) -> None:
+@pytest.mark.parametrize("task", ["elitr_qa_rag_dev", "elitr_qa_cs_rag_dev"])
+def test_rag_task_prompts_hold_the_recorded_passages(tiny_llama: Path, task: str) -> None:
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_llama)
     result = evaluate(
         "hf",
         f"pretrained={tiny_llama},max_length=4096,dtype=float32",
-        ["elitr_qa_rag_dev"],
+        [task],
         limit=2,
         gen_kwargs="max_gen_toks=4",
         device="cpu",
         metadata={"judge": "none", "rag_budget": 256, "rag_chunk": 64},
     )
-    meta = result["configs"]["elitr_qa_rag_dev"]["metadata"]
+    meta = result["configs"][task]["metadata"]
     assert meta["retrieval"] == {
         "method": "bm25", "rag_budget": 256, "rag_chunk": 64, "tokens": "model"
     }  # fmt: skip
     turns = speaker_turns(_transcript())
-    for row in result["samples"]["elitr_qa_rag_dev"]:
+    for row in result["samples"][task]:
         doc, part = row["doc"], _transcript_part(row["arguments"][0][0])
         assert len(tokenizer(part, add_special_tokens=False)["input_ids"]) <= 256
         assert doc["rag_tokens"] <= 256 and doc["retrieval_s"] >= 0
         # the recorded turn ranges are exactly the blocks of the prompt, in order
         blocks = ["\n".join(turns[a : b + 1]) for a, b in doc["rag_passages"]]
         assert _blocks(part) == blocks
+        assert (doc.get("language") == "cs") == (task == "elitr_qa_cs_rag_dev")
