@@ -46,6 +46,8 @@ _NAME_KEYS = ("peft", "delta", "pretrained", "model", "path", "engine")
 #: Arguments that vary between seeded runs of one model and so must not split a row.
 _SEED_KEYS = frozenset({"seed", "random_seed"})
 _DOC_FIELDS = ("meeting_id", "question_id")
+#: ``rag_budget`` of a retrieval task run without the option (``TaskOptions``' default).
+DEFAULT_RAG_BUDGET = 2048
 
 
 def is_our_task(task: str) -> bool:
@@ -526,14 +528,18 @@ def _int_or_none(value: Any) -> int | None:
     return int(number) if number is not None and number > 0 else None
 
 
-def _context_of(metadata: Mapping[str, Any]) -> dict[str, int | None]:
+def _context_of(metadata: Mapping[str, Any], retrieved: bool) -> dict[str, int | None]:
     """Budget, retrieval budget and window as the task recorded them in its metadata.
 
     A retrieval task ignores ``context_budget`` (one ``--metadata`` may serve both kinds
-    of task), so its run is placed by its ``rag_budget`` only.
+    of task), so its run is placed by its ``rag_budget`` only. Its documents say it
+    retrieved (``rag_passages``) even where a results file lost the task's ``retrieval``
+    record; the budget is then the option as given, or its default.
     """
     rag = metadata.get("retrieval")
     rag_budget = _int_or_none(rag.get("rag_budget")) if isinstance(rag, Mapping) else None
+    if retrieved and rag_budget is None:
+        rag_budget = _int_or_none(metadata.get("rag_budget")) or DEFAULT_RAG_BUDGET
     return {
         "context_budget": None if rag_budget else _int_or_none(metadata.get("context_budget")),
         "rag_budget": rag_budget,
@@ -700,8 +706,11 @@ def load_runs(paths: Sequence[str | Path], *, require: bool = True) -> LoadedRun
             }
             samples: list[Sample] = []
             foreign = 0
+            retrieved = False  # documents of a retrieval task record their passages
             try:
                 for _, line in read_samples(samples_path, task):
+                    doc = line.get("doc")
+                    retrieved = retrieved or (isinstance(doc, Mapping) and "rag_passages" in doc)
                     sample = parse_sample(line, fallback, judges)
                     if sample is None:
                         foreign += 1
@@ -746,7 +755,7 @@ def load_runs(paths: Sequence[str | Path], *, require: bool = True) -> LoadedRun
                     samples=tuple(samples),
                     reported=_reported(data["results"].get(task) or {}),
                     n_logged=int(n_logged) if n_logged is not None else None,
-                    **_context_of(metadata),
+                    **_context_of(metadata, retrieved),
                 )
             )
     for run in _rescorings_resolved(pending, loaded, notes):

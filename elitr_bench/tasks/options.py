@@ -65,7 +65,7 @@ FOREIGN_KEYS: set[str] = {
     "device", "revision", "tokenizer", "backend", "batch_size", "max_batch_size",
     "max_length", "max_gen_toks", "trust_remote_code", "parallelize", "base_url",
     "num_concurrent", "max_retries", "tokenized_requests", "seed", "system", "peft",
-    "judge_identity", "judge_usage",
+    "judge_identity", "judge_usage", "context_window", "retrieval",
 }  # fmt: skip
 
 #: Shortest key compared by similarity; shorter ones (``wr``) match too much by chance.

@@ -121,6 +121,7 @@ def write_synthetic_run(
     effective: Callable[[str], float] | None = None,
     repr_filtered: bool = True,
     metadata: Mapping[str, Any] | None = None,
+    doc_fields: Mapping[str, Any] | None = None,
 ) -> Path:
     """A fabricated lm-eval output dir for one task, shaped like real 0.4.13 output.
 
@@ -141,6 +142,7 @@ def write_synthetic_run(
         repr_filtered: Store ``filtered_resps`` as a Python repr string, as lm-eval does.
         metadata: The task's metadata in the results file (``context_budget``,
             ``context_window``, ``retrieval``, as the tasks record them).
+        doc_fields: More fields of every document (``rag_passages`` of retrieval tasks).
     """
     folder = root / name
     folder.mkdir(parents=True, exist_ok=True)
@@ -159,6 +161,7 @@ def write_synthetic_run(
             "setting": setting,
             "mode": mode,
             "turn": q.turn,
+            **(doc_fields or {}),
         }
         if target_wer is not None:
             doc["target_wer"] = target_wer

@@ -102,3 +102,22 @@ def test_no_context_section_without_budget_or_retrieval_runs(
     assert "context.png" not in drawn
     with pytest.raises(KeyError):
         report.table("context_judge_score")
+
+
+def test_a_retrieval_run_is_told_by_its_documents(tmp_path: Path) -> None:
+    """Documents with passages make a retrieval run, whatever its results file kept.
+
+    A rescoring of a run that also held elitr_qa may lose the task's ``retrieval`` record;
+    the run must still stay out of Table 2.
+    """
+    for name, fields in (("full", {}), ("rag", {"rag_passages": [[0, 3]], "rag_tokens": 90})):
+        write_synthetic_run(
+            tmp_path / "runs", name, task="elitr_qa_dev", setting="qa", mode="st", split="dev",
+            judge=JUDGE, metadata={"context_window": WINDOW}, doc_fields=fields,
+            score=lambda q, n=name: (2.0 if n == "rag" else 4.0) + int(q.question_id) % 2,
+        )  # fmt: skip
+    report = build_report([tmp_path / "runs"], tmp_path / "out")
+    points = [(r["kind"], r["tokens"]) for r in report.table("context_judge_score").records]
+    assert points == [("full", WINDOW), ("retrieval", 2048)]
+    (t2,) = [r for r in report.table("table2_judge_score").records if r["split"] == "dev"]
+    assert t2["n_runs"] == 1 and t2["value"] > 4.0
