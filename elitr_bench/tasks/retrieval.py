@@ -6,7 +6,9 @@ retriever (``bm25s``, Lucene's BM25 on sparse matrices) ranks highest for the qu
 
 * passages are whole speaker turns (:func:`~elitr_bench.tasks.context.speaker_turns`)
   merged in transcript order up to ``rag_chunk`` tokens, so no utterance is split and
-  every passage says who speaks;
+  every passage says who speaks; text without a speaker label (one meeting,
+  ``meeting_en_dev_006``, has none at all) is taken line by line instead, or it would be
+  one passage longer than any budget (:func:`units`);
 * the best-ranked passages are taken while they fit ``rag_budget`` tokens (ties: the
   earlier passage first), then put back in transcript order, joined with the
   :data:`~elitr_bench.tasks.context.ELISION` marker where turns were skipped.
@@ -33,13 +35,13 @@ from pathlib import Path
 from typing import Any
 
 from elitr_bench.data.store import cache_root
-from elitr_bench.tasks.context import ELISION, speaker_turns
+from elitr_bench.tasks.context import ELISION, SPEAKER_TURN, speaker_turns
 
 log = logging.getLogger(__name__)
 
 CACHE_SUBDIR = "retrieval"
 #: Bumped when passages or scoring change, so older cached indexes are not reused.
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 #: BM25 settings (bm25s' defaults, Lucene's variant), part of the cache key.
 BM25_PARAMS: dict[str, Any] = {"method": "lucene", "k1": 1.5, "b": 0.75}
 #: Query and passages are tokenised alike: lower-cased words, English stop words dropped.
@@ -48,9 +50,20 @@ STOPWORDS = "en"
 METHODS: tuple[str, ...] = ("bm25",)
 
 
+def units(transcript: str) -> list[str]:
+    """What passages are made of: speaker turns, and the lines of unlabelled text.
+
+    Joined with line breaks they give the transcript back; ``rag_passages`` indexes them.
+    """
+    out: list[str] = []
+    for turn in speaker_turns(transcript):
+        out.extend([turn] if SPEAKER_TURN.match(turn) else turn.split("\n"))
+    return out
+
+
 @dataclass(frozen=True)
 class Passage:
-    """Consecutive whole speaker turns ``first``..``last`` (0-based, inclusive)."""
+    """Consecutive whole units (:func:`units`) ``first``..``last`` (0-based, inclusive)."""
 
     first: int
     last: int
@@ -64,7 +77,8 @@ class Retrieved:
 
     Attributes:
         text: The passages in transcript order, joined by the elision marker.
-        turns: Turn ranges ``[first, last]`` (0-based, inclusive) of the kept blocks.
+        turns: Ranges ``[first, last]`` of :func:`units` (speaker turns; 0-based,
+            inclusive) of the kept blocks.
         tokens: Tokens of ``text``.
         seconds: Time to score the passages and select them (the index was built before).
     """
@@ -133,8 +147,9 @@ class MeetingIndex:
             count: Tokens of a text (the model's tokenizer, or an estimate).
             chunk: Most tokens of a passage (``rag_chunk``).
         """
-        self.n_turns = len(speaker_turns(transcript))
-        self.passages = passages(speaker_turns(transcript), count, chunk)
+        pieces = units(transcript)
+        self.n_turns = len(pieces)
+        self.passages = passages(pieces, count, chunk)
         self.count = count
         self.path = retrieval_cache_dir() / index_key([p.text for p in self.passages])
         self.from_cache = False

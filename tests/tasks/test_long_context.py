@@ -89,6 +89,14 @@ def test_retrieval_fits_the_budget_in_transcript_order_and_is_deterministic() ->
         assert (repeat.text, repeat.turns) == (got.text, got.turns)
 
 
+def test_a_meeting_without_speaker_labels_is_retrieved_line_by_line() -> None:
+    transcript = _transcript("meeting_en_dev_006")  # no "(PERSONn)" label at all
+    assert len(speaker_turns(transcript)) == 1
+    assert retrieval.units(transcript) == transcript.split("\n")
+    got = retrieval.MeetingIndex(transcript, _words, 60).retrieve("speaker adaptation data", 300)
+    assert 100 < got.tokens <= 300 and "adaptation" in got.text
+
+
 def test_index_cache_is_reused(monkeypatch: pytest.MonkeyPatch) -> None:
     import bm25s
 
@@ -183,7 +191,7 @@ def test_rag_task_prompts_hold_the_recorded_passages(tiny_llama: Path, task: str
     assert meta["retrieval"] == {
         "method": "bm25", "rag_budget": 256, "rag_chunk": 64, "tokens": "model"
     }  # fmt: skip
-    turns = speaker_turns(_transcript())
+    turns = retrieval.units(_transcript())
     for row in result["samples"][task]:
         doc, part = row["doc"], _transcript_part(row["arguments"][0][0])
         assert len(tokenizer(part, add_special_tokens=False)["input_ids"]) <= 256
