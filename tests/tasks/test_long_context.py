@@ -200,3 +200,17 @@ def test_rag_task_prompts_hold_the_recorded_passages(tiny_llama: Path, task: str
         blocks = ["\n".join(turns[a : b + 1]) for a, b in doc["rag_passages"]]
         assert _blocks(part) == blocks
         assert (doc.get("language") == "cs") == (task == "elitr_qa_cs_rag_dev")
+
+
+def test_replay_refuses_the_retrieval_tasks() -> None:
+    """The released answers were written from whole transcripts, not from passages."""
+    from elitr_bench.models.replay import ReplayError
+
+    with pytest.raises(ReplayError, match="retrieved passages"):
+        evaluate(
+            "elitr-replay",
+            "system=gpt-4",
+            ["elitr_qa_rag_dev"],
+            limit=1,
+            metadata={"judge": "none"},
+        )
