@@ -558,7 +558,9 @@ def draw_context(table: Table) -> Figure:
         ax.set_xlim(min(ticks) / 1.4, max(ticks) * 1.4)
     ax.set_xlabel("transcript tokens in the prompt (context budget; full = model window)")
     metric = _metric(table.records)
-    ax.set_ylabel(axis_label(metric))
+    judges = {r.get("judge") for r in table.records}
+    judge = judges.pop() if len(judges) == 1 else None
+    ax.set_ylabel(axis_label(metric) + (f"\njudge: {judge}" if judge else ""))
     _score_axis(ax, metric)
     ax.grid(alpha=0.3)
     if ax.get_legend_handles_labels()[0]:  # under the plot: never over a point

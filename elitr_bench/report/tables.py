@@ -707,6 +707,11 @@ def context_table(ctx: ReportContext) -> Table | None:
             )
     if not records:
         return None
+    if any(r["ci_low"] is None for r in records):
+        notes.append(
+            "[-, -]: no interval, as the point's questions come from fewer than two meetings "
+            "(a small --limit takes the first meeting's questions only)."
+        )
     return Table(
         key=f"context_{ctx.metric}",
         title=f"{ctx.metric} vs context budget (full transcript, middle cut, BM25 retrieval)",
