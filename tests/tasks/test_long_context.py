@@ -107,11 +107,11 @@ def test_index_cache_is_reused(monkeypatch: pytest.MonkeyPatch) -> None:
     def no_rebuild(*args: object, **kwargs: object) -> None:
         raise AssertionError("the cached index was rebuilt")
 
-    monkeypatch.setattr(bm25s.BM25, "index", no_rebuild)
-    cached = retrieval.MeetingIndex(transcript, _words, 128)
+    with monkeypatch.context() as patch:  # only this patch: the cache dir stays the test's
+        patch.setattr(bm25s.BM25, "index", no_rebuild)
+        cached = retrieval.MeetingIndex(transcript, _words, 128)
     assert cached.from_cache and cached.path == built.path
     # another chunk size gives other passages: another index, not a stale one
-    monkeypatch.undo()
     other = retrieval.MeetingIndex(transcript, _words, 64)
     assert other.path != built.path and not other.from_cache
 
