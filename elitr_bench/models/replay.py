@@ -264,6 +264,12 @@ class ReplayLM(LM):
                     "questions, and only answers to the English questions were released; "
                     "run a real model on these tasks"
                 )
+            if "rag_passages" in doc:
+                raise ReplayError(
+                    f"elitr-replay: task {request.task_name} shows the model retrieved "
+                    "passages, and the released answers were written from whole transcripts; "
+                    "run a real model on the retrieval tasks"
+                )
             key = (
                 doc["setting"],
                 doc["split"],

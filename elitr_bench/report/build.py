@@ -6,7 +6,8 @@ Output layout under ``--out``::
     report.json           the same tables as records, plus runs, judges and notes
     tables/<key>.csv      one long-form CSV per table (unrounded values, run ids)
     tables/<key>.json     the same records as JSON
-    figures/*.png         Table 2 bars, Fig. 1 (noise), Fig. 2a/2b (agreement), Fig. 3
+    figures/*.png         Table 2 bars, Fig. 1 (noise), Fig. 2a/2b (agreement), Fig. 3,
+                          context.png (score vs context budget and retrieval)
 
 The report is assembled by :data:`SECTION_BUILDERS`, one function per kind of input (the
 ELITR-Bench QA/Conv runs, the judge agreement); a new kind of run adds its builder there.
@@ -34,6 +35,7 @@ from elitr_bench.report.runs import LoadedRuns, TaskRun, foreign_input, load_run
 from elitr_bench.report.tables import (
     ReportContext,
     Table,
+    context_table,
     differing_questions,
     figure3_table,
     fmt,
@@ -64,7 +66,8 @@ def _runs_table(runs: Sequence[TaskRun], metric: str) -> Table:
                 ",".join(f"{k}={v}" for k, v in r.model.args) or "-",
                 r.seed_label,
                 judge,
-                f"{setting_title(r.setting, r.mode)} {r.split}",
+                f"{setting_title(r.setting, r.mode)} {r.split}"
+                + ("" if r.is_full_context else f", {r.context_label}"),
                 fmt(r.target_wer) if r.target_wer else "-",
                 str(len(r.samples)),
                 str(r.count("scored")),
@@ -88,6 +91,9 @@ def _runs_table(runs: Sequence[TaskRun], metric: str) -> Table:
                 "split": r.split,
                 "target_wer": r.target_wer,
                 "effective_wer": r.effective_wer,
+                "context_budget": r.context_budget,
+                "rag_budget": r.rag_budget,
+                "context_window": r.window,
                 "n_samples": len(r.samples),
                 "n_logged": r.n_logged,
                 "n_scored": r.count("scored"),
@@ -174,6 +180,14 @@ def qa_sections(inputs: ReportInputs, report: Report) -> None:
     judges = _judges_table(runs)
     if judges:
         report.section("Judges", judges)
+    if any(not r.is_full_context for r in main_runs):
+        every = ReportContext(main_runs, metric=metric, **opts)  # type: ignore[arg-type]
+        curve = context_table(every)
+        if curve is not None:
+            report.section("Score vs context budget", curve)
+            report.figures.append(figures.context_figure(curve, out / "figures" / "context.png"))
+        # the paper's tables compare models on the whole transcript only
+        main_runs = [r for r in main_runs if r.is_full_context]
     if main_runs:
         ctx = ReportContext(main_runs, metric=metric, **opts)  # type: ignore[arg-type]
         t2 = table2(ctx)
@@ -207,7 +221,7 @@ def qa_sections(inputs: ReportInputs, report: Report) -> None:
         else:
             report.notes.append("Figure 1 skipped: no noisy-transcript runs (elitr_qa_wer*).")
     for fallback in ("f1", "rouge_l"):
-        fb_runs = [r for r in rest if r.has(fallback)]
+        fb_runs = [r for r in rest if r.has(fallback) and r.is_full_context]
         if fb_runs:
             fctx = ReportContext(fb_runs, metric=fallback, **opts)  # type: ignore[arg-type]
             report.section(f"Fallback: {fallback} for runs without {metric}", table2(fctx))

@@ -17,6 +17,7 @@ With a single system the bars stand for the settings themselves, each named unde
 from __future__ import annotations
 
 import textwrap
+import warnings
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -31,7 +32,14 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from elitr_bench.report.agreement import GOLD, RELEASED_GPT4, RELEASED_PROMETHEUS, SILVER
-from elitr_bench.report.tables import FIG3_SETTINGS, SETTINGS, SPLITS, Table, setting_title
+from elitr_bench.report.tables import (
+    FIG3_SETTINGS,
+    SETTINGS,
+    SPLITS,
+    Table,
+    fmt,
+    setting_title,
+)
 
 _DPI = 120
 _TICK_FONT = 8
@@ -128,7 +136,9 @@ def _figure(width: float, height: float) -> Figure:
 
 def _save(fig: Figure, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
+    with warnings.catch_warnings():  # a table beside a plot is laid out by bbox_inches
+        warnings.filterwarnings("ignore", message=".*not compatible with tight_layout")
+        fig.tight_layout()
     # bbox_inches="tight" grows the canvas to hold the legend placed outside the axes.
     fig.savefig(path, dpi=_DPI, bbox_inches="tight")
     return path
@@ -482,3 +492,98 @@ def draw_table2(table: Table) -> Figure:
 def table2_figure(table: Table, path: Path) -> Path:
     """Write :func:`draw_table2` as a PNG."""
     return _save(draw_table2(table), path)
+
+
+def _tokens_tick(tokens: float) -> str:
+    return f"{tokens / 1024:g}k" if tokens >= 1024 and tokens % 256 == 0 else f"{tokens:g}"
+
+
+def draw_context(table: Table) -> Figure:
+    """Score vs transcript tokens: a line per model over its budgets, retrieval as stars.
+
+    The full-context run ends each line at the model's window; a retrieval run is a star
+    of the line's colour at its ``rag_budget``, so a star above the line at the same
+    tokens says retrieval beats the middle cut there. The table beside the plot holds
+    the numbers (the report's table, shortened to what fits).
+    """
+    lines: dict[tuple[int, int, str], list[Mapping[str, Any]]] = defaultdict(list)
+    combos = {(r["setting"], r["mode"], r["split"]) for r in table.records}
+    rows = list(dict.fromkeys(r["row"] for r in table.records))
+    for rec in table.records:
+        name = rec["row"]
+        if len(combos) > 1:
+            split = "test" if rec["split"] == "test2" else rec["split"]
+            name += f" ({setting_title(rec['setting'], rec['mode'])}, {split})"
+        rank = _setting_rank(rec["setting"], rec["mode"]) * 10 + _split_rank(rec["split"])
+        lines[(rows.index(rec["row"]), rank, name)].append(rec)
+    fig = _figure(13, 4.6)
+    grid = fig.add_gridspec(1, 2, width_ratios=(1.25, 1.0), wspace=0.05)
+    ax = fig.add_subplot(grid[0, 0])
+    ticks: set[float] = set()
+    cells: list[list[str]] = []
+    for k, ((_, _, name), recs) in enumerate(sorted(lines.items())):
+        colour, marker = f"C{k % 10}", _MARKERS[k % len(_MARKERS)]
+        curve = sorted(
+            (r for r in recs if r["kind"] != "retrieval" and r["tokens"]),
+            key=lambda r: r["tokens"],
+        )
+        if curve:
+            ax.errorbar(
+                [r["tokens"] for r in curve],
+                [r["value"] for r in curve],
+                yerr=_yerr([(r["value"], r["ci_low"], r["ci_high"]) for r in curve]),
+                capsize=3, color=colour, marker=marker, label=f"{name}: middle cut",
+            )  # fmt: skip
+        rag = [r for r in recs if r["kind"] == "retrieval" and r["tokens"]]
+        if rag:
+            ax.errorbar(
+                [r["tokens"] for r in rag],
+                [r["value"] for r in rag],
+                yerr=_yerr([(r["value"], r["ci_low"], r["ci_high"]) for r in rag]),
+                capsize=3, color=colour, marker="*", markersize=13, linestyle="none",
+                label=f"{name}: BM25 retrieval",
+            )  # fmt: skip
+        ticks.update(float(r["tokens"]) for r in recs if r["tokens"])
+        for r in sorted(recs, key=lambda r: (r["kind"] == "retrieval", r["tokens"] or 0)):
+            what = {"budget": "budget", "full": "full", "retrieval": "BM25"}[r["kind"]]
+            tokens = r["tokens"] if r["tokens"] else "?"
+            score = f"{fmt(r['value'])} [{fmt(r['ci_low'])}, {fmt(r['ci_high'])}]"
+            cells.append([_fit(name, 1.6, 7), f"{what} {tokens}", score])
+    ax.set_xscale("log", base=2)
+    full = {float(r["tokens"]) for r in table.records if r["kind"] == "full" and r["tokens"]}
+    if ticks:
+        labels = [_tokens_tick(t) + ("\n(full)" if t in full else "") for t in sorted(ticks)]
+        ax.set_xticks(sorted(ticks), labels)
+        ax.minorticks_off()
+        ax.set_xlim(min(ticks) / 1.4, max(ticks) * 1.4)
+    ax.set_xlabel("transcript tokens in the prompt (context budget; full = model window)")
+    metric = _metric(table.records)
+    judges = {r.get("judge") for r in table.records}
+    judge = judges.pop() if len(judges) == 1 else None
+    ax.set_ylabel(axis_label(metric) + (f"\njudge: {judge}" if judge else ""))
+    _score_axis(ax, metric)
+    ax.grid(alpha=0.3)
+    if ax.get_legend_handles_labels()[0]:  # under the plot: never over a point
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
+    side = fig.add_subplot(grid[0, 1])
+    side.axis("off")
+    shown = cells[:24]
+    drawn = side.table(
+        cellText=shown,
+        colLabels=["Model", "Context (tokens)", "Score [95% CI]"],
+        colWidths=[0.42, 0.24, 0.34],
+        loc="upper center",
+        cellLoc="left",
+    )
+    drawn.auto_set_font_size(False)
+    drawn.set_fontsize(7)
+    drawn.scale(1.0, 1.25)
+    if len(cells) > len(shown):
+        side.set_title(f"first {len(shown)} of {len(cells)} points (all in the report)", fontsize=7)
+    fig.suptitle("Score vs context: middle cut at each budget, BM25 retrieval (bars: 95% CI)")
+    return fig
+
+
+def context_figure(table: Table, path: Path) -> Path:
+    """Write :func:`draw_context` as a PNG."""
+    return _save(draw_context(table), path)

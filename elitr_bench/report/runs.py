@@ -46,6 +46,8 @@ _NAME_KEYS = ("peft", "delta", "pretrained", "model", "path", "engine")
 #: Arguments that vary between seeded runs of one model and so must not split a row.
 _SEED_KEYS = frozenset({"seed", "random_seed"})
 _DOC_FIELDS = ("meeting_id", "question_id")
+#: ``rag_budget`` of a retrieval task run without the option (``TaskOptions``' default).
+DEFAULT_RAG_BUDGET = 2048
 
 
 def is_our_task(task: str) -> bool:
@@ -158,6 +160,11 @@ class TaskRun:
         samples: The samples, in file order.
         reported: Metrics as lm-eval aggregated them in the results file.
         n_logged: Effective sample count from the results file's ``n-samples``.
+        context_budget: ``--metadata context_budget`` (transcript tokens), None for
+            the whole transcript.
+        rag_budget: Transcript tokens of the retrieved passages (retrieval tasks only).
+        window: The model's context window the task saw (None when not recorded, as for
+            API models and runs older than the score-versus-context curve).
     """
 
     run_id: str
@@ -169,6 +176,23 @@ class TaskRun:
     samples: tuple[Sample, ...]
     reported: Mapping[str, float]
     n_logged: int | None = None
+    context_budget: int | None = None
+    rag_budget: int | None = None
+    window: int | None = None
+
+    @property
+    def is_full_context(self) -> bool:
+        """Whether the prompts held the whole transcript (no budget, no retrieval)."""
+        return self.context_budget is None and self.rag_budget is None
+
+    @property
+    def context_label(self) -> str:
+        """``full``, ``budget N`` or ``BM25 N``: what of the transcript the prompts held."""
+        if self.rag_budget is not None:
+            return f"BM25 {self.rag_budget}"
+        if self.context_budget is not None:
+            return f"budget {self.context_budget}"
+        return "full"
 
     def _only(self, name: str) -> Any:
         values = {getattr(s, name) for s in self.samples}
@@ -499,6 +523,30 @@ def _seeds(config: Mapping[str, Any], task_metadata: Mapping[str, Any]) -> dict[
     return seeds
 
 
+def _int_or_none(value: Any) -> int | None:
+    number = _float(value)
+    return int(number) if number is not None and number > 0 else None
+
+
+def _context_of(metadata: Mapping[str, Any], retrieved: bool) -> dict[str, int | None]:
+    """Budget, retrieval budget and window as the task recorded them in its metadata.
+
+    A retrieval task ignores ``context_budget`` (one ``--metadata`` may serve both kinds
+    of task), so its run is placed by its ``rag_budget`` only. Its documents say it
+    retrieved (``rag_passages``) even where a results file lost the task's ``retrieval``
+    record; the budget is then the option as given, or its default.
+    """
+    rag = metadata.get("retrieval")
+    rag_budget = _int_or_none(rag.get("rag_budget")) if isinstance(rag, Mapping) else None
+    if retrieved and rag_budget is None:
+        rag_budget = _int_or_none(metadata.get("rag_budget")) or DEFAULT_RAG_BUDGET
+    return {
+        "context_budget": None if rag_budget else _int_or_none(metadata.get("context_budget")),
+        "rag_budget": rag_budget,
+        "window": _int_or_none(metadata.get("context_window")),
+    }
+
+
 def _rescored_config(results_path: Path, data: Mapping[str, Any]) -> dict[str, Any]:
     """``config`` of the run an ``elitr-bench score`` results file re-judged.
 
@@ -658,8 +706,11 @@ def load_runs(paths: Sequence[str | Path], *, require: bool = True) -> LoadedRun
             }
             samples: list[Sample] = []
             foreign = 0
+            retrieved = False  # documents of a retrieval task record their passages
             try:
                 for _, line in read_samples(samples_path, task):
+                    doc = line.get("doc")
+                    retrieved = retrieved or (isinstance(doc, Mapping) and "rag_passages" in doc)
                     sample = parse_sample(line, fallback, judges)
                     if sample is None:
                         foreign += 1
@@ -704,10 +755,11 @@ def load_runs(paths: Sequence[str | Path], *, require: bool = True) -> LoadedRun
                     samples=tuple(samples),
                     reported=_reported(data["results"].get(task) or {}),
                     n_logged=int(n_logged) if n_logged is not None else None,
+                    **_context_of(metadata, retrieved),
                 )
             )
     for run in _rescorings_resolved(pending, loaded, notes):
-        same = _same_run(run.model, run.seeds, run.samples)
+        same = (*_same_run(run.model, run.seeds, run.samples), run.context_label)
         if same in copies:
             notes.append(
                 f"{run.samples_path.name} is an identical copy of {copies[same].run_id} (same "
@@ -768,6 +820,7 @@ def _check_duplicates(runs: Sequence[TaskRun], notes: list[str]) -> None:
             run.mode,
             run.split,
             run.target_wer,
+            run.context_label,
             tuple(sorted(run.seeds.items())),
         )
         if key in seen:

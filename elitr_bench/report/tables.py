@@ -627,3 +627,96 @@ def noise_table(ctx: ReportContext) -> Table | None:
             "target 0.00 = the clean-transcript run of the same model and setting.",
         ),
     )
+
+
+# ------------------------------------------------------------------ score vs context
+#: How each kind of point of the context figure is named in its table.
+CONTEXT_KINDS = {"budget": "context budget", "full": "full context", "retrieval": "BM25 retrieval"}
+
+
+def _context_point(run: TaskRun) -> tuple[str, int | None]:
+    """(kind, transcript tokens) of a run: its budget, its window, or its rag_budget."""
+    if run.rag_budget is not None:
+        return "retrieval", run.rag_budget
+    if run.context_budget is not None:
+        return "budget", run.context_budget
+    return "full", run.window
+
+
+def context_table(ctx: ReportContext) -> Table | None:
+    """Score per context budget per model (and setting), retrieval runs beside them.
+
+    A line is a model's runs of one setting and split at several ``context_budget``
+    values, its full-context run placed at the model's window, and its retrieval runs
+    (``elitr_qa_rag_*``) at their ``rag_budget``. Only lines with a budget or retrieval
+    run are drawn; seeded repeats of one point are averaged as in Table 2.
+    """
+    if all(run.is_full_context for run in ctx.runs):
+        return None
+    points: dict[tuple[RowKey, str, str, str], dict[tuple[str, int | None], list[TaskRun]]]
+    points = defaultdict(lambda: defaultdict(list))
+    for run in ctx.runs:
+        line = (ctx.row_key(run), run.setting, run.mode, run.split)
+        points[line][_context_point(run)].append(run)
+    rows, records = [], []
+    notes = [
+        "Tokens: transcript tokens of the model's tokenizer the prompts held at most "
+        "(--metadata context_budget, or rag_budget for retrieval); a full-context run is "
+        "placed at the model's window. Intervals: 95%, clustered by meeting.",
+    ]
+    order = {k: i for i, k in enumerate(ctx.ordered(k for k, _, _, _ in points))}
+    for line in sorted(points, key=lambda x: (order[x[0]], x[1:])):
+        if all(kind == "full" for kind, _ in points[line]):
+            continue
+        key, s, m, sp = line
+        for (kind, tokens), runs in sorted(
+            points[line].items(), key=lambda p: (p[0][0] == "retrieval", p[0][1] or 0)
+        ):
+            value = runs_mean(runs, ctx.metric)
+            iv = ctx.interval([stratum(runs, ctx.metric)], center=value)
+            if tokens is None:
+                notes.append(
+                    f"{ctx.label(key)} ({_ids(runs)}): full-context run without a recorded "
+                    "window (API model or older run): in the table, not in the figure."
+                )
+            rows.append(
+                (
+                    ctx.label(key),
+                    f"{setting_title(s, m)} {SPLIT_TITLES.get(sp, sp)}",
+                    CONTEXT_KINDS[kind],
+                    str(tokens) if tokens is not None else "?",
+                    _ci_cell(value, iv, len(runs)),
+                    _ids(runs),
+                )
+            )
+            records.append(
+                {
+                    **_base(ctx, key),
+                    "setting": s,
+                    "mode": m,
+                    "split": sp,
+                    "kind": kind,
+                    "tokens": tokens,
+                    "value": value,
+                    "ci_low": iv.low,
+                    "ci_high": iv.high,
+                    "n_questions": iv.n,
+                    "n_runs": len(runs),
+                    "runs": _ids(runs),
+                }
+            )
+    if not records:
+        return None
+    if any(r["ci_low"] is None for r in records):
+        notes.append(
+            "[-, -]: no interval, as the point's questions come from fewer than two meetings "
+            "(a small --limit takes the first meeting's questions only)."
+        )
+    return Table(
+        key=f"context_{ctx.metric}",
+        title=f"{ctx.metric} vs context budget (full transcript, middle cut, BM25 retrieval)",
+        columns=("Model", "Setting", "Context", "Tokens", "Score [CI]", "Runs"),
+        rows=tuple(rows),
+        records=tuple(records),
+        notes=tuple(notes),
+    )

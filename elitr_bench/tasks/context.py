@@ -9,7 +9,9 @@ user's explicit ``overlength`` policy instead.
 
 from __future__ import annotations
 
+import itertools
 import logging
+import re
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -21,6 +23,8 @@ log = logging.getLogger(__name__)
 
 #: Marker inserted where ``truncate_middle`` removed part of a transcript.
 ELISION = "\n[...]\n"
+#: A line that starts a speaker turn: the anonymized speaker label, ``(PERSON4)``.
+SPEAKER_TURN = re.compile(r"^\([A-Z][A-Za-z]*\d+\)", re.MULTILINE)
 
 
 class ContextLengthError(ElitrBenchError):
@@ -124,9 +128,9 @@ def middle_cut(counter: TokenCounter, transcript: str, remove: int) -> str:
 
     Beginning and end are kept because answers lie there as often as in the middle
     (Table 1), and the cut is marked so a reader of the samples sees it. Both sides of
-    the cut land on line boundaries (a transcript line is a speaker turn), so no
-    utterance or speaker label is split: the partial lines at the cut are dropped too,
-    which removes at most one line more than asked on each side.
+    the cut land on speaker turns (:func:`snap_to_turns`): an utterance may span several
+    lines, and a kept part that began on a continuation line would hide who is speaking.
+    The partial turns at the cut are dropped too, so the cut removes at least ``remove``.
     """
     ids = counter.encode(transcript)
     keep = max(len(ids) - remove, 0)
@@ -134,21 +138,97 @@ def middle_cut(counter: TokenCounter, transcript: str, remove: int) -> str:
     tail_ids = keep - head_ids
     head = counter.decode(ids[:head_ids])
     tail = counter.decode(ids[-tail_ids:]) if tail_ids else ""
-    return snap_to_lines(head, tail, transcript)
+    return snap_to_turns(head, tail, transcript)
 
 
-def snap_to_lines(head: str, tail: str, transcript: str) -> str:
-    """Join a transcript's kept head and tail with :data:`ELISION`, at whole lines.
+def budget_cut(counter: TokenCounter, transcript: str, budget: int) -> str:
+    """The transcript cut in its middle at speaker turns to at most ``budget`` tokens.
 
-    ``head`` is cut back to its last complete line and ``tail`` forward to its first,
-    unless the text kept there is one line only (a transcript without line breaks is
-    cut where the tokens say, rather than emptied).
+    ``--metadata context_budget``: the same cut as ``truncate_middle``, sized by the
+    user's budget instead of the model's window, so scores at several budgets draw how a
+    model degrades as less of the meeting fits. A transcript within the budget is kept.
+
+    Raises:
+        ContextLengthError: The budget cannot hold even the elision marker.
     """
-    if head and not transcript.startswith(head + "\n") and "\n" in head:
-        head = head[: head.rfind("\n")]
-    if tail and not transcript.endswith("\n" + tail) and "\n" in tail:
-        tail = tail[tail.find("\n") + 1 :]
-    return head.rstrip("\n") + ELISION + tail.lstrip("\n")
+    total = len(counter.encode(transcript))
+    remove = total - budget
+    if remove <= 0:
+        return transcript
+    for _ in range(8):  # re-tokenising joined text can shift counts by a few tokens
+        cut = middle_cut(counter, transcript, remove)
+        over = len(counter.encode(cut)) - budget
+        if over <= 0:
+            return cut
+        if remove >= total:
+            break
+        remove = min(total, remove + over)
+    raise ContextLengthError(
+        f"--metadata context_budget={budget}: too small to hold any of the transcript; "
+        "use a budget of at least a few hundred tokens"
+    )
+
+
+def turn_starts(transcript: str) -> list[int]:
+    """Character offsets of the lines that start a speaker turn (``(PERSON4) ...``)."""
+    return [m.start() for m in SPEAKER_TURN.finditer(transcript)]
+
+
+def speaker_turns(transcript: str) -> list[str]:
+    """A transcript split into speaker turns: a labelled line and its continuation lines.
+
+    Text before the first label (if any) is a turn of its own; joining the turns with
+    line breaks gives the transcript back.
+    """
+    starts = [s for s in turn_starts(transcript) if s > 0]
+    bounds = [0, *starts, len(transcript) + 1]
+    return [transcript[a : b - 1] for a, b in itertools.pairwise(bounds)]
+
+
+def _line_starts(transcript: str) -> list[int]:
+    return [0] + [i + 1 for i, c in enumerate(transcript) if c == "\n"]
+
+
+def snap_to_turns(head: str, tail: str, transcript: str) -> str:
+    """Join a transcript's kept head and tail with :data:`ELISION`, at speaker turns.
+
+    ``head`` (a prefix of ``transcript`` as decoded from tokens) is cut back to end
+    before the last turn that starts in it, and ``tail`` (a suffix) forward to start at
+    its first turn. Where no turn starts inside a side the side falls back to whole
+    lines, and a side of one line only is cut where the tokens say rather than emptied.
+    """
+    head_len = len(head) if transcript.startswith(head) else min(len(head), len(transcript))
+    tail_at = len(transcript) - len(tail)
+    turns = turn_starts(transcript)
+    lines = _line_starts(transcript)
+    head_end = _snap_back(head_len, turns) or _snap_back(head_len, lines) or head_len
+    tail_start = _snap_forward(tail_at, turns, len(transcript))
+    if tail_start is None:
+        tail_start = _snap_forward(tail_at, lines, len(transcript))
+    if tail_start is None:
+        tail_start = tail_at
+    tail_start = max(tail_start, head_end)
+    return transcript[:head_end].rstrip("\n") + ELISION + transcript[tail_start:].lstrip("\n")
+
+
+def _snap_back(end: int, starts: list[int]) -> int | None:
+    """The latest boundary in ``starts`` that keeps no partial line of a head ``end`` long.
+
+    A head that stops just before a line break (``end + 1`` starts the next line) holds
+    its last line whole. Offset 0 does not count: it would keep nothing.
+    """
+    best = None
+    for start in starts:
+        if start > end + 1:
+            break
+        if start > 0:
+            best = start
+    return best
+
+
+def _snap_forward(start: int, starts: list[int], total: int) -> int | None:
+    """The first boundary in ``starts`` at or after ``start`` (None when there is none)."""
+    return next((b for b in starts if start <= b < total), None)
 
 
 def worst_by_meeting(over: Iterable[tuple[str, int]]) -> list[tuple[str, int]]:

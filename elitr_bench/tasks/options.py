@@ -46,6 +46,10 @@ OPTION_KEYS: dict[str, str] = {
     "noise_rules": "confusion rules file of the noise injection",
     "history": "own or gold (multi-turn tasks)",
     "differing_only": "true or false (Conv vs QA wording)",
+    "context_budget": "positive integer: transcript tokens the QA prompt keeps (cut at turns)",
+    # retrieval tasks (elitr_qa_rag_*)
+    "rag_budget": "positive integer: transcript tokens of the retrieved passages (2048)",
+    "rag_chunk": "positive integer: tokens a passage of merged speaker turns holds (128)",
     # minuting tasks (elitr_bench.tasks.minutes)
     "chunk_tokens": "positive integer: transcript tokens per section (overlength=chunked)",
     "bertscore": "true or false",
@@ -61,7 +65,7 @@ FOREIGN_KEYS: set[str] = {
     "device", "revision", "tokenizer", "backend", "batch_size", "max_batch_size",
     "max_length", "max_gen_toks", "trust_remote_code", "parallelize", "base_url",
     "num_concurrent", "max_retries", "tokenized_requests", "seed", "system", "peft",
-    "judge_identity", "judge_usage",
+    "judge_identity", "judge_usage", "context_window", "retrieval",
 }  # fmt: skip
 
 #: Shortest key compared by similarity; shorter ones (``wr``) match too much by chance.
@@ -147,6 +151,24 @@ def _int(name: str, value: Any) -> int:
         raise OptionError(f"--metadata {name}={value!r}: expected an integer") from None
 
 
+def positive_int(name: str, value: Any, default: int | None = None) -> int | None:
+    """A ``--metadata`` count of tokens: a positive integer, or ``default`` when unset.
+
+    Raises:
+        OptionError: Zero, a negative number, a fraction, a boolean or text.
+    """
+    if value is None:
+        return default
+    text = str(value).strip()
+    if isinstance(value, bool) or not text.lstrip("+").isdigit() or int(text) <= 0:
+        example = json.dumps({name: default or 4096})
+        raise OptionError(
+            f"--metadata {name}={value!r}: expected a positive number of tokens, "
+            f"e.g. --metadata '{example}'"
+        )
+    return int(text)
+
+
 def _wer(value: Any) -> float | None:
     if value is None or str(value).strip().lower() in ("", "none", "0", "0.0"):
         return None
@@ -170,6 +192,10 @@ class TaskOptions:
         overlength: What to do with a prompt longer than the model's context: raise
             (``error``), drop it from scoring (``skip``) or cut the middle of the
             transcript (``truncate_middle``).
+        context_budget: Transcript tokens (the model's tokenizer) a QA prompt keeps, the
+            transcript cut in its middle at speaker turns; None keeps it whole.
+        rag_budget: Transcript tokens of the passages a retrieval task puts in the prompt.
+        rag_chunk: Tokens a retrieval passage (whole speaker turns merged) holds at most.
     """
 
     prompt_role: PromptRole = "user"
@@ -180,6 +206,9 @@ class TaskOptions:
     noise_rules: str | None = None
     history: History = "own"
     differing_only: bool = False
+    context_budget: int | None = None
+    rag_budget: int = 2048
+    rag_chunk: int = 128
 
     @classmethod
     def from_metadata(cls, metadata: Mapping[str, Any] | None) -> TaskOptions:
@@ -202,4 +231,7 @@ class TaskOptions:
             noise_rules=str(meta["noise_rules"]) if meta.get("noise_rules") else None,
             history=cast(History, choice("history", meta.get("history", "own"), ("own", "gold"))),
             differing_only=as_bool("differing_only", meta.get("differing_only", False)),
+            context_budget=positive_int("context_budget", meta.get("context_budget")),
+            rag_budget=positive_int("rag_budget", meta.get("rag_budget"), 2048) or 2048,
+            rag_chunk=positive_int("rag_chunk", meta.get("rag_chunk"), 128) or 128,
         )

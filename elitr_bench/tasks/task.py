@@ -281,7 +281,12 @@ class LmEvalContract:
             repr(self.options),
             json.dumps(self.config.generation_kwargs, sort_keys=True, default=str),
             json.dumps(sorted(self._transcripts.items())),
-            json.dumps(docs, sort_keys=True, default=str),
+            # the retrieval time varies from run to run; the passages do not
+            json.dumps(
+                [{k: v for k, v in d.items() if k != "retrieval_s"} for d in docs],
+                sort_keys=True,
+                default=str,
+            ),
             str(probe),
         ):
             digest.update(part.encode("utf-8"))
@@ -316,7 +321,11 @@ class ElitrQATask(LmEvalContract, ConfigurableTask):
         mode = dataset_kwargs.get("mode", "st")
         self.mode = cast(Mode, mode if mode in MODES else "st")
         self.target_wer = self._target_wer(cfg, dataset_kwargs.get("wer"))
+        self.retrieval = self._retrieval(cfg, dataset_kwargs.get("retrieval"))
         self._transcripts: dict[str, str] = {}
+        #: Each question's retrieved passages (retrieval tasks), by document.
+        self._passages: dict[DocKey, str] = {}
+        self._budgeted = False
         self._prompt_tokens: dict[DocKey, int] = {}
         self._overlength: dict[DocKey, str] = {}
         self._held_back: list[Any] = []
@@ -363,6 +372,19 @@ class ElitrQATask(LmEvalContract, ConfigurableTask):
                 f"wer={self.options.wer} applies to the clean tasks (elitr_qa_dev/test) only"
             )
         return float(fixed)
+
+    def _retrieval(self, cfg: dict[str, Any], method: Any) -> str | None:
+        """The YAML's ``dataset_kwargs.retrieval`` (``bm25``), or None for the whole transcript."""
+        if method is None:
+            return None
+        from elitr_bench.tasks.retrieval import METHODS
+
+        if str(method) not in METHODS:
+            raise OptionError(
+                f"task {cfg.get('task')}: dataset_kwargs.retrieval={method!r} in its YAML, "
+                f"expected one of {METHODS}"
+            )
+        return str(method)
 
     def set_config(self, key: str, value: Any, update: bool = False) -> None:
         """lm-eval's config setter; refuses ``--num_fewshot`` > 0 (the benchmark is zero-shot)."""
@@ -441,8 +463,92 @@ class ElitrQATask(LmEvalContract, ConfigurableTask):
         return self._selected_docs
 
     def transcript(self, doc: dict[str, Any]) -> str:
-        """Transcript the document's question is asked about."""
-        return self._transcripts[str(doc["meeting_id"])]
+        """Transcript the document's question is asked about (retrieval: its passages)."""
+        passages = self._passages.get(doc_key(doc))
+        return passages if passages is not None else self._transcripts[str(doc["meeting_id"])]
+
+    def cut_group(self, doc: dict[str, Any]) -> str:
+        """Documents that share one transcript cut: a meeting's (retrieval: one question)."""
+        meeting = str(doc["meeting_id"])
+        return f"{meeting}/{doc['question_id']}" if self.retrieval else meeting
+
+    # ---------------------------------------------------- budget and retrieval
+    def prepare_context(self, counter: context.TokenCounter | None) -> None:
+        """Apply ``context_budget`` or retrieve passages, before any prompt is built.
+
+        The results record what the prompts were built from: the model's window
+        (``context_window``), the budget, and the retrieval settings; the documents record
+        each question's passages (turn ranges), their tokens and the retrieval time.
+        """
+        meta = self.config.metadata if isinstance(self.config.metadata, dict) else {}
+        if counter is not None:
+            meta["context_window"] = counter.max_length
+        budget = self.options.context_budget
+        if budget is not None and self.retrieval:
+            # one --metadata for elitr_qa and elitr_qa_rag compares them at one budget
+            log.info(
+                "%s retrieves passages: context_budget does not apply, rag_budget=%d does",
+                self.config.task,
+                self.options.rag_budget,
+            )
+        elif budget is not None and not self._budgeted:
+            if counter is None:
+                raise OptionError(
+                    f"{self.config.task}: --metadata context_budget counts tokens with the "
+                    "model's tokenizer, which lm-eval does not expose for API models; run a "
+                    "local model (--model hf, vllm or hf-prefix) or drop context_budget"
+                )
+            self._transcripts = {
+                m: context.budget_cut(counter, text, budget)
+                for m, text in self._transcripts.items()
+            }
+            self._budgeted = True
+            meta["context_budget"] = budget
+        if self.retrieval and not self._passages:
+            self._retrieve(counter)
+            meta["retrieval"] = {
+                "method": self.retrieval,
+                "rag_budget": self.options.rag_budget,
+                "rag_chunk": self.options.rag_chunk,
+                "tokens": "model" if counter is not None else "approximate (4 bytes/token)",
+            }
+
+    def _retrieve(self, counter: context.TokenCounter | None) -> None:
+        """Retrieve every question's passages and record them in its document."""
+        from elitr_bench.tasks import retrieval
+
+        if counter is not None:
+            encode = counter.encode
+
+            def count(text: str) -> int:
+                return len(encode(text))
+        else:
+            log.warning(
+                "%s: the model's tokenizer is unknown (API model): rag_budget and rag_chunk "
+                "count about 4 bytes per token",
+                self.config.task,
+            )
+            count = retrieval.approximate_tokens
+        indexes = {
+            m: retrieval.MeetingIndex(text, count, self.options.rag_chunk)
+            for m, text in sorted(self._transcripts.items())
+        }
+        docs = []
+        for doc in self.dataset[self.split]:
+            got = indexes[str(doc["meeting_id"])].retrieve(
+                str(doc["question"]), self.options.rag_budget
+            )
+            self._passages[doc_key(doc)] = got.text
+            docs.append(
+                {
+                    **doc,
+                    "rag_passages": [list(t) for t in got.turns],
+                    "rag_tokens": got.tokens,
+                    "retrieval_s": round(got.seconds, 6),
+                }
+            )
+        self.dataset = datasets.DatasetDict({self.split: datasets.Dataset.from_list(docs)})
+        self._selected_docs = None
 
     # ---------------------------------------------------------------- prompts
     def messages(
@@ -477,8 +583,9 @@ class ElitrQATask(LmEvalContract, ConfigurableTask):
             lm = context.active_model()
             check_replay_fits(self.judge_config, lm)
             check_judge_ready(self.judge_config, network=True, alternative=alternatives("qa", lm))
-        super().build_all_requests(**self.request_kwargs(kwargs))
         counter = context.token_counter(context.active_model())
+        self.prepare_context(counter)
+        super().build_all_requests(**self.request_kwargs(kwargs))
         if counter is None:
             return
         self.declare_metric(metrics.PROMPT_TOKENS)
@@ -502,7 +609,7 @@ class ElitrQATask(LmEvalContract, ConfigurableTask):
         others: dict[str, list[dict[str, Any]]] = {}
         for _, doc in everyone:
             if doc_key(doc) not in mine:
-                others.setdefault(str(doc["meeting_id"]), []).append(doc)
+                others.setdefault(self.cut_group(doc), []).append(doc)
         return others
 
     def _excess(self, inst: Any, counter: context.TokenCounter) -> int:
@@ -535,7 +642,7 @@ class ElitrQATask(LmEvalContract, ConfigurableTask):
         instances: list[Any] = list(getattr(self, "_instances", None) or [])
         by_meeting: dict[str, list[Any]] = {}
         for inst in instances:
-            by_meeting.setdefault(str(inst.doc["meeting_id"]), []).append(inst)
+            by_meeting.setdefault(self.cut_group(inst.doc), []).append(inst)
         for meeting_id, insts in by_meeting.items():
             excess = {id(i): self._excess(i, counter) for i in insts}
             worst = max(excess.values())
@@ -548,7 +655,7 @@ class ElitrQATask(LmEvalContract, ConfigurableTask):
                 keep += insts
             elif self.options.overlength == "error":
                 over += [
-                    (meeting_id, self._prompt_tokens[doc_key(i.doc)])
+                    (str(i.doc["meeting_id"]), self._prompt_tokens[doc_key(i.doc)])
                     for i in insts
                     if excess[id(i)] > 0
                 ]

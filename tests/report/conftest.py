@@ -120,6 +120,8 @@ def write_synthetic_run(
     target_wer: float | None = None,
     effective: Callable[[str], float] | None = None,
     repr_filtered: bool = True,
+    metadata: Mapping[str, Any] | None = None,
+    doc_fields: Mapping[str, Any] | None = None,
 ) -> Path:
     """A fabricated lm-eval output dir for one task, shaped like real 0.4.13 output.
 
@@ -138,6 +140,9 @@ def write_synthetic_run(
         target_wer: Noise level written into the docs (noisy tasks).
         effective: Achieved WER per meeting id (noisy tasks).
         repr_filtered: Store ``filtered_resps`` as a Python repr string, as lm-eval does.
+        metadata: The task's metadata in the results file (``context_budget``,
+            ``context_window``, ``retrieval``, as the tasks record them).
+        doc_fields: More fields of every document (``rag_passages`` of retrieval tasks).
     """
     folder = root / name
     folder.mkdir(parents=True, exist_ok=True)
@@ -156,6 +161,7 @@ def write_synthetic_run(
             "setting": setting,
             "mode": mode,
             "turn": q.turn,
+            **(doc_fields or {}),
         }
         if target_wer is not None:
             doc["target_wer"] = target_wer
@@ -197,7 +203,9 @@ def write_synthetic_run(
         json.dumps(
             {
                 "results": {task: results},
-                "configs": {task: {"task": task, "test_split": split, "metadata": {}}},
+                "configs": {
+                    task: {"task": task, "test_split": split, "metadata": dict(metadata or {})}
+                },
                 "n-samples": {task: {"original": len(lines), "effective": len(lines)}},
                 "config": {
                     "model": "hf",

@@ -11,21 +11,30 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-from elitr_bench.tasks.context import ELISION, snap_to_lines
+from elitr_bench.tasks.context import ELISION, snap_to_turns, speaker_turns
 from tests.support.evaluate import evaluate
 
 
-def test_snap_keeps_whole_lines_only() -> None:
-    text = "(A) hello there\n(B) how are you\n(A) fine thanks\n(B) bye now"
-    assert snap_to_lines("(A) hello there\n(B) ho", "nks\n(B) bye now", text) == (
-        f"(A) hello there{ELISION}(B) bye now"
+def test_cut_ends_before_a_turn_and_resumes_at_one() -> None:
+    # utterances span several lines: a side that stops or starts on a continuation
+    # line ("and more", "really") hides who speaks, so the cut moves to the turn
+    text = "(A1) hello there\n(B1) how are you\nand more\n(A1) fine thanks\nreally\n(B1) bye now"
+    assert snap_to_turns("(A1) hello there\n(B1) how are you\nand m", "ly\n(B1) bye now", text) == (
+        f"(A1) hello there{ELISION}(B1) bye now"
     )
-    # a head or tail that ends on a line boundary already is kept whole
-    assert snap_to_lines("(A) hello there\n(B) how are you", "(B) bye now", text) == (
-        f"(A) hello there\n(B) how are you{ELISION}(B) bye now"
+    assert snap_to_turns("(A1) hello there\n(B1) how", "really\n(B1) bye now", text) == (
+        f"(A1) hello there{ELISION}(B1) bye now"
     )
-    # one long line: cut where the tokens say rather than emptied
-    assert snap_to_lines("abc", "xyz", "abcdefxyz") == f"abc{ELISION}xyz"
+    # sides that already end before / start at a turn are kept whole
+    head = "(A1) hello there\n(B1) how are you\nand more"
+    assert snap_to_turns(head, "(A1) fine thanks\nreally\n(B1) bye now", text) == (
+        f"{head}{ELISION}(A1) fine thanks\nreally\n(B1) bye now"
+    )
+    assert "\n".join(speaker_turns(text)) == text
+    assert speaker_turns(text)[1] == "(B1) how are you\nand more"
+    # no speaker labels: whole lines; one long line: cut where the tokens say
+    assert snap_to_turns("a\nb\nc", "x\ny", "a\nb\ncdefx\ny") == f"a\nb{ELISION}y"
+    assert snap_to_turns("abc", "xyz", "abcdefxyz") == f"abc{ELISION}xyz"
 
 
 def test_multi_turn_cuts_each_conversation_once_at_a_speaker_turn(tiny_llama: Path) -> None:
@@ -46,9 +55,11 @@ def test_multi_turn_cuts_each_conversation_once_at_a_speaker_turn(tiny_llama: Pa
     assert prompts[0].count(ELISION) == 1
     before, after = prompts[0].split(ELISION)
     transcript = result_transcript(rows[0]["doc"]["meeting_id"])
-    # both sides of the cut are whole lines of the transcript
-    assert after.split("\n")[0] in transcript.split("\n")
-    assert before.split("\n")[-1] in transcript.split("\n")
+    # the cut ends before a turn and resumes at one (utterances span several lines)
+    turns = speaker_turns(transcript)
+    kept_head = before.split("several lines.\n\n", 1)[1]  # after Fig. 5's opening
+    assert any(transcript.startswith(kept_head + "\n" + t) for t in turns[1:])
+    assert after.startswith("(PERSON") and after.split("\n")[0] in transcript.split("\n")
     assert all(row["prompt_tokens"] <= 1024 - 8 for row in rows)
 
 

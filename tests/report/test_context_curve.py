@@ -1,0 +1,123 @@
+"""``elitr-bench report``'s score-versus-context figure, from synthetic runs.
+
+A model's runs at several ``context_budget`` values form a line ending at its window (the
+full-context run), retrieval runs are stars at their ``rag_budget``, the numbers are in a
+table beside the plot, and none of these runs leaks into the paper's tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from matplotlib.container import ErrorbarContainer
+from matplotlib.figure import Figure
+
+from elitr_bench.report import build_report, figures
+from tests.report.conftest import write_synthetic_run
+
+JUDGE = {"backend": "openai", "model": "gpt-4-0613", "rubric": "gpt4-rubric"}
+WINDOW = 8192
+BUDGETS = (512, 1024, 2048, 4096)
+
+
+@pytest.fixture()
+def drawn(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Figure]]:
+    seen: dict[str, Figure] = {}
+    save = figures._save
+
+    def spy(fig: Figure, path: Path) -> Path:
+        seen[path.name] = fig
+        return save(fig, path)
+
+    monkeypatch.setattr(figures, "_save", spy)
+    yield seen
+
+
+def _runs(root: Path, model: str, base: float) -> None:
+    def run(name: str, task: str, metadata: dict[str, Any], score: float) -> None:
+        write_synthetic_run(
+            root, f"{model}-{name}", task=task, setting="qa", mode="st", split="dev",
+            judge=JUDGE, model_args=f"pretrained=org/{model}",
+            metadata={"context_window": WINDOW, **metadata},
+            score=lambda q, s=score: s + (int(q.question_id) % 3) * 0.5,
+        )  # fmt: skip
+
+    for k, budget in enumerate(BUDGETS):
+        run(f"b{budget}", "elitr_qa_dev", {"context_budget": budget}, base + k)
+    run("full", "elitr_qa_dev", {}, base + len(BUDGETS))
+    # a retrieval run records context_budget too when one --metadata served both tasks
+    retrieval = {"method": "bm25", "rag_budget": 2048, "rag_chunk": 128, "tokens": "model"}
+    run("rag", "elitr_qa_rag_dev", {"retrieval": retrieval, "context_budget": 512}, base + 2.5)
+
+
+def test_context_figure_lines_stars_and_table(tmp_path: Path, drawn: dict[str, Figure]) -> None:
+    root = tmp_path / "runs"
+    _runs(root, "Llama-3.1-8B-Instruct", 2.0)
+    _runs(root, "Qwen2.5-7B-Instruct", 1.0)
+    report = build_report([root], tmp_path / "out")
+    records = report.table("context_judge_score").records
+    llama = [r for r in records if r["model"] == "Llama-3.1-8B-Instruct"]
+    assert [(r["kind"], r["tokens"]) for r in llama] == [
+        *(("budget", b) for b in BUDGETS),
+        ("full", WINDOW),
+        ("retrieval", 2048),
+    ]
+    first = llama[0]["value"]
+    assert [r["value"] - first for r in llama] == pytest.approx([0, 1, 2, 3, 4, 2.5])
+    assert all(r["ci_low"] < r["value"] < r["ci_high"] for r in records)  # clustered CI
+    # Table 2 holds the full-context runs only
+    t2 = report.table("table2_judge_score").records
+    assert {r["model"] for r in t2} == {"Llama-3.1-8B-Instruct", "Qwen2.5-7B-Instruct"}
+    assert all(r["n_runs"] == 1 for r in t2)
+    fig = drawn["context.png"]
+    plot, side = fig.axes[:2]
+    bars = [c for c in plot.containers if isinstance(c, ErrorbarContainer)]
+    curves = [c.lines[0] for c in bars if c.lines[0].get_linestyle() != "None"]
+    stars = [c.lines[0] for c in bars if c.lines[0].get_marker() == "*"]
+    assert len(curves) == 2 and len(stars) == 2
+    assert list(curves[0].get_xdata()) == [*BUDGETS, WINDOW]
+    assert list(stars[0].get_xdata()) == [2048]
+    assert {str(s.get_color()) for s in stars} == {str(c.get_color()) for c in curves}
+    assert plot.get_xscale() == "log" and "tokens" in plot.get_xlabel()
+    assert [t.get_text() for t in plot.get_xticklabels()] == ["512", "1k", "2k", "4k", "8k\n(full)"]
+    texts = {cell.get_text().get_text() for cell in side.tables[0].get_celld().values()}
+    assert "BM25 2048" in texts and "full 8192" in texts
+    rag = llama[-1]
+    assert f"{rag['value']:.2f} [{rag['ci_low']:.2f}, {rag['ci_high']:.2f}]" in texts
+    assert (tmp_path / "out" / "figures" / "context.png").is_file()
+
+
+def test_no_context_section_without_budget_or_retrieval_runs(
+    tmp_path: Path, drawn: dict[str, Figure]
+) -> None:
+    write_synthetic_run(
+        tmp_path / "runs", "full", task="elitr_qa_dev", setting="qa", mode="st", split="dev",
+        judge=JUDGE, metadata={"context_window": WINDOW},
+        score=lambda q: 5.0 + int(q.question_id) % 2,
+    )  # fmt: skip
+    report = build_report([tmp_path / "runs"], tmp_path / "out")
+    assert "context.png" not in drawn
+    with pytest.raises(KeyError):
+        report.table("context_judge_score")
+
+
+def test_a_retrieval_run_is_told_by_its_documents(tmp_path: Path) -> None:
+    """Documents with passages make a retrieval run, whatever its results file kept.
+
+    A rescoring of a run that also held elitr_qa may lose the task's ``retrieval`` record;
+    the run must still stay out of Table 2.
+    """
+    for name, fields in (("full", {}), ("rag", {"rag_passages": [[0, 3]], "rag_tokens": 90})):
+        write_synthetic_run(
+            tmp_path / "runs", name, task="elitr_qa_dev", setting="qa", mode="st", split="dev",
+            judge=JUDGE, metadata={"context_window": WINDOW}, doc_fields=fields,
+            score=lambda q, n=name: (2.0 if n == "rag" else 4.0) + int(q.question_id) % 2,
+        )  # fmt: skip
+    report = build_report([tmp_path / "runs"], tmp_path / "out")
+    points = [(r["kind"], r["tokens"]) for r in report.table("context_judge_score").records]
+    assert points == [("full", WINDOW), ("retrieval", 2048)]
+    (t2,) = [r for r in report.table("table2_judge_score").records if r["split"] == "dev"]
+    assert t2["n_runs"] == 1 and t2["value"] > 4.0
