@@ -164,13 +164,17 @@ def test_scoring_validation() -> None:
     for bad, why in [
         ('{"reasoning": "x", "confidence": 8, "rating": 6}', "rating=6 outside 0-5"),
         ('{"reasoning": "x", "confidence": 11, "rating": 1}', "confidence=11 outside 0-10"),
-        ('{"reasoning": "x", "rating": 1}', "no confidence score"),
+        ('{"reasoning": "x", "rating": 1}', "no confidence in the asked format"),
         ('{"reasoning": "x", "confidence": 0.85, "rating": 1}', "looks like a 0-1 value"),
-        ('{"reasoning": "x", "confidence": "high", "rating": 1}', "confidence given as 'high'"),
+        ('{"reasoning": "x", "confidence": "high", "rating": 1}', "no confidence in the asked"),
         ('{"confidence": 8, "rating": 3}\nFinal rating: 2', "conflicting rating"),
+        ('{"reasoning": "Overall I rate this a 2.", "rating": 3, "confidence": 7}', "conflicting"),
+        ('{"confidence": 8, "rating": 3}\n{"confidence": 8, "rating": 3}', "2 times"),
+        ("Rating: 3, confidence: 8.", "no rating in the asked format"),
     ]:
         result = parse_scoring(bad)
         assert not result.complete and why in result.reason, result.reason
+        assert result.restate  # asked to restate both as JSON, never guessed
 
 
 def test_equations_1_and_2() -> None:

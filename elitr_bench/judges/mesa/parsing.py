@@ -1,20 +1,18 @@
-"""Reading MESA's three step replies: tolerant JSON syntax, strict meaning.
+"""Reading MESA's three step replies: the JSON the prompts spell out, strict meaning.
 
-Syntax is repaired by ``json-repair`` (through the core's
-:func:`~elitr_bench.judges.reading.json_values`). What the values mean is checked
-strictly here: every field the step's format asks for must be present with the right
-type and inside its range, otherwise the reply is rejected with a reason (and re-asked,
-then reported), never coerced into a score. The core's policy applies on top: a reply
-cut off by the token limit is never read, JSON the judge quotes in a block quote or
-prose is not its answer, and two different answers in one reply (a draft and a final
-block, JSON against a "Final rating: 2" line) make the step conflicting.
+Steps 1 and 2 (Figs. 3-4) answer with one JSON list of instance objects; every field the
+step's format asks for must be present with the right type and inside its range, or the
+reply is rejected with a reason (and asked again), never coerced. JSON syntax slips
+(single quotes, a trailing comma) are repaired, since the paper's own format lines show
+single quotes. Numbers may come as numeric strings and ``error_exists`` as ``"true"``,
+because Figs. 3-4 ask for "double quotes around all keys and values". Fig. 4 asks for a
+severity in its text but not in its format line, so severity is optional.
 
-Two concessions follow the paper's own format lines (App. A): numbers may come as numeric
-strings (Figs. 3-4 show ``'certainty': '<score ...>'`` in quotes and ask for "double quotes
-around all keys and values"), and ``error_exists`` may be the string ``"true"``/``"false"``
-for the same reason. Fig. 4 asks for a severity in its text but not in its format line, so
-severity is optional (checked when present); its certainty follows the format line (0-100),
-not the text (1-10).
+Step 3 (Fig. 5) gives the type's score: one JSON object with ``"rating"`` (0-5) and
+``"confidence"`` (0-10), each written once. Any other statement of a rating or a
+confidence (a "Final rating: 2" line, a ``reasoning`` string that says "I rate this a
+2") that differs vetoes it, and the reply is asked to restate both as JSON
+(:mod:`elitr_bench.judges.reading`).
 """
 
 from __future__ import annotations
@@ -28,15 +26,11 @@ from typing import Any
 
 from elitr_bench.judges.reading import (
     Field,
+    NumericGrammar,
     Reading,
     Reply,
-    decide,
-    draft_values,
-    json_candidates,
+    Stated,
     json_values,
-    labelled,
-    objects_with,
-    rated,
     read_reply,
 )
 
@@ -182,6 +176,7 @@ class _ListStep:
     step: str
     build: Callable[[str, Mapping[str, Any]], Any]
     fields: tuple[str, ...] = ("instances",)
+    restatement: None = None  # a list of instances: an unusable one is asked again
 
     def read(self, reply: Reply) -> Reading:
         try:
@@ -217,53 +212,33 @@ VERIFICATION = _ListStep("verification", _verified)
 
 RATING = Field("rating", 0, 5)
 CONFIDENCE = Field("confidence", 0, 10)
+_PAIR = re.compile(
+    r'"(rating|confidence)"[ \t]*:[ \t]*"?[ \t]*(-?\d+(?:\.\d+)?)[ \t]*"?(?=[ \t\n]*[,}])'
+)
 
 
-def _key(names: tuple[str, ...]) -> Callable[[str], bool]:
-    return lambda key: re.sub(r"[\s_-]+", " ", key.strip().lower()) in names
+def _stated(text: str) -> list[Stated]:
+    """``"rating": N`` and ``"confidence": N`` pairs, when the reply holds JSON at all."""
+    if not json_values(text):
+        return []
+    return [Stated(m.group(1), float(m.group(2)), m.start(), m.end()) for m in _PAIR.finditer(text)]
 
 
-_RATING_KEYS = ("rating", "final rating", "score", "final score")
-_CONFIDENCE_KEYS = ("confidence", "certainty", "confidence score")
-
-
-@dataclass(frozen=True)
-class ScoringGrammar:
-    """Step 3 (Fig. 5): ``rating`` 0-5 and ``confidence`` 0-10, from JSON and restatements.
-
-    Every JSON object of the reply and every ``Rating: N`` / ``Confidence: N`` line
-    must agree on each field.
-    """
-
-    fields: tuple[str, ...] = ("rating", "confidence")
-
-    def read(self, reply: Reply) -> Reading:
-        """Both values, each agreed by every place that states it."""
-        values = json_values(reply.text)
-        decided = {}
-        for spec, keys, label in (
-            (RATING, _RATING_KEYS, r"(?:final\s+|overall\s+)?rating|(?:final|overall)\s+score"),
-            (CONFIDENCE, _CONFIDENCE_KEYS, r"confidence(?:\s+score)?|certainty"),
-        ):
-            objects = objects_with(values, _key(keys))
-            found = json_candidates(objects, _key(keys), spec) + labelled(reply.prose, label, spec)
-            if spec is RATING:  # "I would rate the summary a 2": must agree with the JSON
-                found += rated(reply.prose, spec, ratios=False, verbs="rate")
-            found += draft_values(reply.thinking, label, spec)
-            value, why = decide(spec.name, found, spec)
-            decided[spec.name] = (value, f"scoring reply: {why}" if why else "")
-        if not values and all(v is None for v, _ in decided.values()):
-            decided = dict.fromkeys(decided, (None, "scoring reply: no JSON in the reply"))
-        return Reading.of(decided)
-
-
-SCORING = ScoringGrammar()
+SCORING = NumericGrammar(
+    (RATING, CONFIDENCE),
+    _stated,
+    {"rating": r"rat(?:e|ed|ing)\b|rating|scor", "confidence": r"confiden"},
+    r"out\s+of|\d\s*/\s*\d",
+    'one JSON object with "rating" and "confidence"',
+    "rating and confidence",
+)
+"""Step 3 (Fig. 5): ``rating`` 0-5 and ``confidence`` 0-10, restated as JSON if need be."""
 
 
 def scoring_reasoning(text: str) -> str:
     """The ``reasoning`` the judge gave with its step 3 answer ("" if none)."""
-    for obj in objects_with(json_values(text), lambda k: k.strip().lower() == "reasoning"):
-        value = obj.get("reasoning")
+    for obj in json_values(text):
+        value = obj.get("reasoning") if isinstance(obj, Mapping) else None
         if isinstance(value, str) and value.strip():
             return value.strip()
     return ""
