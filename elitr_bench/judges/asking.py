@@ -14,6 +14,7 @@ messages) and a killed run resumes.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -129,8 +130,14 @@ def restatement_request(
         request.max_tokens,
         request.seed,
         (*request.messages, ("user", request.prompt), ("assistant", reply)),
-        restatement.response_format if structured else "",
+        response_format(restatement) if structured else "",
     )
+
+
+def response_format(restatement: Restatement) -> str:
+    """OpenAI's structured-output ``response_format`` of a restatement (canonical JSON)."""
+    spec = {"name": "final_values", "strict": True, "schema": restatement.schema}
+    return json.dumps({"type": "json_schema", "json_schema": spec}, sort_keys=True)
 
 
 async def ask(

@@ -1,26 +1,10 @@
-r"""How a judge reply becomes values: the asked format only, everything else may veto.
+r"""A judge reply's values come only from the asked format; anything else may veto.
 
-Pattern reading of free text cannot be made safe: every widening of a grammar that
-catches one shape misreads another, and a misread value is recorded with status ``ok``.
-So a value comes only from the format its prompt asks for, which each family declares
-(``\boxed{N}``, ``[RESULT] N``, ``Criterion: N`` lines, the JSON the prompt spells out).
-Every rule below holds for all families:
-
-* **Reasoning.** A reasoning block (``<think>...</think>`` and the like) is removed
-  before anything is read: neither a value nor a veto comes from a draft.
-* **Quoted text.** Block quotes (``>``), code blocks that are not JSON, quoted spans that
-  carry a value and lines of the evaluated text repeated verbatim never supply a value:
-  an answer that writes ``\boxed{10}`` cannot lend the judge its number.
-* **Exactly one.** A field must be stated exactly once in the asked format.
-* **Veto.** Any other statement of a value for the field (prose, a revision, a table
-  cell, a ``reasoning`` string naming a score, a second box) that differs makes the field
-  conflicting. Vetoes are broad on purpose: a false veto costs one cheap restatement
-  call, a missed one a wrong number.
-* **Restatement.** A reply that is not in the asked format, or is conflicting, is asked
-  once more in the same chat for its final values as one JSON object
-  (:class:`Restatement`), read strictly; a value in the first reply's asked format must
-  agree with it. Cut-off, empty and refused replies are asked again instead
-  (:mod:`.asking` runs both).
+Free-text pattern reading cannot be made safe (each widening misreads another shape). A
+reply not in the family's format, or vetoed, is restated once as JSON (:class:`Restatement`,
+run by :mod:`.asking`); cut-off, empty and refused replies are asked again. Vetoes are broad
+on purpose: a false one costs a cheap call, a missed one a wrong number. The full policy
+is in docs/judge-replies.md.
 """
 
 from __future__ import annotations
@@ -56,25 +40,19 @@ class Field:
             return f"{self.name}={value:g} outside {self.low:g}-{self.high:g}"
         if self.integer and not float(value).is_integer():
             return f"{self.name}={value:g} is not an integer on {self.low:g}-{self.high:g}"
-        if self.high >= 5 and 0 < value < 1:
-            return (
-                f"{self.name}={value:g} looks like a 0-1 value, not on {self.low:g}-{self.high:g}"
-            )
-        return ""
+        fraction = self.high >= 5 and 0 < value < 1  # 0.85 on 0-10: a 0-1 value
+        return (
+            f"{self.name}={value:g} looks like a 0-1 value, not on this scale" if fraction else ""
+        )
 
 
 @dataclass(frozen=True)
 class Reading:
-    """What one reply says: a value per field, or None with the reason.
+    """What one reply says: per field a value or None (``reasons`` says why).
 
-    Attributes:
-        values: Field -> value (a number, a label, a tuple of records); None = unscored.
-        reasons: Field -> why it is None.
-        strict: Field -> the value the reply states in the asked format, even when the
-            field is vetoed (a restatement must agree with it).
-        restate: Why a restatement is asked ("" when none is: the reading is complete, or
-            the reply is to be asked again, or this is the restatement's own reading).
-        restated: The values come from a restatement.
+    ``strict`` holds the values stated in the asked format, vetoed or not (a restatement
+    must agree with them); ``restate`` says why a restatement is asked ("" for none);
+    ``restated``: the values come from a restatement.
     """
 
     values: Mapping[str, Any]
@@ -84,10 +62,10 @@ class Reading:
     restated: bool = False
 
     @classmethod
-    def unscored(cls, names: Iterable[str], reason: str, restate: bool = False) -> Reading:
-        """Every field unscored for one reason (restated when ``restate``)."""
+    def unscored(cls, names: Iterable[str], reason: str) -> Reading:
+        """Every field unscored for one reason."""
         keys = list(names)
-        return cls(dict.fromkeys(keys), dict.fromkeys(keys, reason), {}, reason if restate else "")
+        return cls(dict.fromkeys(keys), dict.fromkeys(keys, reason))
 
     def value(self, name: str) -> Any:
         """The field's value (None when unscored)."""
@@ -109,26 +87,15 @@ class Reading:
         return "; ".join(dict.fromkeys(r for r in self.reasons.values() if r))
 
     @property
-    def truncated(self) -> bool:
-        """Whether the reply was cut off by the token limit."""
-        return any(r == TRUNCATED for r in self.reasons.values())
-
-    @property
     def reask(self) -> bool:
         """Whether asking the same prompt again is the remedy (cut off, empty, refused)."""
         return not self.complete and any(r in REASK for r in self.reasons.values())
 
     def to_dict(self) -> dict[str, Any]:
         """``{"values", "reasons"}`` plus ``restate`` or ``restated`` when they apply."""
-        out: dict[str, Any] = {
-            "values": {k: _plain(v) for k, v in self.values.items()},
-            "reasons": dict(self.reasons),
-        }
-        if self.restate:
-            out["restate"] = self.restate
-        if self.restated:
-            out["restated"] = True
-        return out
+        out = {"values": {k: _plain(v) for k, v in self.values.items()}, "reasons": self.reasons}
+        extra = {"restate": self.restate, "restated": self.restated}
+        return {**out, **{k: v for k, v in extra.items() if v}}
 
 
 def _plain(value: Any) -> Any:
@@ -140,23 +107,11 @@ def _plain(value: Any) -> Any:
 
 @dataclass(frozen=True)
 class Restatement:
-    """The follow-up turn of a reply that is not in the asked format, or is conflicting.
-
-    Attributes:
-        message: The fixed user message sent after the judge's reply.
-        schema: JSON schema of the one object it asks for (OpenAI ``response_format``).
-        read: The strict reader of the answer (reasoning already removed).
-    """
+    """The follow-up turn: its fixed message, its object's JSON schema, its strict reader."""
 
     message: str
     schema: Mapping[str, Any]
     read: Callable[[str], Reading]
-
-    @property
-    def response_format(self) -> str:
-        """OpenAI's structured-output ``response_format`` as canonical JSON text."""
-        spec = {"name": "final_values", "strict": True, "schema": self.schema}
-        return json.dumps({"type": "json_schema", "json_schema": spec}, sort_keys=True)
 
 
 class Grammar(Protocol):
@@ -165,16 +120,13 @@ class Grammar(Protocol):
     @property
     def fields(self) -> tuple[str, ...]:
         """The fields every reading of this grammar has."""
-        ...
 
     @property
     def restatement(self) -> Restatement | None:
         """The restatement turn (None: the family asks again instead)."""
-        ...
 
     def read(self, reply: Reply) -> Reading:
         """The reading of one reply."""
-        ...
 
 
 # --- preparing a reply ----------------------------------------------------------------
@@ -200,11 +152,7 @@ def _blank(text: str, start: int, end: int) -> str:
 
 
 def repeated(text: str, evaluated: Sequence[str]) -> str:
-    """``text`` with the lines of an evaluated text that it repeats verbatim blanked.
-
-    Only lines of 12 characters or more that hold a digit or a marker: a repeated line of
-    the answer or the minutes is never the judge's own statement.
-    """
+    """``text`` without the evaluated lines (12+ characters, a digit) it repeats verbatim."""
     out = text
     for source in evaluated:
         for line in {ln.strip() for ln in source.splitlines()}:
@@ -217,11 +165,7 @@ def repeated(text: str, evaluated: Sequence[str]) -> str:
 
 
 def unquote(text: str, *, code: bool = True) -> str:
-    r"""``text`` with quoted material blanked (same length and line breaks).
-
-    Blanked: ``>`` lines, fenced blocks that are not JSON (kept with ``code=False``), and
-    quoted spans (not JSON strings) that hold a digit, ``\\boxed`` or ``[RESULT]``.
-    """
+    r"""``text`` with ``>`` lines, non-JSON fences and quoted values blanked (same length)."""
     out = text
     for match in _FENCE.finditer(text) if code else ():
         if not isinstance(_parse_json(match.group(2)), (dict, list)):
@@ -230,23 +174,17 @@ def unquote(text: str, *, code: bool = True) -> str:
         out = _blank(out, match.start(), match.end())
     for match in _SPAN.finditer(out):
         body = next((g for g in match.groups() if g is not None), "")
-        in_json = re.search(
-            r"[:,\[{][ \t]*$", out[max(0, match.start() - 40) : match.start()]
-        )  # a JSON string
-        if _VALUE_LIKE.search(body) and not in_json:
+        before = out[max(0, match.start() - 40) : match.start()]
+        if _VALUE_LIKE.search(body) and not re.search(r"[:,\[{][ \t]*$", before):  # JSON
             out = _blank(out, match.start(), match.end())
     return out
 
 
 @dataclass(frozen=True)
 class Reply:
-    """A judge reply prepared for a grammar.
+    """A reply: ``raw``; ``answer`` (vetoes' place); ``text`` (the asked format's place).
 
-    Attributes:
-        raw: The reply as the judge wrote it.
-        answer: The reply without reasoning blocks and without the lines of the evaluated
-            text it repeats: where vetoes are looked for.
-        text: ``answer`` with quoted material blanked: where the asked format is read.
+    ``answer`` has no reasoning and no repeated evaluated lines; ``text`` no quotes either.
     """
 
     raw: str
@@ -307,43 +245,28 @@ def read_restatement(
         elif values.get(name) is None:
             reasons[name] = f"{first.reasons.get(name) or 'no value'}; then {reasons.get(name)}"
         elif before is not None and values[name] != before:
+            shown = [
+                f"{v:g}" if isinstance(v, float | int) else str(v) for v in (values[name], before)
+            ]
             values[name] = None
             reasons[name] = (
-                f"restatement gives {name}={_shown(second.values[name])}, the reply's asked "
-                f"format {_shown(before)}"
+                f"restatement gives {name}={shown[0]}, the reply's asked format {shown[1]}"
             )
     return Reading(values, reasons, first.strict, first.restate, restated=True)
 
 
-def _shown(value: Any) -> str:
-    return f"{value:g}" if isinstance(value, (int, float)) else str(value)
-
-
 def shows_format(grammar: Grammar, text: str) -> bool:
-    r"""Whether ``text`` (an answer, minutes) holds a value in the judge's asked format.
-
-    An answer written so (``\boxed{10}``, ``Adequacy: 10``) is counted
-    (``judge_format_in_answer``) and scores the minimum if its judge stays unscored.
-    """
+    r"""Whether ``text`` (an answer, minutes) holds a value in the asked format (``\boxed{10}``)."""
     if not text or not text.strip():
         return False
     return bool(grammar.read(Reply(text, text, text)).strict)
 
 
 # --- JSON -------------------------------------------------------------------------------
-class Repeated(list[Any]):
-    """The values of a key an object gives twice with different values."""
-
-
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out and out[key] != value:
-            earlier = out[key]
-            out[key] = Repeated([*(earlier if isinstance(earlier, Repeated) else [earlier]), value])
-        else:
-            out[key] = value
-    return out
+    """An object; one that gives a key twice gets a key no format has (never read as one)."""
+    keys = [k for k, _ in pairs]
+    return {**dict(pairs), **({" duplicate keys": True} if len(set(keys)) < len(keys) else {})}
 
 
 def _parse_json(body: str, repair: bool = True) -> Any:
@@ -365,7 +288,7 @@ def _parse_json(body: str, repair: bool = True) -> Any:
 
 
 def json_values(text: str) -> list[Any]:
-    """Every JSON object or list the reply holds (fenced or bare), in order, not nested."""
+    """Every JSON object or list in a reply, in order (fenced: syntax repaired; bare: valid)."""
     found: list[tuple[int, Any]] = []
     covered: list[tuple[int, int]] = []
     for match in _FENCE.finditer(text):
@@ -373,67 +296,25 @@ def json_values(text: str) -> list[Any]:
         covered.append((match.start(), match.end()))
         if isinstance(value, (dict, list)) and value != []:
             found.append((match.start(), value))
+    decoder = json.JSONDecoder(object_pairs_hook=_pairs)
     pos = 0
-    while (start := _next_open(text, pos, covered)) >= 0:
-        end = _balanced_end(text, start)
-        span = text[start:end] if end > 0 else ""
-        looks = "{" in span or '"' in span  # "[PERSON4]", "[1]": not JSON answers
-        value = _parse_json(span) if looks else None
-        if isinstance(value, (dict, list)) and value not in ([], {}):
+    while (
+        start := min((i for i in (text.find("{", pos), text.find("[", pos)) if i >= 0), default=-1)
+    ) >= 0:
+        inside = next((e for s, e in covered if s <= start < e), None)
+        try:
+            value, end = (None, inside) if inside is not None else decoder.raw_decode(text, start)
+        except ValueError:
+            value, end = None, start + 1
+        looks = "{" in text[start:end] or '"' in text[start:end]  # not "[1]", "[PERSON4]"
+        if isinstance(value, (dict, list)) and value not in ([], {}) and looks:
             found.append((start, value))
-            covered.append((start, end))
-            pos = end
-        else:
-            pos = start + 1
+        pos = end
     return [value for _, value in sorted(found, key=lambda pair: pair[0])]
 
 
-def _next_open(text: str, pos: int, covered: Sequence[tuple[int, int]]) -> int:
-    while True:
-        starts = [i for i in (text.find("{", pos), text.find("[", pos)) if i >= 0]
-        if not starts:
-            return -1
-        start = min(starts)
-        inside = next((e for s, e in covered if s <= start < e), None)
-        if inside is None:
-            return start
-        pos = inside
-
-
-def _balanced_end(text: str, start: int) -> int:
-    """End of the bracketed value opened at ``start`` (strings respected), or -1."""
-    closing = {"{": "}", "[": "]"}
-    stack: list[str] = []
-    quote = escaped = False
-    for i in range(start, len(text)):
-        ch = text[i]
-        if quote:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                quote = False
-            continue
-        if ch == '"':
-            quote = True
-        elif ch in closing:
-            stack.append(closing[ch])
-        elif stack and ch == stack[-1]:
-            stack.pop()
-            if not stack:
-                return i + 1
-        elif ch in "}]":
-            return -1
-    return -1
-
-
 def one_object(answer: str) -> tuple[dict[str, Any] | None, str]:
-    """The one JSON object of a restatement (a ``json`` fence allowed), or why there is none.
-
-    Strict JSON (no repair), and no digit outside the object: prose around it that names
-    a number would be a second statement.
-    """
+    """The restatement's one strict JSON object (fenced or not, no digit outside), or why not."""
     body = answer.strip()
     fence = re.fullmatch(r"(```|~~~)[^\n]*\n(.*?)\n?[ \t]*\1", body, re.S)
     body = fence.group(2).strip() if fence else body
@@ -461,9 +342,10 @@ class Stated:
 
 _WORD = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8}
 _WORD |= {"nine": 9, "ten": 10, "zero": 0, "one": 1}
-_N = r"\d+(?:\.\d+)?|" + "|".join(_WORD)
+NUMBER = r"\d+(?:\.\d+)?|" + "|".join(_WORD)
+"""A number in digits or words (zero to ten); :func:`number` gives its value."""
 _MENTION = re.compile(
-    rf"(?<![\w.\[/])(?P<a>{_N})(?:[ \t]*(?:-|–|to)[ \t]*(?P<b>{_N}))?(?P<pct>[ \t]*%)?"
+    rf"(?<![\w.\[/])(?P<a>{NUMBER})(?:[ \t]*(?:-|–|to)[ \t]*(?P<b>{NUMBER}))?(?P<pct>[ \t]*%)?"
     r"(?P<den>[ \t]*(?:/|out[ \t]+of)[ \t]*(?P<top>\d+(?:\.\d+)?|ten|five))?(?![\w])",
     re.I,
 )
@@ -473,7 +355,8 @@ _ABBREVIATION = re.compile(r"\b(?:i\.e|e\.g|vs|cf|approx)\.", re.I)
 _ARTICLE_VALUE = re.compile(r"\ban?[ \t]+\d+(?:\.\d+)?(?![\w%]|\.\d)", re.I)
 
 
-def _num(token: str) -> float:
+def number(token: str) -> float:
+    """The value of a :data:`NUMBER`."""
     return float(_WORD[token.lower()]) if token.lower() in _WORD else float(token)
 
 
@@ -482,11 +365,9 @@ def vetoes(
 ) -> dict[str, list[tuple[float, float, str]]]:
     """Every other statement of a value per field: ``(low, high, as written)``.
 
-    A sentence (or line, or table row) that names a field, or that speaks of a score at
-    all (``generic``: then it concerns every field), contributes each number it holds:
-    a range as its two ends, a percentage or a number on another scale as ``nan`` (it
-    never agrees). Number words count only from "two" up, "zero" and "one" only as
-    "one out of ten"; numbers glued to a word, a dot or a bracket ("[PERSON4]") do not.
+    Each number of a sentence (line, table row) that names the field, or speaks of a score
+    (``generic``: every field); a range gives its ends, a percentage or another scale
+    ``nan`` (never agrees); "one"/"zero" only as "one out of ten"; "[PERSON4]" is no number.
     """
     out: dict[str, list[tuple[float, float, str]]] = {s.name: [] for s in specs}
     text = _ABBREVIATION.sub(lambda m: m.group(0).replace(".", " "), text)
@@ -498,10 +379,10 @@ def vetoes(
         for m in _MENTION.finditer(sentence):
             if m.group("a").lower() in ("zero", "one") and not m.group("den"):
                 continue
-            low = _num(m.group("a"))
-            high = _num(m.group("b")) if m.group("b") else low
+            low = number(m.group("a"))
+            high = number(m.group("b")) if m.group("b") else low
             for spec in named or specs:
-                other = m.group("top") is not None and _num(m.group("top")) != spec.high
+                other = m.group("top") is not None and number(m.group("top")) != spec.high
                 other = other or (m.group("b") is not None and low in (0, 1) and high != spec.high)
                 if m.group("pct") or other:
                     out[spec.name].append((math.nan, math.nan, m.group(0).strip()))
@@ -512,16 +393,10 @@ def vetoes(
 
 @dataclass(frozen=True)
 class NumericGrammar:
-    """Numeric fields read from the asked format, vetoed by any other statement.
+    """Numeric fields (``specs``, also the restatement's keys) read from the asked format.
 
-    Attributes:
-        specs: The fields with their scales, in the prompt's order.
-        find: The strict statements in a (quote-blanked) reply.
-        labels: Field -> regular expression that names it in prose (for vetoes).
-        generic: Words that make a sentence speak of a value of any field.
-        shape: The asked format in words (for reasons).
-        what: What the restatement asks for ("score", "scores").
-        keys: Field -> its key in the restatement object (the field's name by default).
+    ``find`` gives the strict statements; ``labels`` (per field) and ``generic`` say which
+    sentences may veto; ``shape`` and ``what`` name the format and the values in messages.
     """
 
     specs: tuple[Field, ...]
@@ -530,7 +405,6 @@ class NumericGrammar:
     generic: str
     shape: str
     what: str
-    keys: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def fields(self) -> tuple[str, ...]:
@@ -569,46 +443,43 @@ class NumericGrammar:
 
     @property
     def restatement(self) -> Restatement:
-        """One JSON object with exactly the restatement keys, every value on its scale."""
-        keys = {s.name: self.keys.get(s.name, s.name) for s in self.specs}
+        """One JSON object with exactly the field names as keys, every value on its scale."""
         scales = ", ".join(
-            f'"{keys[s.name]}" ({"an integer" if s.integer else "a number"} from {s.low:g} '
-            f"to {s.high:g})"
+            f'"{s.name}" ({"an integer" if s.integer else "a number"} from {s.low:g} to {s.high:g})'
             for s in self.specs
         )
-        one = len(keys) == 1
         message = (
             f"Restate your final {self.what} only, as one JSON object with exactly "
-            f"{'the key' if one else 'these keys'}: {scales}. Write nothing else."
+            f"{'the key' if len(self.specs) == 1 else 'these keys'}: {scales}. Write nothing else."
         )
-        schema = {
-            "type": "object",
-            "properties": {
-                keys[s.name]: {
-                    "type": "integer" if s.integer else "number",
-                    "minimum": s.low,
-                    "maximum": s.high,
-                }
+        kind = {True: "integer", False: "number"}
+        schema = object_schema(
+            {
+                s.name: {"type": kind[s.integer], "minimum": s.low, "maximum": s.high}
                 for s in self.specs
-            },
-            "required": list(keys.values()),
-            "additionalProperties": False,
-        }
-        return Restatement(message, schema, lambda answer: self._restated(answer, keys))
+            }
+        )
+        return Restatement(message, schema, self._restated)
 
-    def _restated(self, answer: str, keys: Mapping[str, str]) -> Reading:
+    def _restated(self, answer: str) -> Reading:
         obj, why = one_object(answer)
-        if obj is not None and set(obj) != set(keys.values()):
-            why = f"restatement keys are {sorted(obj)}, not {sorted(keys.values())}"
+        if obj is not None and set(obj) != set(self.fields):
+            why = f"restatement keys are {sorted(obj)}, not {sorted(self.fields)}"
         if obj is None or why:
             return Reading.unscored(self.fields, why)
         values: dict[str, Any] = {}
         reasons: dict[str, str] = {}
         for spec in self.specs:
-            raw = obj[keys[spec.name]]
+            raw = obj[spec.name]
             number = isinstance(raw, (int, float)) and not isinstance(raw, bool)
             problem = spec.problem(float(raw)) if number else f"{spec.name}={raw!r} is not a number"
             values[spec.name] = None if problem else (int(raw) if spec.integer else float(raw))
             if problem:
                 reasons[spec.name] = f"restatement: {problem}"
         return Reading(values, reasons)
+
+
+def object_schema(properties: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON schema of one object with exactly ``properties`` (OpenAI's strict mode)."""
+    shape = {"type": "object", "properties": dict(properties), "required": list(properties)}
+    return {**shape, "additionalProperties": False}

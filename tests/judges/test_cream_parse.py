@@ -104,10 +104,10 @@ def test_alignment_scores_by_hand() -> None:
         'Sure:\n```json\n[{"key fact": "c", "response": "Yes", "line number": [1, 2]},\n'
         '{"key fact": "a", "response": "Yes", "line number": [1]},\n'
         '{"key fact": "b", "response": "no", "line number": []}]\n```',
-        # Bare, a trailing comma repaired (syntax only).
-        '[{"key fact": "a", "response": "Yes", "line number": [1]}, '
+        # Fenced, a trailing comma repaired (syntax only).
+        '```\n[{"key fact": "a", "response": "Yes", "line number": [1]}, '
         '{"key fact": "b", "response": "No", "line number": [2]}, '
-        '{"key fact": "c", "response": "Yes.", "line number": [2, 1, 2]},]',
+        '{"key fact": "c", "response": "Yes.", "line number": [2, 1, 2]},]\n```',
     ],
 )
 def test_alignment_in_the_asked_json(reply: str) -> None:
@@ -130,7 +130,7 @@ def test_alignment_in_the_asked_json(reply: str) -> None:
         (_reply(("a", "Yes", ["one"])), "is not a list of integers"),
         (_reply(("a", "Yes", "1")), "is not a list of integers"),
         (_reply(("a", "Yes", [1]), ("b", "No", [])), "2 entries for 1 key facts"),
-        ("I am unable to compare these.", "holds 0 JSON lists"),
+        ("The summary is fine, I cannot tell more.", "holds 0 JSON lists"),
         ('{"results": [{"key fact": "a", "response": "Yes", "line number": [1]}]}', "0 JSON"),
         (_reply(("a", "Yes", [1])) + "\nSo 0 of the 1 key facts are inferred.", "conflicting"),
     ],

@@ -520,9 +520,11 @@ def test_metric_list_follows_the_method() -> None:
         "judge_errors",
         "judge_format_in_answer",
     ]
-    assert get_method(art).planned_calls(item()) == 2  # one call + one re-ask, no classifier
+    # one call, one re-ask and one restatement, no classifier
+    assert get_method(art).planned_calls(item()) == 3
+    assert get_method(art).planned_restatements(item()) == 1
     # 4 classified turns, each possibly re-asked once (reask=1): an upper bound
-    assert get_method(afgr).planned_calls(item()) == 2 + 4 * 2
+    assert get_method(afgr).planned_calls(item()) == 3 + 4 * 2
 
 
 def test_samples_are_averaged_per_criterion(loopback: LoopbackOpenAI) -> None:
@@ -604,7 +606,7 @@ def test_filler_model_classifies_with_its_own_model_and_is_priced_apart(
     assert config.identity()["filler_model"] == "gpt-3.5-turbo-0125"
     method = get_method(config)
     preview = plan([item()], method, config)
-    assert preview["calls"] == 2 + 4 * 2
+    assert preview["calls"] == 3 + 4 * 2 and preview["restated_max"] == 1
     assert preview["side"] == {"filler_classifier": {"model": "gpt-3.5-turbo-0125", "calls": 8}}
     same = parse_judge_spec(spec(loopback, f",cache={cache}"))
     assert (

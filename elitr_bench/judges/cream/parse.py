@@ -1,16 +1,9 @@
-"""Reading CREAM's two replies in the formats the prompts show (App. A.2), strictly.
+"""Reading CREAM's two replies in the formats App. A.2 shows (docs/judge-replies.md).
 
-Extraction: the prompt shows its example facts as a ``*`` list, so the key facts are one
-list of top-level items (``*``, ``-``, ``+``, ``•`` or ``1.``), after an optional lead-in
-and before an optional closing remark. Sub-items, group headings ("- **Decisions:**"),
-two lists (a draft and its revision), no list, or the prompt's example facts echoed are
-not that format: the reply is asked to restate its key facts as ``{"key_facts": [...]}``.
-
-Alignment: one JSON list of dictionaries with exactly the keys ``key fact``, ``response``
-("Yes"/"No") and ``line number`` (a list of integers inside the summary), one per key fact,
-each matched to the key fact it names. Prose that counts otherwise ("3 of the 4 key facts
-are inferred") vetoes it. Anything else is asked to restate as ``{"alignment": [...]}``,
-read by the same rules with strict JSON.
+Extraction: one list of top-level items (the prompt shows ``*`` bullets); sub-items, group
+headings, two lists or echoed example facts are restated as ``{"key_facts": [...]}``.
+Alignment: one JSON list of ``key fact`` / ``response`` / ``line number`` objects, one per
+key fact; prose that counts otherwise vetoes it; else restated as ``{"alignment": [...]}``.
 """
 
 from __future__ import annotations
@@ -23,10 +16,13 @@ from typing import Any
 
 from elitr_bench.judges.cream.prompts import EXAMPLE_KEY_FACTS
 from elitr_bench.judges.reading import (
+    NUMBER,
     Reading,
     Reply,
     Restatement,
     json_values,
+    number,
+    object_schema,
     one_object,
     read_reply,
     unquote,
@@ -45,14 +41,7 @@ class CreamParseError(ValueError):
 
 @dataclass(frozen=True)
 class Alignment:
-    """One key fact aligned to one summary.
-
-    Attributes:
-        key_fact: The key fact (from the extraction step).
-        supported: The judge's "Yes" (True) or "No" (False).
-        lines: 1-based numbers of the summary units the judge cited (empty for a "No").
-        judge_key_fact: The key-fact text the judge repeated in its answer.
-    """
+    """One key fact aligned to one summary: "Yes"/"No", the units cited, the fact as named."""
 
     key_fact: str
     supported: bool
@@ -138,13 +127,7 @@ class KeyFactsGrammar:
     @property
     def restatement(self) -> Restatement:
         """``{"key_facts": [...]}``."""
-        strings = {"type": "array", "items": {"type": "string"}}
-        schema = {
-            "type": "object",
-            "properties": {"key_facts": strings},
-            "required": ["key_facts"],
-            "additionalProperties": False,
-        }
+        schema = object_schema({"key_facts": {"type": "array", "items": {"type": "string"}}})
         message = (
             "Restate your final key facts only, as one JSON object with exactly the key "
             '"key_facts" (a list of strings, one key fact each). Write nothing else.'
@@ -164,15 +147,12 @@ _KEYS = {"key fact", "response", "line number"}
 
 
 def _lines(value: Any, n_units: int, where: str) -> tuple[int, ...]:
-    if not isinstance(value, list) or not all(
-        isinstance(i, int) and not isinstance(i, bool) for i in value
-    ):
+    if not isinstance(value, list) or any(type(i) is not int for i in value):
         raise CreamParseError(f"{where}: line number {value!r} is not a list of integers")
-    for item in value:
-        if not 1 <= item <= n_units:
-            raise CreamParseError(
-                f"{where}: line {item} is outside the summary (lines 1-{n_units})"
-            )
+    if outside := [i for i in value if not 1 <= i <= n_units]:
+        raise CreamParseError(
+            f"{where}: line {outside[0]} is outside the summary (lines 1-{n_units})"
+        )
     return tuple(dict.fromkeys(value))
 
 
@@ -209,12 +189,8 @@ def alignments(entries: Any, key_facts: Sequence[str], n_units: int) -> tuple[Al
     order = _match([str(e["key fact"]) for e in entries], key_facts)
     out: list[Alignment | None] = [None] * len(key_facts)
     for i, (entry, j) in enumerate(zip(entries, order, strict=True), start=1):
-        word = (
-            entry["response"].strip().rstrip(".").lower()
-            if isinstance(entry["response"], str)
-            else ""
-        )
-        if word not in ("yes", "no"):
+        word = str(entry["response"]).strip().rstrip(".").lower()
+        if word not in ("yes", "no") or not isinstance(entry["response"], str):
             raise CreamParseError(
                 f'alignment entry {i}: response {entry["response"]!r} is neither "Yes" nor "No"'
             )
@@ -225,16 +201,9 @@ def alignments(entries: Any, key_facts: Sequence[str], n_units: int) -> tuple[Al
     return tuple(a for a in out if a is not None)
 
 
-_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
 _COUNT = re.compile(
-    rf"(?<![\w.])(?P<n>\d+|{'|'.join(_WORDS)})\s+(?:out\s+)?of\s+(?:the\s+)?"
-    rf"(?P<total>\d+|{'|'.join(_WORDS)})\s+(?:key\s+)?facts?\b",
-    re.I,
+    rf"(?<![\w.])({NUMBER})\s+(?:out\s+)?of\s+(?:the\s+)?({NUMBER})\s+(?:key\s+)?facts?\b", re.I
 )
-
-
-def _number(word: str) -> int:
-    return int(word) if word.isdigit() else _WORDS.index(word.lower())
 
 
 @dataclass(frozen=True)
@@ -254,7 +223,7 @@ class AlignmentGrammar:
             found = alignments(answers[0], self.key_facts, self.n_units)
             yes = sum(a.supported for a in found)
             for m in _COUNT.finditer(reply.answer):
-                if _number(m.group("total")) == len(found) and _number(m.group("n")) != yes:
+                if number(m.group(2)) == len(found) and number(m.group(1)) != yes:
                     raise CreamParseError(
                         f"conflicting: the reply says {m.group(0)!r}, its JSON {yes} Yes"
                     )
@@ -265,22 +234,14 @@ class AlignmentGrammar:
     @property
     def restatement(self) -> Restatement:
         """``{"alignment": [{"key fact", "response", "line number"}, ...]}``."""
-        entry = {
-            "type": "object",
-            "properties": {
+        entry = object_schema(
+            {
                 "key fact": {"type": "string"},
                 "response": {"type": "string", "enum": ["Yes", "No"]},
                 "line number": {"type": "array", "items": {"type": "integer"}},
-            },
-            "required": sorted(_KEYS),
-            "additionalProperties": False,
-        }
-        schema = {
-            "type": "object",
-            "properties": {"alignment": {"type": "array", "items": entry}},
-            "required": ["alignment"],
-            "additionalProperties": False,
-        }
+            }
+        )
+        schema = object_schema({"alignment": {"type": "array", "items": entry}})
         message = (
             'Restate your final answer only, as one JSON object with exactly the key "alignment": '
             'the list of dictionaries with the keys "key fact", "response" ("Yes" or "No") and '
@@ -301,10 +262,7 @@ class AlignmentGrammar:
 
 
 def parse_alignment(
-    text: str | None,
-    key_facts: Sequence[str],
-    n_units: int,
-    finish_reason: str | None = None,
+    text: str | None, key_facts: Sequence[str], n_units: int, finish_reason: str | None = None
 ) -> Reading:
     """Read an alignment reply against the key facts and the summary's unit count."""
     return read_reply(AlignmentGrammar(tuple(key_facts), n_units), text or "", finish_reason)

@@ -1,14 +1,9 @@
 r"""The AutoMin GPT judges' asked format: one ``Criterion: N`` line per criterion.
 
-The prompts (Figs. 17-18) ask for "each score separately on a scale 0 to 10" and name no
-format, so the one format read is the plainest: a line that starts with the criterion's
-name, a colon and the score (``N`` or ``N/10``), optionally after a list marker and in
-bold (``- **Adequacy:** 8/10``); what follows a dash, a colon, a parenthesis or a full
-stop on the same line is the judge's explanation. Nothing else gives a value: prose
-("7 out of 10 for adequacy"), tables, JSON, number-before-label lines ("7 - Adequacy"),
-number words. Each of those, and any other number in a sentence that names the
-criterion, may only veto (:mod:`elitr_bench.judges.reading`); a reply without the lines,
-or vetoed, is asked to restate its scores as one JSON object.
+Figs. 17-18 name no format, so the plainest is read: the name, a colon and ``N`` or
+``N/10`` at the start of a line (a list marker and bold allowed, an explanation after a
+dash, colon, parenthesis or full stop). Prose, tables, JSON and number-before-label lines
+only veto (docs/judge-replies.md); without the lines the reply is restated as JSON.
 """
 
 from __future__ import annotations
