@@ -172,7 +172,7 @@ def unquote(text: str, *, code: bool = True) -> str:
             out = _blank(out, match.start(), match.end())
     for match in _BLOCK_QUOTE.finditer(out):
         out = _blank(out, match.start(), match.end())
-    for match in _SPAN.finditer(out):
+    for match in _SPAN.finditer(out) if code else ():  # code=False: a list of texts
         body = next((g for g in match.groups() if g is not None), "")
         before = out[max(0, match.start() - 40) : match.start()]
         if _VALUE_LIKE.search(body) and not re.search(r"[:,\[{][ \t]*$", before):  # JSON
@@ -270,21 +270,15 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _parse_json(body: str, repair: bool = True) -> Any:
-    stripped = body.strip()
-    if not stripped:
-        return None
-    try:
-        return json.loads(stripped, object_pairs_hook=_pairs)
-    except ValueError:
-        if not repair:
-            return None
     from json_repair import repair_json
 
-    try:  # syntax only (trailing commas, single quotes): the meaning is checked strictly
-        value = repair_json(stripped, return_objects=True)
-    except Exception:  # the library failing is "no JSON", not a crash
-        return None
-    return None if value in ("", None) else value
+    try:
+        return json.loads(body, object_pairs_hook=_pairs)
+    except ValueError:
+        try:  # syntax only (trailing commas, single quotes): the meaning is checked strictly
+            return repair_json(body, return_objects=True) or None if repair else None
+        except Exception:  # the library failing is "no JSON", not a crash
+            return None
 
 
 def json_values(text: str) -> list[Any]:

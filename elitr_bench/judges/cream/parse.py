@@ -26,6 +26,7 @@ from elitr_bench.judges.reading import (
     one_object,
     read_reply,
     unquote,
+    without_reasoning,
 )
 
 _ITEM = re.compile(
@@ -75,7 +76,8 @@ def _list_items(text: str) -> list[str]:
             if state == "after":
                 raise CreamParseError("extraction reply holds more than one list")
             body = match.group("text").strip()
-            if body.rstrip("*_ ").endswith(":") or re.fullmatch(r"(\*\*|__)[^.]+\1", body):
+            label = body.rstrip("*_ ").endswith(":") and len(body.split()) <= 4  # "- Decisions:"
+            if label or re.fullmatch(r"(\*\*|__)[^.]+\1", body):
                 raise CreamParseError(f"extraction reply groups its facts under {body!r}")
             items.append(_clean(body))
             state = "in"
@@ -119,7 +121,8 @@ class KeyFactsGrammar:
     def read(self, reply: Reply) -> Reading:
         """The key facts of the one list, in order, without duplicates; or why not."""
         try:
-            facts = _facts(_list_items(unquote(reply.answer, code=False)), "extraction reply")
+            text = unquote(without_reasoning(reply.raw), code=False)  # facts may copy lines
+            facts = _facts(_list_items(text), "extraction reply")
         except CreamParseError as exc:
             return Reading({"key_facts": None}, {"key_facts": str(exc)}, restate=str(exc))
         return Reading({"key_facts": facts}, strict={"key_facts": facts})
@@ -258,7 +261,8 @@ class AlignmentGrammar:
                 {"alignments": alignments(obj["alignment"], self.key_facts, self.n_units)}
             )
         except CreamParseError as exc:
-            return Reading({"alignments": None}, {"alignments": f"restatement: {exc}"})
+            why = str(exc) if str(exc).startswith("restatement") else f"restatement: {exc}"
+            return Reading({"alignments": None}, {"alignments": why})
 
 
 def parse_alignment(

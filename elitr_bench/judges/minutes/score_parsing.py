@@ -34,15 +34,12 @@ _LINE = (
 _GENERIC = r"scor|rat(?:e|ed|ing)\b|grade|points?\b|out\s+of|\d\s*/\s*\d"
 
 
-def _finder(criteria: tuple[str, ...]) -> list[tuple[str, re.Pattern[str]]]:
-    return [
-        (c, re.compile(_LINE.replace("{names}", CRITERION_NAMES[c]), re.I | re.M)) for c in criteria
-    ]
-
-
 def criteria_grammar(criteria: tuple[str, ...]) -> NumericGrammar:
     """The grammar of a prompt asking for ``criteria`` (keys of :data:`CRITERION_NAMES`)."""
-    patterns = _finder(criteria)
+    lines = [
+        re.compile(_LINE.replace("{names}", CRITERION_NAMES[c]), re.I | re.M) for c in criteria
+    ]
+    patterns = list(zip(criteria, lines, strict=True))
 
     def find(text: str) -> list[Stated]:
         return [
