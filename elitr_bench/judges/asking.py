@@ -24,7 +24,7 @@ from elitr_bench.judges.reading import Grammar, Reading, Restatement, read_reply
 from elitr_bench.llm.base import CompletionBackend, CompletionRequest
 from elitr_bench.llm.cache import JudgeCache, open_cache
 from elitr_bench.llm.client import JudgeClient
-from elitr_bench.llm.context_window import judge_window
+from elitr_bench.llm.context_window import ContextWindowError, judge_window
 from elitr_bench.llm.factory import make_backend
 from elitr_bench.llm.ratelimit import RateLimiter
 
@@ -174,8 +174,13 @@ async def ask(
         reading = read_reply(grammar, completion.text, completion.finish_reason, evaluated)
         if restatement is not None and reading.restate and not reading.complete:
             follow = restatement_request(request, raws[-1], restatement, policy.structured)
+            try:
+                second = await client.complete(follow, draw)
+            except ContextWindowError as exc:  # the chat grew past the window: not sent
+                why = f"{reading.reason}; the restatement was not sent ({exc})"
+                kept = Reading(reading.values, dict.fromkeys(reading.reasons, why))
+                return Asked(kept, tuple(raws), len(raws), len(raws) - 1, tuple(reasons))
             client.usage.restated += 1
-            second = await client.complete(follow, draw)
             raws.append(second.text or "")
             reasons.append(second.finish_reason)
             restated = read_restatement(grammar, reading, second.text, second.finish_reason)

@@ -161,10 +161,11 @@ def test_minutes_lm_eval_restates_and_reads_clean_lines_at_once(
     samples = [json.loads(x) for x in text.split("\n") if x.strip()]
     judged = [parse_filtered(s["filtered_resps"])["judge"] for s in samples]  # type: ignore[index]
     restated_item = next(j for j in judged if j["details"]["raw"][0][0] == first)
-    assert restated_item["status"] == "ok"
+    assert restated_item["status"] == "ok" and restated_item["details"]["restated"] == [True]
     assert {k: restated_item["scores"][k] for k in metrics} == metrics
     clean = next(j for j in judged if j is not restated_item)
     assert clean["status"] == "ok" and len(clean["details"]["raw"][0]) == 1
+    assert "restated" not in clean["details"]
 
 
 # --- CREAM: elitr-bench arena ---------------------------------------------------------------
@@ -307,3 +308,57 @@ def test_a_restatement_is_cached_and_a_rerun_resumes(
     assert again.judgements[0].score == 6.0 and loopback.requests == []
     usage: dict[str, Any] = again.usage
     assert usage["cache_hits"] == 2 and usage["restated"] == 1
+
+
+# --- read-reply and the red-team corpus ---------------------------------------------------
+def test_read_reply_says_restate_and_reads_a_restatement(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    reply = tmp_path / "reply.txt"
+    reply.write_text("I would give it a 7 out of 10.", encoding="utf-8")
+    assert main(["read-reply", "gpt4-rubric", str(reply)]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["restate"].startswith("no score in the asked format")
+    assert err.startswith("restate: no score in the asked format")
+    reply.write_text('{"score": 7}', encoding="utf-8")
+    assert main(["read-reply", "gpt4-rubric", str(reply), "--restatement"]) == 0
+    assert json.loads(capsys.readouterr().out) == {
+        "values": {"score": 7},
+        "reasons": {},
+        "restated": True,
+    }
+    lines = tmp_path / "replies.jsonl"
+    rows = [
+        {"reply": '{"adequacy": 7, "relevance": 8, "topicality": 9}', "turn": "restatement"},
+        {"reply": "Adequacy: 7\nRelevance: 8\nTopicality: 9"},
+        {"reply": "Adequacy: 7 out of 10", "turn": "restatement"},
+    ]
+    lines.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    assert main(["read-reply", "gpt-art", "--jsonl", str(lines)]) == 0
+    read = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert (
+        read[0]["values"]
+        == read[1]["values"]
+        == {
+            "adequacy": 7.0,
+            "relevance": 8.0,
+            "topicality": 9.0,
+        }
+    )
+    assert read[2]["values"]["adequacy"] is None and "restate" not in read[2]
+
+
+def test_corpus_entries_of_the_restatement_turn_use_the_restatement_reader() -> None:
+    from elitr_bench.cli.read_reply import read_record
+    from tests.judges.redteam import record, verdict
+
+    entry = {
+        "kind": "mesa-scoring",
+        "turn": "restatement",
+        "reply": '{"rating": 2, "confidence": 7}',
+    }
+    got = read_record("mesa-scoring", record(entry))
+    assert verdict("mesa-scoring", 2, got["values"]["rating"]) == "right"
+    entry["reply"] = '{"rating": 2}\nOn reflection a 3.'
+    got = read_record("mesa-scoring", record(entry))
+    assert got["values"]["rating"] is None and "restate" not in got  # no second restatement

@@ -341,6 +341,9 @@ class GPTMinutesJudge(MinutesMethod):
                 details["minimum"] = lowest
                 unscored = {m: r for m, r in unscored.items() if m not in lowest}
         details["raw"] = [raws for _, raws in results]
+        restated = [p.restated for p, _ in results]
+        if any(restated):  # per sample: its values come from a restatement turn
+            details["restated"] = restated
         details["samples"] = per_sample
         if unscored:  # per metric, e.g. "conflicting adequacy: given as 7 and 8"
             details["unscored"] = unscored
