@@ -423,7 +423,7 @@ class NumericGrammar:
             elif len(mine) > 1:
                 shown = " and ".join(f"{v:g}" for v in mine)
                 problem = f"{spec.name} given {len(mine)} times in the asked format ({shown})"
-            else:
+            elif not problem:  # one value, on the scale
                 value = int(mine[0]) if spec.integer else mine[0]
                 strict[spec.name] = value
                 against = [w for lo, hi, w in others[spec.name] if not lo <= value <= hi]
