@@ -98,7 +98,11 @@ def test_unscored_items_are_reasked_restated_counted_and_never_averaged(
     def handler(req: RecordedRequest) -> str:
         messages = req.body["messages"]
         if len(messages) == 3:  # the restatement turn: items 0-2 never give JSON
-            return '{"score": 6}' if "answer number 3\n" in messages[0]["content"] else "still no score"
+            return (
+                '{"score": 6}'
+                if "answer number 3\n" in messages[0]["content"]
+                else "still no score"
+            )
         index = int(response_in(req).rsplit(" ", 1)[1])
         if index < 3:
             return "I cannot decide. \\boxed{42}" if req.seed == 2023 else "still no score"
