@@ -345,8 +345,12 @@ _MENTION = re.compile(
 )
 _SENTENCES = re.compile(r"(?<=[.!?;])[ \t]+|\n")
 _ABBREVIATION = re.compile(r"\b(?:i\.e|e\.g|vs|cf|approx)\.", re.I)
-#: "a 4.", "an 8": a bare value in any sentence speaks of a score too.
-_ARTICLE_VALUE = re.compile(r"\ban?[ \t]+\d+(?:\.\d+)?(?![\w%]|\.\d)", re.I)
+#: "a 4.", "an 8", "lower it to 6", "final: 5": a value in any such sentence may be a score.
+_ARTICLE_VALUE = re.compile(
+    r"\ban?[ \t]+\d+(?:\.\d+)?(?![\w%]|\.\d)|\b(?:revis|lower|rais|adjust|reduc|increas|"
+    r"reconsider|downgrad|upgrad|bump|instead|second thought|reflection|settle|final answer)",
+    re.I,
+)
 
 
 def number(token: str) -> float:
