@@ -163,7 +163,8 @@ def _arena(
         cost = f"${p.cost_usd:.2f} at most"
     print(
         f"judge calls: {p.calls} ({p.comparisons} comparisons x 3: key-fact extraction and "
-        f"one alignment per summary; up to {p.max_calls} with re-asks); judge {config.model}; "
+        f"one alignment per summary; up to {p.max_calls} with re-asks and "
+        f"{p.restated_max} restatements); judge {config.model}; "
         f"estimated cost {cost} (cached calls are free)"
     )
     context_check(state, todo, config)  # before --dry-run, --max-cost and any request

@@ -8,8 +8,10 @@ value or reason. ``--jsonl FILE`` reads one JSON object per line::
      "key_facts": [...], "units": N, "evaluated": "..." | [...]}
 
 (``key_facts`` and ``units`` for ``cream-alignment``; ``evaluated``, optional, is the text
-the judge evaluated, whose lines quoted in the reply never supply a value) and prints one
-result per line, in order.
+the judge evaluated, whose lines quoted in the reply never supply a value; ``"turn":
+"restatement"`` reads the reply as the judge's answer to the restatement message) and prints
+one result per line, in order. A reply that a run would ask to restate its values carries
+``"restate": "<why>"`` (and, for one FILE, a ``restate: <why>`` line on standard error).
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from elitr_bench.data.errors import ElitrBenchError
+from elitr_bench.judges.cream.parse import AlignmentGrammar
 from elitr_bench.judges.cream.scoring import score_side
 from elitr_bench.judges.family import families
-from elitr_bench.judges.reading import Grammar, Reading, read_reply
+from elitr_bench.judges.reading import Grammar, Reading, read_reply, read_restatement
 from elitr_bench.judges.rubrics import RUBRICS
 
 
@@ -42,6 +45,13 @@ class Record:
     key_facts: tuple[str, ...] | None = None
     units: int | None = None
     evaluated: tuple[str, ...] = ()
+    turn: str = "first"
+
+
+def _read(grammar: Grammar, record: Record) -> Reading:
+    if record.turn == "restatement" and grammar.restatement is not None:
+        return read_restatement(grammar, Reading({}), record.reply, record.finish_reason)
+    return read_reply(grammar, record.reply, record.finish_reason, record.evaluated)
 
 
 def _alignment(record: Record) -> Reading:
@@ -51,20 +61,23 @@ def _alignment(record: Record) -> Reading:
             "number of units (--key-facts FILE --units N, or 'key_facts' and 'units' in "
             "each --jsonl line)"
         )
+    reading = _read(AlignmentGrammar(record.key_facts, record.units), record)
     side = score_side(
         "reply",
         record.units,
         record.key_facts,
         record.reply,
         finish_reason=record.finish_reason,
+        reading=reading,
     )
     values = dict(side.scores)
-    return Reading(values, {k: side.reason for k, v in values.items() if v is None})
+    reasons = {k: side.reason for k, v in values.items() if v is None}
+    return Reading(values, reasons, restate=reading.restate, restated=reading.restated)
 
 
 def _grammar(grammar: Grammar) -> Callable[[Record], Reading]:
     def read(record: Record) -> Reading:
-        return read_reply(grammar, record.reply, record.finish_reason, record.evaluated)
+        return _read(grammar, record)
 
     return read
 
@@ -104,6 +117,9 @@ def _record(data: Any, where: str) -> Record:
     units = data.get("units")
     if units is not None and (isinstance(units, bool) or not isinstance(units, int)):
         raise ReadReplyError(f"{where}: units must be an integer")
+    turn = data.get("turn") or "first"
+    if turn not in ("first", "restatement"):
+        raise ReadReplyError(f'{where}: turn must be "first" or "restatement"')
     evaluated = data.get("evaluated") or ()
     if isinstance(evaluated, str):
         evaluated = (evaluated,)
@@ -113,6 +129,7 @@ def _record(data: Any, where: str) -> Record:
         tuple(facts) if facts is not None else None,
         units,
         tuple(str(e) for e in evaluated),
+        turn,
     )
 
 
@@ -147,12 +164,17 @@ def _records(args: argparse.Namespace) -> Sequence[Record]:
         facts = tuple(f.strip() for f in _read_text(args.key_facts).splitlines() if f.strip())
     evaluated = (_read_text(args.evaluated),) if args.evaluated else ()
     reply = _read_text(args.file or "-")
-    return [Record(reply, args.finish_reason, facts, args.units, evaluated)]
+    turn = "restatement" if args.restatement else "first"
+    return [Record(reply, args.finish_reason, facts, args.units, evaluated, turn)]
 
 
 def _handler(args: argparse.Namespace) -> int:
-    for record in _records(args):
-        print(json.dumps(read_record(args.kind, record), ensure_ascii=False))
+    records = _records(args)
+    for record in records:
+        result = read_record(args.kind, record)
+        print(json.dumps(result, ensure_ascii=False))
+        if len(records) == 1 and not args.jsonl and result.get("restate"):
+            print(f"restate: {result['restate']}", file=sys.stderr)
     return 0
 
 
@@ -186,5 +208,10 @@ def register(subparsers: Any) -> None:
         "--evaluated",
         metavar="FILE",
         help="the text the judge evaluated (answer, minutes): quoted lines never count",
+    )
+    parser.add_argument(
+        "--restatement",
+        action="store_true",
+        help="read the reply as the judge's answer to the restatement message (strict JSON)",
     )
     parser.set_defaults(handler=_handler)

@@ -1,25 +1,30 @@
-"""Ask -> read -> re-ask: the one loop every judge family runs its prompts through.
+"""Ask -> read -> restate or re-ask: the one loop every judge family runs its prompts through.
 
 A family hands in how to build the request of each attempt (its draw and seed schedule,
-which the cache keys depend on) and how to read a completion (its grammar under the
-policy of :mod:`.reading`). The loop sends attempt after attempt until a reading is
-complete or the attempts run out, and keeps the most complete reading (the earliest of
-equally complete ones). Every completion goes through the one client, so each is cached
-before it is read.
+which the cache keys depend on) and its grammar (:mod:`.reading`: fields, asked format,
+restatement). A reply in the asked format is read with no further call. A reply that is
+not, or is conflicting, gets exactly one restatement turn in the same chat: the prompt,
+the reply as the assistant's turn, then the grammar's fixed message asking for the final
+values as one JSON object (with OpenAI's ``response_format`` when ``structured``). Only a
+cut-off, empty or refused reply is asked again with the same prompt, and never by a
+greedy judge, which would return the same text. Every completion, the restatement's too,
+goes through the one client, so each is cached before it is read (keyed on the full
+messages) and a killed run resumes.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from elitr_bench.judges.config import JudgeConfig
-from elitr_bench.judges.reading import Grammar, Reading, read_reply
+from elitr_bench.judges.reading import Grammar, Reading, Restatement, read_reply, read_restatement
 from elitr_bench.llm.base import CompletionBackend, CompletionRequest
-from elitr_bench.llm.cache import Completion, JudgeCache, open_cache
+from elitr_bench.llm.cache import JudgeCache, open_cache
 from elitr_bench.llm.client import JudgeClient
-from elitr_bench.llm.context_window import judge_window
+from elitr_bench.llm.context_window import ContextWindowError, judge_window
 from elitr_bench.llm.factory import make_backend
 from elitr_bench.llm.ratelimit import RateLimiter
 
@@ -34,6 +39,7 @@ class Asked:
         attempts: Completions asked.
         best: Index of the attempt ``reading`` comes from.
         finish_reasons: The backend's finish reason of every attempt.
+        restated: The reading comes from a restatement turn.
     """
 
     reading: Reading
@@ -41,6 +47,7 @@ class Asked:
     attempts: int
     best: int = 0
     finish_reasons: tuple[str | None, ...] = ()
+    restated: bool = False
 
     @property
     def raw(self) -> str:
@@ -90,46 +97,99 @@ def request_for(
     )
 
 
-Reader = Callable[[Completion], Reading]
+@dataclass(frozen=True)
+class Policy:
+    """How a judge is asked again.
+
+    Attributes:
+        greedy: Temperature 0: asking the same prompt again returns the same text, so a
+            cut-off, empty or refused reply is not asked again.
+        structured: Send the restatement's JSON schema as ``response_format``.
+    """
+
+    greedy: bool = False
+    structured: bool = False
 
 
-def reader_of(grammar: Grammar, evaluated: Sequence[str] = ()) -> Reader:
-    """Read completions with ``grammar`` under the policy (cut-off, quotes, agreement)."""
+def policy_of(config: JudgeConfig) -> Policy:
+    """The config's policy: ``structured=auto`` sends schemas to openai-compatible backends."""
+    structured = config.structured == "on" or (
+        config.structured == "auto" and config.backend == "openai"
+    )
+    return Policy(greedy=config.temperature == 0, structured=structured)
 
-    def read(completion: Completion) -> Reading:
-        return read_reply(grammar, completion.text, completion.finish_reason, evaluated)
 
-    return read
+def restatement_request(
+    request: CompletionRequest, reply: str, restatement: Restatement, structured: bool
+) -> CompletionRequest:
+    """The restatement turn: the chat so far, the reply as the assistant's, the message."""
+    return CompletionRequest(
+        restatement.message,
+        request.temperature,
+        request.top_p,
+        request.max_tokens,
+        request.seed,
+        (*request.messages, ("user", request.prompt), ("assistant", reply)),
+        response_format(restatement) if structured else "",
+    )
+
+
+def response_format(restatement: Restatement) -> str:
+    """OpenAI's structured-output ``response_format`` of a restatement (canonical JSON)."""
+    spec = {"name": "final_values", "strict": True, "schema": restatement.schema}
+    return json.dumps({"type": "json_schema", "json_schema": spec}, sort_keys=True)
 
 
 async def ask(
     client: JudgeClient,
     attempt_request: Callable[[int], tuple[CompletionRequest, int]],
-    read: Reader,
+    grammar: Grammar,
     attempts: int,
+    *,
+    evaluated: Sequence[str] = (),
+    policy: Policy = Policy(),
 ) -> Asked:
-    """Ask until a reading is complete or ``attempts`` completions were asked.
+    """Ask, read, and restate once or ask again (see the module docstring).
 
     Args:
         client: The judge's client (cache, de-duplication, rate limits, retries).
         attempt_request: Attempt index -> ``(request, draw)``; the draw is part of the
             cache key, so every attempt is its own cached completion.
-        read: Completion -> reading (see :func:`reader_of`).
-        attempts: At most this many completions (``reask + 1``).
+        grammar: The family's grammar.
+        attempts: At most this many prompts asked (``reask + 1``); a restatement turn
+            is one more completion.
+        evaluated: The texts the judge evaluated (their quoted lines never count).
+        policy: Greedy or not, structured output or not.
     """
     raws: list[str] = []
     reasons: list[str | None] = []
     best: Reading | None = None
     best_at = 0
+    restatement = grammar.restatement
     for attempt in range(max(1, attempts)):
         request, draw = attempt_request(attempt)
         completion = await client.complete(request, draw)
         raws.append(completion.text or "")
         reasons.append(completion.finish_reason)
-        reading = read(completion)
+        reading = read_reply(grammar, completion.text, completion.finish_reason, evaluated)
+        if restatement is not None and reading.restate and not reading.complete:
+            follow = restatement_request(request, raws[-1], restatement, policy.structured)
+            try:
+                second = await client.complete(follow, draw)
+            except ContextWindowError as exc:  # the chat grew past the window: not sent
+                why = f"{reading.reason}; the restatement was not sent ({exc})"
+                kept = Reading(reading.values, dict.fromkeys(reading.reasons, why))
+                return Asked(kept, tuple(raws), len(raws), len(raws) - 1, tuple(reasons))
+            client.usage.restated += 1
+            raws.append(second.text or "")
+            reasons.append(second.finish_reason)
+            restated = read_restatement(grammar, reading, second.text, second.finish_reason)
+            return Asked(restated, tuple(raws), len(raws), len(raws) - 1, tuple(reasons), True)
         if best is None or reading.n_scored > best.n_scored:
-            best, best_at = reading, attempt
-        if reading.complete:
+            best, best_at = reading, len(raws) - 1
+        if reading.complete or policy.greedy:
+            break
+        if restatement is not None and not reading.reask:
             break
     assert best is not None
     return Asked(best, tuple(raws), len(raws), best_at, tuple(reasons))

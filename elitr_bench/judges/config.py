@@ -103,6 +103,8 @@ class JudgeConfig:
         context: Every judge: its model's context window in tokens (prompt plus output).
             0 = known from the OpenAI model table or an hf judge's config, else not
             checked (see ``llm/context_window.py``); a value overrides both.
+        structured: Send a restatement turn's JSON schema as OpenAI's
+            ``response_format``: ``on``, ``off`` or ``auto`` (openai-compatible backends).
         family: The judge family's registered name (:mod:`elitr_bench.judges.family`).
         options: The family's own options record; read it with :meth:`options_of`.
     """
@@ -135,6 +137,7 @@ class JudgeConfig:
     preflight: bool = True
     method: str = ""
     context: int = 0
+    structured: str = "auto"
     family: str = DEFAULT_FAMILY
     options: Any = None
     spec: str = field(default="", compare=False)
@@ -455,6 +458,8 @@ def _validate(config: JudgeConfig, spec: str) -> None:
             raise bad(f"{name}={getattr(config, name)} must be >= 0")
     if config.timeout <= 0:
         raise bad(f"timeout={config.timeout} must be > 0")
+    if config.structured not in ("auto", "on", "off"):
+        raise bad(f"structured={config.structured} must be auto, on or off")
     if config.backend != "openai" and (config.azure or config.base_url):
         raise bad("azure/base_url apply to the openai backend only")
     if has_concealed_userinfo(config.base_url):

@@ -26,18 +26,7 @@ from dataclasses import dataclass
 
 from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.plugins import Registry
-from elitr_bench.judges.reading import (
-    Candidate,
-    Field,
-    Reading,
-    Reply,
-    decide,
-    draft_values,
-    json_candidates,
-    json_values,
-    objects_with,
-    rated,
-)
+from elitr_bench.judges.reading import Field, NumericGrammar, Stated
 
 PLACEHOLDERS = ("question", "response", "reference", "rubric")
 
@@ -138,141 +127,29 @@ PROMETHEUS_RUBRIC = (
 )
 
 
-# \boxed{...} with one level of nested braces (\boxed{\text{8}}).
-_BOXED = re.compile(r"\\boxed\s*\{((?:[^{}]|\{[^{}]*\})*)\}")
-_RESULT = re.compile(r"\[RESULT\][ \t]*:?\s*([^\s\]\[]*)(?:[ \t]+out[ \t]+of[ \t]+(\d+))?", re.I)
-# Fig. 8's format line, "[RESULT] (an integer number between 1 and 5)", echoed by a judge.
-_RESULT_ECHO = re.compile(r"\(an\s+integer\s+number", re.I)
-_WRAPPER = re.compile(r"\\(?:text|textbf|mathbf|mathrm)\s*\{([^{}]*)\}")
-_MARKED = re.compile(r"([+-]?\d+(?:\.\d+)?)\s*(?:/\s*(\d+)|out\s+of\s+(\d+))?", re.I)
-# "Score: 7", "**Final score:** 7/10", "Rating: 4" at the start of a line: a restatement
-# that must agree with the marked score. "Score 5: The response ..." (the rubric's own
-# lines echoed) has no colon after the word and is not one.
-_SCORE_LINE = re.compile(
-    r"^[ \t]*(?:[-*#]+[ \t]*)?(?:\*\*|__)?[ \t]*(?:final|overall)?[ \t]*(?:score|rating)"
-    r"[ \t]*(?:\*\*|__)?[ \t]*:[ \t]*(?:\*\*|__)?[ \t]*(?P<value>[+-]?\d+(?:\.\d+)?"
-    r"(?:[ \t]*/[ \t]*\d+|[ \t]+out[ \t]+of[ \t]+\d+)?(?:[ \t]*-[ \t]*\d+)?)",
-    re.I | re.M,
+# The asked formats: exactly one \boxed{integer} (Fig. 6), or one [RESULT] integer ending
+# its line (Fig. 8). Any other box, result or score statement can only veto.
+_BOXED = re.compile(r"\\boxed\s*\{[ \t]*(\d+)[ \t]*\}")
+_RESULT = re.compile(r"\[RESULT\][ \t]*(\d+)(?=[ \t]*(?:</s>)?[ \t]*\.?[ \t]*$)", re.M)
+#: Words that make a sentence speak of the score (each such sentence may veto).
+SCORE_WORDS = (
+    r"scor|rat(?:e|ed|ing)\b|grade|mark|points?\b|result|boxed|deserv|earn|award|"
+    r"out\s+of|\d\s*/\s*\d"
 )
 
 
-def _marked(raw: str, high: int, marker: str) -> Candidate:
-    """One marked value ("8", "**8**", "(4)", "8/10") as a candidate.
+def rubric_grammar(marker: str, low: int, high: int) -> NumericGrammar:
+    r"""The asked format of a QA rubric: ``\boxed{N}`` (``boxed``) or ``[RESULT] N``."""
+    pattern = _BOXED if marker == "boxed" else _RESULT
 
-    A denominator must be the rubric's own maximum: "4/5" under a 10-point rubric is a
-    score on another scale, unscored rather than rescaled.
-    """
-    text = _WRAPPER.sub(r"\1", raw).replace("</s>", "").strip().strip("*{}").strip()
-    text = text.rstrip(".").strip()
-    if text.startswith("(") and text.endswith(")"):
-        text = text[1:-1].strip()
-    match = _MARKED.fullmatch(text)
-    if match is None:
-        return Candidate(None, f"{marker} holds {raw.strip()!r}, not an integer", raw.strip())
-    denominator = match.group(2) or match.group(3)
-    if denominator is not None and int(denominator) != high:
-        return Candidate(None, f"{marker} holds {text}, not on the {high}-point scale", text)
-    return Candidate(float(match.group(1)), "", text)
+    def find(text: str) -> list[Stated]:
+        return [
+            Stated("score", float(m.group(1)), m.start(), m.end()) for m in pattern.finditer(text)
+        ]
 
-
-def boxed_candidates(text: str, high: int = 10) -> list[Candidate]:
-    r"""Every ``\boxed{N}`` of a reply (Fig. 6 output format) as a candidate.
-
-    An empty ``\boxed{}`` is the judge repeating the instruction, not a score, and is
-    skipped; ``\boxed{8/10}`` and ``\boxed{\text{8}}`` are read as 8.
-    """
-    return [_marked(c, high, r"\boxed{}") for c in _BOXED.findall(text) if c.strip()]
-
-
-def result_candidates(text: str, high: int = 5) -> list[Candidate]:
-    """Every ``[RESULT] N`` of a reply (Fig. 8 output format) as a candidate.
-
-    ``[RESULT]: 4``, ``[RESULT] (4)``, ``[RESULT] **4**``, ``[RESULT] 4/5`` and ``4 out of 5``
-    are read as 4; the format line of Fig. 8 repeated by the judge is skipped.
-    """
-    out = []
-    for match in _RESULT.finditer(text):
-        if _RESULT_ECHO.match(text, match.start(1)):
-            continue
-        token, out_of = match.group(1), match.group(2)
-        if re.match(r"[ \t,;/|]+\d", text[match.end() :]):  # "[RESULT] 1 2 3 4 5"
-            more = text[match.start(1) : match.end() + 12].split("\n")[0].strip()
-            out.append(Candidate(None, f"[RESULT] holds several numbers ({more})", more))
-            continue
-        out.append(_marked(f"{token} out of {out_of}" if out_of else token, high, "[RESULT]"))
-    return out
-
-
-def _score_lines(text: str, high: int) -> list[Candidate]:
-    out = []
-    for match in _SCORE_LINE.finditer(text):
-        value = match.group("value")
-        if re.search(r"\d[ \t]*-[ \t]*\d", value):
-            out.append(Candidate(None, "{c} given as a range " + value, value))
-        else:
-            out.append(_marked(value, high, "score line"))
-    return out
-
-
-def _score_key(key: str) -> bool:
-    return key.strip().lower().replace("_", " ") in ("score", "rating", "final score")
-
-
-@dataclass(frozen=True)
-class RubricGrammar:
-    r"""Where a QA judge writes its score: the rubric's marker, restated anywhere.
-
-    The marker (``\boxed{N}`` or ``[RESULT] N``) is required; a ``Score: N`` line or a
-    JSON ``{"score": N}`` restating it must agree, or the score is conflicting.
-
-    Attributes:
-        marker: ``boxed`` (Fig. 6) or ``result`` (Fig. 8).
-        low: Lowest score of the rubric.
-        high: Highest score of the rubric.
-    """
-
-    marker: str
-    low: int
-    high: int
-    fields: tuple[str, ...] = ("score",)
-
-    @property
-    def spec(self) -> Field:
-        """The score field with the rubric's integer scale."""
-        return Field("score", self.low, self.high, integer=True)
-
-    def marked(self, text: str) -> list[Candidate]:
-        """The candidates the rubric's own marker gives."""
-        if self.marker == "boxed":
-            return boxed_candidates(text, self.high)
-        return result_candidates(text, self.high)
-
-    def shows_format(self, text: str) -> bool:
-        """Whether ``text`` holds this rubric's reply format (marker, score line, JSON score).
-
-        An answer written so is counted (``judge_format_in_answer``), and if its judge
-        reply stays unscored it scores the rubric's minimum (:mod:`.qa.engine`).
-        """
-        found = self.marked(text) + _score_lines(text, self.high)
-        found += json_candidates(objects_with(json_values(text), _score_key), _score_key, self.spec)
-        return bool(found)
-
-    def read(self, reply: Reply) -> Reading:
-        """The score, when the marker gives one and every restatement agrees."""
-        marked = self.marked(reply.prose)
-        marker = r"\boxed{}" if self.marker == "boxed" else "[RESULT]"
-        if not marked:
-            return Reading({"score": None}, {"score": f"no {marker} found"})
-        found = marked + _score_lines(reply.prose, self.high)
-        # "I would rate this response a 7", "deserves a 6/10": restatements in prose.
-        found += rated(_BOXED.sub(" ", _RESULT.sub(" ", reply.prose)), self.spec)
-        objects = objects_with(json_values(reply.text), _score_key)
-        found += json_candidates(objects, _score_key, self.spec)
-        found += draft_values(reply.thinking, r"score|rating|rate|grade|result|boxed", self.spec)
-        value, reason = decide("score", found, self.spec)
-        if value is not None:
-            value = int(value)
-        return Reading({"score": value}, {"score": reason} if value is None else {})
+    shape = "one \\boxed{N}" if marker == "boxed" else "one [RESULT] N"
+    spec = Field("score", low, high, integer=True)
+    return NumericGrammar((spec,), find, {"score": SCORE_WORDS}, SCORE_WORDS, shape, "score")
 
 
 @dataclass(frozen=True)
@@ -289,7 +166,7 @@ class Rubric:
         to_ten: Factor that puts a score on the paper's 10-point scale (Sec. 6.1 doubles
             Prometheus's 1-5 scores).
         marker: Where the score is written: ``boxed`` (``\\boxed{N}``, Fig. 6) or
-            ``result`` (``[RESULT] N``, Fig. 8); see :class:`RubricGrammar`.
+            ``result`` (``[RESULT] N``, Fig. 8); see :func:`rubric_grammar`.
         replay_key: Key of the released score this rubric reproduces (``gpt4`` or
             ``prometheus``) for the replay backend; ``""`` for a rubric of a plugin, which
             has no released scores.
@@ -317,9 +194,9 @@ class Rubric:
         )
 
     @property
-    def grammar(self) -> RubricGrammar:
-        """How this rubric's score is read from a reply."""
-        return RubricGrammar(self.marker, self.low, self.high)
+    def grammar(self) -> NumericGrammar:
+        """How this rubric's score is read from a reply (and restated)."""
+        return rubric_grammar(self.marker, self.low, self.high)
 
     def to_ten_point(self, score: float) -> float:
         """Rescale a native score to the paper's 10-point scale."""
@@ -367,7 +244,7 @@ PROMETHEUS = Rubric(
     replay_key="prometheus",
 )
 
-#: Where a rubric's score is written: the marker each grammar of :class:`RubricGrammar` reads.
+#: Where a rubric's score is written: the markers :func:`rubric_grammar` reads.
 MARKERS: tuple[str, ...] = ("boxed", "result")
 
 #: Every QA rubric, by name: the built-in ones and those of installed plugins, one registry

@@ -25,6 +25,8 @@ class CompletionRequest:
         messages: Chat turns ``(role, content)`` sent *before* ``prompt`` (a system
             message, or an earlier exchange a follow-up question refers to); ``prompt`` is
             always the final user message. Part of the cache key when non-empty.
+        response_format: OpenAI's structured-output ``response_format`` as JSON text
+            (``""``: none). Sent by backends that take it; part of the cache key when set.
     """
 
     prompt: str
@@ -33,6 +35,7 @@ class CompletionRequest:
     max_tokens: int
     seed: int | None
     messages: tuple[tuple[str, str], ...] = ()
+    response_format: str = ""
 
     def chat(self) -> list[dict[str, str]]:
         """The full conversation in the OpenAI chat format, ending with ``prompt``."""

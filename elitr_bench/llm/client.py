@@ -98,6 +98,8 @@ class Usage:
         completion_tokens: Completion tokens paid in this run.
         cached_prompt_tokens: Prompt tokens the cache hits saved.
         cached_completion_tokens: Completion tokens the cache hits saved.
+        restated: Follow-up turns that asked a reply's final values again (counted by the
+            caller that sends them; each is also a request or a cache hit above).
     """
 
     requests: int = 0
@@ -112,6 +114,7 @@ class Usage:
     completion_tokens: int = 0
     cached_prompt_tokens: int = 0
     cached_completion_tokens: int = 0
+    restated: int = 0
 
     def as_dict(self, prices: tuple[float, float] | None = None) -> dict[str, Any]:
         """Counters plus the estimated cost of the tokens paid in this run."""
@@ -205,6 +208,8 @@ class JudgeClient:
         }
         if request.messages:  # only then, so single-prompt keys stay what they always were
             params["messages"] = [list(turn) for turn in request.messages]
+        if request.response_format:
+            params["response_format"] = request.response_format
         if self.backend.endpoint:  # only then: keys of the default OpenAI API are unchanged
             params["endpoint"] = self.backend.endpoint
         return cache_key(self.backend.kind, self.backend.model, request.prompt, params)

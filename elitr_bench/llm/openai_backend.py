@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -148,6 +149,8 @@ class OpenAIBackend:
         }
         if request.seed is not None:
             kwargs["seed"] = request.seed
+        if request.response_format:
+            kwargs["response_format"] = json.loads(request.response_format)
         try:
             response = await self._get_client().chat.completions.create(**kwargs)
         except openai.APITimeoutError as exc:

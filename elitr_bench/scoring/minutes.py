@@ -118,7 +118,8 @@ def score_minutes_samples(
             shown_cost = "$" + str(cost) if cost is not None else "unknown (unpriced model)"
             print(
                 f"{task}: {len(items)} minutes, up to {preview['calls']} judge calls, "
-                f"estimated cost {shown_cost} (cache hits are free)",
+                f"estimated cost {shown_cost} ({preview['restated_max']} restatements "
+                "included; cache hits are free)",
                 file=sys.stderr,
             )
             run = run_sync(items, config, method)

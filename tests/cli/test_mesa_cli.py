@@ -34,7 +34,7 @@ def test_mesa_command_end_to_end(
     captured = capsys.readouterr()
     assert (
         "MESA plan (Single-n, no debate, 8 types x 3 steps x 1 call = 24 per summary): "
-        "2 summaries -> 48 calls (up to 96 with re-asks)"
+        "2 summaries -> 48 calls (up to 112 with re-asks and 16 restatements)"
     ) in captured.err
     assert len(loopback.requests) == 48
     rows = [json.loads(line) for line in (out / "mesa.jsonl").read_text().splitlines()]

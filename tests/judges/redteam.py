@@ -5,7 +5,11 @@ prompts and was asked to imitate named judges (GPT-4, GPT-4o, Claude, Llama-3, Q
 Prometheus, a 135M chat model), with the values a careful reader takes from each.
 ``accepted_unscored.yaml`` lists the values the reader leaves unscored on purpose.
 
-``python -m tests.judges.redteam`` prints the tally (right / unscored / wrong) per kind.
+An entry with ``turn: restatement`` is the judge's answer to the restatement message and
+is read with the restatement reader. ``python -m tests.judges.redteam`` prints the tally
+per kind: right (the value, with no extra call), restated (no value; the run asks the
+judge to restate), unscored (no value and no restatement: cut off, empty, refused, or a
+restatement answer that is not strict) and wrong (another value).
 
 ``python -m tests.judges.redteam --first-contact`` prints, for each batch, the tally the
 reader gave it when it first met it, computed from git (``tests/judges/redteam_history.py``):
@@ -49,13 +53,15 @@ def record(entry: dict[str, Any]) -> Record:
         entry.get("finish_reason"),
         tuple(facts) if facts else None,
         entry.get("units"),
+        (),
+        entry.get("turn") or "first",
     )
 
 
-def verdict(kind: str, expected: Any, got: Any) -> str:
-    """``right``, ``unscored`` (a stated value left unread) or ``wrong`` (another value)."""
+def verdict(kind: str, expected: Any, got: Any, restate: bool = False) -> str:
+    """``right``, ``restated``, ``unscored`` (a stated value left unread) or ``wrong``."""
     if got is None:
-        return "right" if expected is None else "unscored"
+        return "right" if expected is None else ("restated" if restate else "unscored")
     if expected is None:
         return "wrong"
     if kind == "cream-key-facts":
@@ -68,9 +74,11 @@ def tally() -> dict[str, collections.Counter[str]]:
     """Per kind, how many field values are right, unscored and wrong."""
     out: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     for entry in entries():
-        got = read_record(entry["kind"], record(entry))["values"]
+        got = read_record(entry["kind"], record(entry))
+        restate = bool(got.get("restate"))
         for field, expected in entry["expected"].items():
-            out[entry["kind"]][verdict(entry["kind"], expected, got.get(field))] += 1
+            value = got["values"].get(field)
+            out[entry["kind"]][verdict(entry["kind"], expected, value, restate)] += 1
     return out
 
 
@@ -84,9 +92,12 @@ if __name__ == "__main__":
     for kind in sorted(counts):
         c = counts[kind]
         total.update(c)
-        print(f"{kind:18s} right {c['right']:4d}  unscored {c['unscored']:3d}  wrong {c['wrong']}")
+        print(
+            f"{kind:18s} right {c['right']:4d}  restated {c['restated']:3d}  "
+            f"unscored {c['unscored']:3d}  wrong {c['wrong']}"
+        )
     print(
-        f"{'total':18s} right {total['right']:4d}  unscored {total['unscored']:3d}  "
-        f"wrong {total['wrong']}"
+        f"{'total':18s} right {total['right']:4d}  restated {total['restated']:3d}  "
+        f"unscored {total['unscored']:3d}  wrong {total['wrong']}"
     )
     sys.exit(1 if total["wrong"] else 0)

@@ -74,6 +74,8 @@ def cream_script(
             return override
         messages = request.body["messages"]
         last = messages[-1]["content"]
+        if last.startswith("Restate your final"):  # a judge that repeats itself
+            return str(messages[-2]["content"])
         if last.startswith("You will be provided with a paragraph"):
             paragraph = last.split("Paragraph: ", 1)[1]
             lines = [ln.strip().lstrip("-* ") for ln in paragraph.splitlines()]
@@ -198,14 +200,16 @@ def test_unscored_replies_keep_reasons_and_are_paid_once(
     out = tmp_path / "arena"
     # Every pair involves a bad side: no match is scored, so no ratings and exit 1.
     assert arena(loopback, out, *map(str, runs)) == 1
-    # 3 pairs x 2 meetings x 2 orders = 12 comparisons; each bad alignment is asked again
-    # once (reask=1): half and third each appear in 8 comparisons.
+    # 3 pairs x 2 meetings x 2 orders = 12 comparisons; each bad alignment is asked once to
+    # restate (the judge repeats itself): half and third each appear in 8 comparisons.
     assert len(loopback.snapshot()) == 12 * 3 + 8 + 8
     comps = [json.loads(x) for x in (out / "comparisons.jsonl").read_text().splitlines()]
     reasons = {
         s["system"]: s["reason"] for c in comps for s in c["sides"] if s["system"] != "hf,m-full"
     }
-    assert reasons["hf,m-half"] == "alignment reply holds no JSON list"
+    assert reasons["hf,m-half"] == (
+        "alignment reply holds 0 JSON lists, not one; then restatement holds no JSON object"
+    )
     assert "outside the summary" in reasons["hf,m-third"] or "entries for" in reasons["hf,m-third"]
     assert all(
         s["scores"]["completeness"] is None
@@ -376,7 +380,7 @@ def _is_extraction(request: RecordedRequest) -> bool:
 
 
 @pytest.mark.parametrize("shape", sorted(GARBAGE_KEY_FACTS))
-def test_garbage_key_fact_reply_is_reasked_then_unscored(
+def test_garbage_key_fact_reply_is_restated_then_unscored(
     tmp_path: Path, loopback: LoopbackOpenAI, capsys: pytest.CaptureFixture[str], shape: str
 ) -> None:
     script = cream_script()
@@ -393,18 +397,21 @@ def test_garbage_key_fact_reply_is_reasked_then_unscored(
     assert arena(loopback, out, *runs) == 0
     requests = loopback.snapshot()
     bad = [r for r in requests if MEETINGS[0] in r.body["messages"][0]["content"]]
-    # Both orders of the bad meeting: extraction asked twice (reask=1, next seed), and no
-    # alignment is asked on key facts that do not exist.
-    assert len(bad) == 2 * 2 and all(_is_extraction(r) for r in bad)
-    assert sorted(r.seed for r in bad) == [2023, 2023, 2024, 2024]
-    assert len(requests) == 4 + 2 * 3
+    restated = [r for r in bad if len(r.body["messages"]) == 3]
+    # Both orders of the bad meeting: a reply in another shape is restated once (the judge
+    # repeats itself), an empty one is not (a greedy judge would answer the same again);
+    # no alignment is asked on key facts that do not exist.
+    assert len(restated) == (0 if shape == "empty" else 2)
+    assert len(bad) == 2 + len(restated) and len(requests) == len(bad) + 2 * 3
+    assert all(_is_extraction(r) for r in bad if r not in restated)
     comps = [json.loads(x) for x in (out / "comparisons.jsonl").read_text().splitlines()]
     unscored = [c for c in comps if c["meeting_id"] == MEETINGS[0]]
     assert len(unscored) == 2
     for comp in unscored:
         assert comp["status"] == "unscored" and comp["key_facts"] == []
-        assert comp["reason"].endswith("(asked 2 times)")
-        assert ("JSON without a list" if shape == "json-without-facts" else "no") in comp["reason"]
+        asked = "(asked 1 time)" if shape == "empty" else "(asked 2 times)"
+        assert comp["reason"].endswith(asked)
+        assert ("empty" if shape == "empty" else "no list of key facts") in comp["reason"]
         assert all(
             s["scores"] == {"completeness": None, "conciseness": None} for s in comp["sides"]
         )
@@ -427,14 +434,14 @@ def test_all_failed_arena_exits_nonzero_and_writes_no_ratings(
     out.mkdir()
     (out / "ratings.csv").write_text("system,meeting_id,metric,value\nx,,cream_elo_x,1000\n")
     assert arena(loopback, out, *runs) == 1
-    # 4 comparisons, each extraction asked twice; nothing else.
-    assert len(loopback.snapshot()) == 4 * 2
+    # 4 comparisons, each extraction refused once: a greedy judge is not asked again.
+    assert len(loopback.snapshot()) == 4
     printed = capsys.readouterr()
     err = printed.err.strip().splitlines()
     assert len(err) == 1, err
     assert err[0].startswith("elitr-bench: no ratings written: none of the 4 comparisons")
     assert "was scored (4 unscored); every comparison and its reason is in" in err[0]
-    assert "most common reason (4 of 4): extraction reply holds no bullet list" in err[0]
+    assert "most common reason (4 of 4): refused: the judge declined to answer" in err[0]
     # No rating file at all (the stale one is gone), so minutes-check cannot read one.
     for name in ("ratings.csv", "leaderboard.csv", "leaderboard.png", "pairwise.md"):
         assert not (out / name).exists(), name
@@ -447,7 +454,7 @@ def test_all_failed_arena_exits_nonzero_and_writes_no_ratings(
     assert "no such file" in capsys.readouterr().err
     # The same command again: still nothing to rate, nothing asked (all cached in the arena).
     assert arena(loopback, out, *runs) == 1
-    assert len(loopback.snapshot()) == 8
+    assert len(loopback.snapshot()) == 4
 
 
 # Two summaries whose lines hold different numbers of sentences: "para" writes its first

@@ -1,4 +1,4 @@
-"""CREAM replies: tolerant syntax, strict meaning; App. A.1 completeness and conciseness."""
+"""CREAM replies in the asked formats, restated otherwise; App. A.1 completeness and conciseness."""
 
 from __future__ import annotations
 
@@ -25,28 +25,39 @@ def _reply(*entries: tuple[str, object, object]) -> str:
         # The prompt's own "*" bullets, a repeated fact dropped.
         "* Anna chairs the meeting.\n* The budget is approved.\n* Bob leaves in May.\n"
         "* Anna chairs the meeting.",
-        # Markdown: bold heading, "-" bullets, bold fact text.
-        "**Key facts:**\n\n- **Anna chairs the meeting.**\n- The budget is approved.\n"
-        "- Bob leaves in May.",
-        # "Key facts:" header line then a numbered list with ")" and bold enumerators.
-        "Key facts:\n1) Anna chairs the meeting.\n**2.** The budget is approved.\n"
-        "3) Bob leaves in May.",
-        # Grouped by summary: the group headings are list items ending in ":", not facts.
-        "- Summary 1:\n  - Anna chairs the meeting.\n  - The budget is approved.\n"
-        "- Summary 2:\n  - Bob leaves in May.",
+        # "-" bullets, bold fact text, a reasoning block before them.
+        "<think>- Anna chairs.\n- Budget.</think>\n- **Anna chairs the meeting.**\n"
+        "- The budget is approved.\n- Bob leaves in May.",
         # A fenced block of bullets.
         "```\n- Anna chairs the meeting.\n- The budget is approved.\n- Bob leaves in May.\n```",
-        # A markdown heading, bracketed numbers, an explanation that mentions numbers.
-        "### Key facts (3 of at most 16)\n[1] Anna chairs the meeting.\n"
-        "[2] The budget is approved.\n[3] Bob leaves in May.\n\nI merged 2 duplicates.",
-        # JSON: the same list in another syntax (a list, or an object holding one).
-        '["Anna chairs the meeting.", "The budget is approved.", "Bob leaves in May."]',
-        '```json\n{"key facts": ["Anna chairs the meeting.", "The budget is approved.", '
-        '"Bob leaves in May."]}\n```',
     ],
 )
-def test_key_facts_in_any_list_form(reply: str) -> None:
-    assert parse_key_facts(reply).value("key_facts") == FACTS
+def test_key_facts_in_the_asked_list(reply: str) -> None:
+    reading = parse_key_facts(reply)
+    assert reading.value("key_facts") == FACTS and not reading.restate
+
+
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [
+        ("```\n```", "no list"),
+        ("The meeting was chaired by Anna, who got the budget approved.", "no list"),
+        ("Anna chairs the meeting.\nThe budget is approved.", "no list"),
+        ('["Anna chairs the meeting.", "The budget is approved."]', "no list"),
+        ('{"facts": []}', "no list"),
+        ("| # | Key fact |\n|---|---|\n| 1 | Anna chairs |", "no list"),
+        ("- Summary 1:\n  - Anna chairs the meeting.\n- Summary 2:\n  - Bob leaves.", "groups"),
+        ("- Anna chairs the meeting.\n  - Anna, the meeting", "nests"),
+        ("1. Decisions\n   1.1. Anna chairs the meeting.", "nests"),
+        ("**Key facts:**\n- **Decisions:**\n- Anna chairs the meeting.", "groups"),
+        ("- Anna chairs the meeting.\n\nRevised:\n- Anna chairs.\n- Bob leaves.", "more than one"),
+        ("* Kevin Carr set off on his journey from Haytor.\n* Anna chairs.", "example key facts"),
+    ],
+)
+def test_reply_not_in_the_asked_list_is_restated(reply: str, reason: str) -> None:
+    reading = parse_key_facts(reply)
+    assert reading.value("key_facts") is None
+    assert reason in reading.reason and reading.restate
 
 
 @pytest.mark.parametrize(
@@ -55,33 +66,25 @@ def test_key_facts_in_any_list_form(reply: str) -> None:
         ("", "empty"),
         ("  \n ", "empty"),
         (None, "empty"),  # a 200 whose message or content was missing
-        ("```\n```", "no bullet list"),
-        # Prose only: no list, so no key facts (it would become one "key fact").
-        ("The meeting was chaired by Anna, who got the budget approved.", "no bullet list"),
-        ("I'm sorry, but I can't help with that request.", "no bullet list"),
-        # Plain lines without bullets are not the list the prompt asks for.
-        ("Anna chairs the meeting.\nThe budget is approved.", "no bullet list"),
-        # JSON without a list of key facts.
-        ('{"facts": []}', "JSON without a list of key facts"),
-        ("[]", "JSON without a list of key facts"),
-        ('{"facts": ["a"], "entities": ["b"]}', "JSON without a list of key facts"),
-        ('[{"key fact": "a", "response": "Yes"}]', "JSON without a list of key facts"),
-        ('```json\n{"key facts": null}\n```', "JSON without a list of key facts"),
-        # A table without a column of facts is not a list either.
-        ("| # | who |\n|---|---|\n| 1 | Anna chairs |", "no bullet list"),
-        # Only headings.
-        ("- Summary 1:\n- Summary 2:", "no bullet list"),
+        ("I'm sorry, but I can't help with that request.", "refused"),
     ],
 )
-def test_reply_without_a_key_fact_list_is_refused(reply: str | None, reason: str) -> None:
+def test_empty_or_refused_extraction_is_asked_again(reply: str | None, reason: str) -> None:
     reading = parse_key_facts(reply)
-    assert reading.value("key_facts") is None
-    assert reason in reading.reason
+    assert reading.value("key_facts") is None and reason in reading.reason
+    assert reading.reask and not reading.restate
 
 
-def test_key_fact_column_of_a_table() -> None:
-    reply = "| # | Key fact |\n|---|---|\n| 1 | Anna chairs the meeting. |\n| 2 | Bob leaves. |"
-    assert parse_key_facts(reply).value("key_facts") == ("Anna chairs the meeting.", "Bob leaves.")
+def test_key_facts_restatement_is_strict_json() -> None:
+    from elitr_bench.judges.cream.parse import KEY_FACTS
+    from elitr_bench.judges.reading import Reading, read_restatement
+
+    first = parse_key_facts("Anna chairs the meeting, and the budget is approved.")
+    good = read_restatement(KEY_FACTS, first, json.dumps({"key_facts": list(FACTS)}))
+    assert good.value("key_facts") == FACTS and good.restated
+    for bad in ('{"facts": ["a"]}', '["a"]', '{"key_facts": "a"}', '{"key_facts": []}', "- a"):
+        assert read_restatement(KEY_FACTS, Reading({}), bad).value("key_facts") is None, bad
+    assert KEY_FACTS.restatement.schema["required"] == ["key_facts"]
 
 
 def test_alignment_scores_by_hand() -> None:
@@ -97,21 +100,17 @@ def test_alignment_scores_by_hand() -> None:
 @pytest.mark.parametrize(
     "reply",
     [
-        # The paper's printed, brace-less example form.
-        '["key fact": "a", "response": "Yes", "line number": [1], "key fact": "b", '
-        '"response": "No", "line number": [], "key fact": "c", "response": "yes", '
-        '"line number": [1, 2]]',
-        # Near-JSON: prose, fence, trailing commas, a range string, key variants.
-        'Sure:\n```json\n[{"key fact": "a", "response": "Yes.", "line number": "1"},\n'
-        '{"Key Fact": "b", "Response": "NO", "line_number": [],},\n'
-        '{"key fact": "c", "response": "Yes", "line numbers": "1-2"},]\n```',
-        # A dict wrapping the list.
-        '{"results": [{"key fact": "a", "response": "Yes", "line number": 1}, '
-        '{"key fact": "b", "response": "No", "line number": null}, '
-        '{"key fact": "c", "response": "Yes", "line number": [2, 1, 2]}]}',
+        # The answer as the prompt spells it, in a fence after a lead-in, entries reordered.
+        'Sure:\n```json\n[{"key fact": "c", "response": "Yes", "line number": [1, 2]},\n'
+        '{"key fact": "a", "response": "Yes", "line number": [1]},\n'
+        '{"key fact": "b", "response": "no", "line number": []}]\n```',
+        # Fenced, a trailing comma repaired (syntax only).
+        '```\n[{"key fact": "a", "response": "Yes", "line number": [1]}, '
+        '{"key fact": "b", "response": "No", "line number": [2]}, '
+        '{"key fact": "c", "response": "Yes.", "line number": [2, 1, 2]},]\n```',
     ],
 )
-def test_alignment_syntax_is_repaired(reply: str) -> None:
+def test_alignment_in_the_asked_json(reply: str) -> None:
     alignments = parse_alignment(reply, ("a", "b", "c"), 2).value("alignments")
     assert [(a.supported, set(a.lines)) for a in alignments] == [
         (True, {1}),
@@ -127,21 +126,41 @@ def test_alignment_syntax_is_repaired(reply: str) -> None:
         (_reply(("a", "Yes", [0])), "line 0 is outside the summary"),
         (_reply(("a", "Maybe", [1])), "response 'Maybe' is neither"),
         (_reply(("a", True, [1])), "is neither"),
-        (json.dumps([{"key fact": "a", "line number": [1]}]), 'has no "response" key'),
-        (_reply(("a", "Yes", ["one"])), "is not an integer"),
+        (json.dumps([{"key fact": "a", "line number": [1]}]), "is not {"),
+        (_reply(("a", "Yes", ["one"])), "is not a list of integers"),
+        (_reply(("a", "Yes", "1")), "is not a list of integers"),
         (_reply(("a", "Yes", [1]), ("b", "No", [])), "2 entries for 1 key facts"),
-        ("I am unable to compare these.", "holds no JSON list"),
-        ('[{"key fact": "a", "response": "Yes", "line number": [1', None),  # repaired: ok
+        ("The summary is fine, I cannot tell more.", "holds 0 JSON lists"),
+        ('{"results": [{"key fact": "a", "response": "Yes", "line number": [1]}]}', "0 JSON"),
+        (_reply(("a", "Yes", [1])) + "\nSo 0 of the 1 key facts are inferred.", "conflicting"),
     ],
 )
-def test_alignment_meaning_is_strict(reply: str, reason: str | None) -> None:
+def test_alignment_not_in_the_asked_json_is_restated(reply: str, reason: str) -> None:
     side = score_side("sys", 2, ("a",), reply)
-    if reason is None:
-        assert side.scores["completeness"] == 1.0
-        return
     assert side.scores == {"completeness": None, "conciseness": None}
     assert reason in side.reason
     assert side.raw == reply  # the judge's text is kept
+    assert parse_alignment(reply, ("a",), 2).restate
+
+
+def test_alignment_restatement_is_strict_json() -> None:
+    from elitr_bench.judges.cream.parse import AlignmentGrammar
+    from elitr_bench.judges.reading import Reading, read_restatement
+
+    grammar = AlignmentGrammar(("a", "b"), 3)
+    entries = [
+        {"key fact": "a", "response": "Yes", "line number": [1]},
+        {"key fact": "b", "response": "No", "line number": []},
+    ]
+    got = read_restatement(grammar, Reading({}), json.dumps({"alignment": entries}))
+    assert [a.supported for a in got.value("alignments")] == [True, False]
+    for bad in (json.dumps(entries), json.dumps({"alignment": entries[:1]}), "{}"):
+        assert read_restatement(grammar, Reading({}), bad).value("alignments") is None
+    schema = grammar.restatement.schema
+    assert schema["properties"]["alignment"]["items"]["properties"]["response"]["enum"] == [
+        "Yes",
+        "No",
+    ]
 
 
 @pytest.mark.parametrize("reply", [None, "", "   "])

@@ -100,12 +100,23 @@ def test_faults_give_the_same_final_scores(loopback: LoopbackOpenAI) -> None:
     assert all(seen[f"answer number {i}"] >= 2 for i in range(0, 30, 2))
 
 
-def test_unscored_items_are_reasked_counted_and_never_averaged(loopback: LoopbackOpenAI) -> None:
+def test_unscored_items_are_reasked_restated_counted_and_never_averaged(
+    loopback: LoopbackOpenAI,
+) -> None:
+    """A refusal is asked again; a reply without the box is restated once, then read."""
+
     def handler(req: RecordedRequest) -> str:
+        messages = req.body["messages"]
+        if len(messages) == 3:  # the restatement turn: items 0-2 never give JSON
+            return (
+                '{"score": 6}'
+                if "answer number 3\n" in messages[0]["content"]
+                else "still no score"
+            )
         index = int(response_in(req).rsplit(" ", 1)[1])
         if index < 3:
             return "I cannot decide. \\boxed{42}" if req.seed == 2023 else "still no score"
-        if index == 3 and req.seed == 2023:
+        if index == 3:
             return "garbage without a score"
         return "\\boxed{6}" if index % 2 else "\\boxed{9}"
 
@@ -115,17 +126,19 @@ def test_unscored_items_are_reasked_counted_and_never_averaged(loopback: Loopbac
     assert statuses[:3] == ["unscored"] * 3 and statuses[3:] == ["scored"] * 7
     assert all(j.score is None for j in run.judgements[:3])
     assert run.judgements[0].raw == "still no score"
-    assert run.judgements[0].samples[0].attempts == 2
+    # refused (asked again with the next seed), no box (restated): three completions
+    assert run.judgements[0].samples[0].attempts == 3 and run.judgements[0].samples[0].restated
     assert run.judgements[3].score == 6.0 and run.judgements[3].samples[0].attempts == 2
     expected_mean = (6 + 9 + 6 + 9 + 6 + 9 + 6) / 7
     assert run.summary["judge_score"] == pytest.approx(expected_mean)
     assert (run.summary["judge_unscored"], run.summary["judge_scored"]) == (3, 7)
-    assert len(loopback.requests) == 10 + 4  # re-asked once each: items 0-3
+    assert run.summary["judge_restated"] == 4 and run.usage["restated"] == 4
+    assert len(loopback.requests) == 10 + 3 + 4  # items 0-2 asked again, 0-3 restated
     assert {r.seed for r in loopback.requests} == {2023, 2024}
 
 
 def test_no_reask_when_disabled(loopback: LoopbackOpenAI) -> None:
-    loopback.handler = lambda req: "no score"
+    loopback.handler = lambda req: "I cannot say."
     run = judge_items(items(4), parse_judge_spec(spec(loopback, ",cache=memory,reask=0")))
     assert run.summary["judge_unscored"] == 4 and len(loopback.requests) == 4
 

@@ -12,9 +12,11 @@ from elitr_bench.judges.reading import json_values
     [
         ('[{"a": 1}]', [[{"a": 1}]]),
         ('Sure, here it is:\n```json\n{"quality": 4}\n```\nAnything else?', [{"quality": 4}]),
-        ('Result: [{"a": 1, "b": [1, 2,]},]', [[{"a": 1, "b": [1, 2]}]]),
-        ("[{'a': 'x'}]", [[{"a": "x"}]]),
-        ('{"a": [1, 2', [{"a": [1, 2]}]),  # cut before its closing brackets: repaired
+        ('```\n[{"a": 1, "b": [1, 2,]},]\n```', [[{"a": 1, "b": [1, 2]}]]),  # fenced: repaired
+        ("```json\n[{'a': 'x'}]\n```", [[{"a": "x"}]]),
+        ('Result: [{"a": 1, "b": [1, 2,]},]', []),  # bare: only valid JSON counts
+        ("[{'a': 'x'}]", []),
+        ('{"a": [1, 2', []),  # cut before its closing brackets: not an answer
         # Two blocks are two answers (the families decide whether they agree).
         ('```json\n{"r": 1}\n```\nOn reflection:\n```json\n{"r": 2}\n```', [{"r": 1}, {"r": 2}]),
         ('Draft {"r": 1} then final {"r": 2}', [{"r": 1}, {"r": 2}]),

@@ -13,12 +13,13 @@ from elitr_bench.judges.mesa.aggregate import overall, quality_from_impact
 from elitr_bench.judges.mesa.error_types import ErrorTypesError, load_error_types
 from elitr_bench.judges.mesa.guidance import Guidance, GuidanceError, load_guidance
 from elitr_bench.judges.mesa.parsing import (
-    parse_identification,
+    IDENTIFICATION,
+    VERIFICATION,
     parse_scoring,
-    parse_verification,
 )
 from elitr_bench.judges.mesa.prompts import TEMPLATES, fill, step_prompt
 from elitr_bench.judges.mesa.selftrain import SplitError, split_meetings
+from elitr_bench.judges.reading import read_reply
 from tests.support.papers import paper_text
 
 
@@ -117,20 +118,20 @@ def test_mesa_options_are_checked_in_the_spec() -> None:
 
 
 def test_identification_validation() -> None:
-    ok = parse_identification('[{"instance": "a", "reasoning": "r", "certainty": "85"}]')
+    ok = read_reply(IDENTIFICATION, '[{"instance": "a", "reasoning": "r", "certainty": "85"}]')
     assert ok.value("instances") is not None and ok.value("instances")[0].certainty == 85.0
-    wrapped = parse_identification(
-        '{"instances": [{"instance": "a", "reasoning": "r", "certainty": 5}]}'
+    wrapped = read_reply(
+        IDENTIFICATION, '{"instances": [{"instance": "a", "reasoning": "r", "certainty": 5}]}'
     )
     assert wrapped.value("instances") is not None and len(wrapped.value("instances")) == 1
-    assert parse_identification("[]").value("instances") == ()
+    assert read_reply(IDENTIFICATION, "[]").value("instances") == ()
     for bad, why in [
         ('[{"instance": "a", "reasoning": "r", "certainty": 101}]', "outside [0, 100]"),
         ('[{"instance": "a", "reasoning": "r", "certainty": true}]', "boolean"),
         ('[{"instance": "a", "certainty": 5}]', "missing 'reasoning'"),
         ("I think there are no errors.", "no JSON"),
     ]:
-        parsed = parse_identification(bad)
+        parsed = read_reply(IDENTIFICATION, bad)
         assert parsed.value("instances") is None and why in parsed.reason
 
 
@@ -139,17 +140,19 @@ def test_verification_validation() -> None:
         "Here you go:\n```json\n[{'instance': 'a', 'reasoning': 'r', 'certainty': '9', "
         "'error_exists': 'true', 'severity': 7},]\n```"
     )
-    parsed = parse_verification(reply)
+    parsed = read_reply(VERIFICATION, reply)
     found = parsed.value("instances")
     assert found is not None
     assert found[0].error_exists is True and found[0].severity == 7.0
-    bad = parse_verification(
-        '[{"instance": "a", "reasoning": "r", "certainty": 9, "error_exists": "maybe"}]'
+    bad = read_reply(
+        VERIFICATION,
+        '[{"instance": "a", "reasoning": "r", "certainty": 9, "error_exists": "maybe"}]',
     )
     assert bad.value("instances") is None and "true or false" in bad.reason
-    sev = parse_verification(
+    sev = read_reply(
+        VERIFICATION,
         '[{"instance": "a", "reasoning": "r", "certainty": 9, "error_exists": true, '
-        '"severity": 11}]'
+        '"severity": 11}]',
     )
     assert sev.value("instances") is None and "severity" in sev.reason
 
@@ -160,13 +163,17 @@ def test_scoring_validation() -> None:
     for bad, why in [
         ('{"reasoning": "x", "confidence": 8, "rating": 6}', "rating=6 outside 0-5"),
         ('{"reasoning": "x", "confidence": 11, "rating": 1}', "confidence=11 outside 0-10"),
-        ('{"reasoning": "x", "rating": 1}', "no confidence score"),
+        ('{"reasoning": "x", "rating": 1}', "no confidence in the asked format"),
         ('{"reasoning": "x", "confidence": 0.85, "rating": 1}', "looks like a 0-1 value"),
-        ('{"reasoning": "x", "confidence": "high", "rating": 1}', "confidence given as 'high'"),
+        ('{"reasoning": "x", "confidence": "high", "rating": 1}', "no confidence in the asked"),
         ('{"confidence": 8, "rating": 3}\nFinal rating: 2', "conflicting rating"),
+        ('{"reasoning": "Overall I rate this a 2.", "rating": 3, "confidence": 7}', "conflicting"),
+        ('{"confidence": 8, "rating": 3}\n{"confidence": 8, "rating": 3}', "2 times"),
+        ("Rating: 3, confidence: 8.", "no rating in the asked format"),
     ]:
         result = parse_scoring(bad)
         assert not result.complete and why in result.reason, result.reason
+        assert result.restate  # asked to restate both as JSON, never guessed
 
 
 def test_equations_1_and_2() -> None:

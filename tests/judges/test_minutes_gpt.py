@@ -30,7 +30,8 @@ from elitr_bench.judges.minutes.prompts import (
     parse_filler_label,
     parse_scores,
 )
-from elitr_bench.judges.minutes.score_parsing import read_criteria
+from elitr_bench.judges.minutes.score_parsing import criteria_grammar
+from elitr_bench.judges.reading import read_reply
 from elitr_bench.judges.summary.lm_eval_filter import (
     assessment_of,
     judge_minutes,
@@ -136,14 +137,20 @@ def _corpus() -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("entry", _corpus(), ids=lambda entry: entry["id"])
 def test_reply_corpus(entry: dict[str, Any]) -> None:
-    """Every reply shape gives exactly the scores a careful reader takes from it."""
+    """Every reply shape gives the scores a careful reader takes, or none; never another.
+
+    A criterion not in the asked format (``Criterion: N`` lines), or vetoed by another
+    statement of its value, gives none and the reply asks for a restatement.
+    """
     prompt = PROMPTS[entry["prompt"]]
     parsed = parse_scores(entry["reply"], prompt)
     expected = {c: None if v is None else float(v) for c, v in entry["expected"].items()}
-    assert dict(parsed.values) == expected
-    assert set(parsed.reasons) == {c for c, v in expected.items() if v is None}
-    for criterion, text in (entry.get("reasons") or {}).items():
-        assert text in parsed.reasons[criterion]
+    for criterion, value in parsed.values.items():
+        if value is None:
+            assert parsed.reasons[criterion]
+            assert expected[criterion] is None or parsed.restate, criterion
+        else:
+            assert value == expected[criterion], criterion
 
 
 def test_reply_corpus_covers_the_shapes() -> None:
@@ -166,8 +173,6 @@ def test_reply_corpus_covers_the_shapes() -> None:
         "repeated or conflicting values",
     } <= families
     assert {e["prompt"] for e in entries} == set(PROMPTS)
-    reasons = [r for e in entries for r in (e.get("reasons") or {}).values()]
-    assert "conflicting" in reasons
     replies = "\n".join(e["reply"] for e in entries)
     assert "```json" in replies and "|---" in replies and "out of 10" in replies
 
@@ -203,29 +208,55 @@ def test_reply_corpus_covers_the_shapes() -> None:
         ("Adequacy: 0\nFluency: 10.0", {"adequacy": 0, "fluency": 10}),
     ],
 )  # fmt: skip
-def test_bound_numbers_only(text: str, expected: dict[str, float]) -> None:
-    every = ["adequacy", "fluency", "grammaticality", "relevance", "topicality"]
-    found = read_criteria(text, every)
-    assert {c: s[0] for c, s in found.items() if s[0] is not None} == expected
+def test_never_another_number(text: str, expected: dict[str, float]) -> None:
+    """The misreadings of the earlier parsers: now a value is read, or none, never another."""
+    every = ("adequacy", "fluency", "grammaticality", "relevance", "topicality")
+    found = read_reply(criteria_grammar(every), text)
+    read = {c: v for c, v in found.values.items() if v is not None}
+    assert all(expected.get(c) == v for c, v in read.items()), read
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Adequacy: 7\nRelevance: 8\nTopicality: 9",
+         {"adequacy": 7, "relevance": 8, "topicality": 9}),
+        ("- **Adequacy:** 8/10\n1. Relevance: 9 - the main idea is there.\n**Topicality**: 7.5.",
+         {"adequacy": 8, "relevance": 9, "topicality": 7.5}),
+        ("<think>Adequacy 3? no.</think>\nAdequacy: 6\nRelevance: 7\nTopicality: 8",
+         {"adequacy": 6, "relevance": 7, "topicality": 8}),
+        ("They earn 7 out of 10 for adequacy; 8 out of 10 for relevance; 9 for topicality", {}),
+        ("8/10 adequacy\n7 - Relevance\nTopicality: 8", {"topicality": 8}),
+        ("**Adequacy:** Two conclusions are missing — 6/10\nRelevance: 7\nTopicality: 7",
+         {"relevance": 7, "topicality": 7}),
+        ("Adequacy: 8\nRelevance: 8\nTopicality: 8\nOn reflection, I'll revise adequacy down to 6.",
+         {"relevance": 8, "topicality": 8}),
+        ("| Adequacy | 7 |\n|---|---|\nAdequacy: 7\nRelevance: 8\nTopicality: 9",
+         {"adequacy": 7, "relevance": 8, "topicality": 9}),
+        ("Adequacy: 0.85\nRelevance: 0.9\nTopicality: 0.8", {}),
+    ],
+)  # fmt: skip
+def test_only_the_asked_lines_give_values(text: str, expected: dict[str, float]) -> None:
+    reading = read_reply(criteria_grammar(("adequacy", "relevance", "topicality")), text)
+    assert {c: v for c, v in reading.values.items() if v is not None} == expected
+    assert bool(reading.restate) == (len(expected) < 3)
 
 
 def test_parse_reasons() -> None:
-    text = "Adequacy: the minutes miss 2 topics... Final scores: Adequacy: 6, Relevance: 12"
-    assert parse_criterion(text, "adequacy") == (6.0, "")
-    assert parse_criterion(text, "relevance") == (None, "relevance=12 outside 0-10")
-    assert parse_criterion("Fluency: 4/5", "fluency")[1] == "fluency given as 4/5, not on 0-10"
-    assert parse_criterion("nothing", "topicality") == (None, "no topicality score")
+    assert parse_criterion("Adequacy: 6", "adequacy") == (6.0, "")
+    assert parse_criterion("Relevance: 12", "relevance") == (None, "relevance=12 outside 0-10")
+    assert parse_criterion("Fluency: 4/5", "fluency")[1].startswith("no fluency in the asked")
+    assert parse_criterion("nothing", "topicality")[1].startswith("no topicality in the asked")
     assert parse_criterion("Adequacy: 7\nAdequacy: 6", "adequacy") == (
         None,
-        "conflicting adequacy: given as 7 and 6",
+        "adequacy given 2 times in the asked format (7 and 6)",
     )
-    assert parse_criterion("Adequacy: 7\n**Adequacy**: 7/10", "adequacy") == (7.0, "")
-    assert parse_criterion("Adequacy: 8, 9", "adequacy")[1].startswith("conflicting adequacy")
-    assert "range" in parse_criterion("Adequacy: 7-8", "adequacy")[1]
+    assert parse_criterion("Adequacy: 8, 9", "adequacy")[0] is None
+    assert parse_criterion("Adequacy: 7-8", "adequacy")[0] is None
     # A criterion's definition repeated by the judge is not a score.
     definition = "Adequacy (to what extent the minutes adequately capture... 0 to 10)"
     assert parse_criterion(definition, "adequacy")[0] is None
-    assert parse_scores("Adequacy 9, relevance 8, topicality 7", ART).complete
+    assert parse_scores("Adequacy 9, relevance 8, topicality 7", ART).restate
 
 
 def test_filler_labels() -> None:
@@ -307,7 +338,11 @@ def test_partial_and_out_of_range_replies(loopback: LoopbackOpenAI) -> None:
     loopback.handler = scripted("Adequacy: 8\nFluency: 12\nGrammar: 9")  # type: ignore[assignment]
     config = parse_judge_spec(spec(loopback, ",cache=memory,reask=1"))
     [result] = asyncio.run(assess_items([item()], config))
-    assert len(judge_requests(loopback)) == 2  # re-asked once, still incomplete
+    # not asked again: restated once in the same chat (which answered the same text)
+    assert len(judge_requests(loopback)) == 2
+    restatement = judge_requests(loopback)[1].body["messages"]
+    assert [m["role"] for m in restatement] == ["user", "assistant", "user"]
+    assert restatement[1]["content"] == "Adequacy: 8\nFluency: 12\nGrammar: 9"
     assert result.status == "partial"
     assert dict(result.scores) == {
         "afgr_adequacy": 8.0,
@@ -315,7 +350,10 @@ def test_partial_and_out_of_range_replies(loopback: LoopbackOpenAI) -> None:
         "afgr_grammaticality": 9.0,
         "afgr_relevance": None,
     }
-    assert result.reason == "fluency=12 outside 0-10; no relevance score"
+    assert result.reason == (
+        "fluency=12 outside 0-10; then restatement holds no JSON object; "
+        "no relevance in the asked format; then restatement holds no JSON object"
+    )
     logged = json.dumps({"response": "m", "judge": result.to_dict()})
     # The filler fields are the GPT method's own: only it values them.
     assert "filler_tokens_saved" not in minutes_judge_metrics(logged)
@@ -341,8 +379,9 @@ def test_reply_without_scores_is_unscored_and_minutes_kept(loopback: LoopbackOpe
     assert found is not None
     minutes, assessment = found
     assert minutes == "- Release on Friday." and assessment.status == "unscored"
-    assert "\n" not in assessment.reason and assessment.reason.startswith("no adequacy score")
-    assert assessment.details["raw"] == [["These minutes look fine to me."]]
+    assert "\n" not in assessment.reason
+    assert assessment.reason.startswith("no adequacy in the asked format; then restatement")
+    assert assessment.details["raw"] == [["These minutes look fine to me."] * 2]
     assert minutes_judge_metrics(logged, get_method(config)) == {
         "judge_unscored": 1.0,
         "judge_errors": 0.0,
@@ -356,12 +395,11 @@ def test_reply_without_scores_is_unscored_and_minutes_kept(loopback: LoopbackOpe
 def test_ambiguous_reply_is_reasked_then_logged_unscored_with_its_reason(
     loopback: LoopbackOpenAI,
 ) -> None:
-    """A criterion given two values is asked again, then logged unscored as ambiguous."""
+    """A criterion given two values is restated; a disagreeing restatement leaves it unscored."""
     answers = iter(
         [
             "Adequacy: 7\nRelevance: 8\nTopicality: 8\n\nOn reflection, Adequacy: 6",
-            "Adequacy (0-10): 7, as 2 of the 5 decisions are missing.\nRelevance: 8\n"
-            "Adequacy: 6/10 after all. Topicality: 8",
+            '{"adequacy": 6, "relevance": 8, "topicality": 8}',
         ]
     )
     loopback.handler = lambda request: next(answers)
@@ -369,7 +407,7 @@ def test_ambiguous_reply_is_reasked_then_logged_unscored_with_its_reason(
     config = parse_judge_spec(text)
     docs = [{"meeting_id": "meeting_en_test2023_999", "transcript": TRANSCRIPT}]
     [[logged]] = judge_minutes(["- Release on Friday."], docs, config, system="gpt4")
-    assert len(loopback.requests) == 2  # the incomplete answer was asked again once
+    assert len(loopback.requests) == 2  # the reply, then its restatement
     found = assessment_of(logged)
     assert found is not None
     minutes, assessment = found
@@ -379,7 +417,7 @@ def test_ambiguous_reply_is_reasked_then_logged_unscored_with_its_reason(
         "art_relevance": 8.0,
         "art_topicality": 8.0,
     }
-    assert assessment.reason == "conflicting adequacy: given as 7 and 6"
+    assert assessment.reason == "restatement gives adequacy=6, the reply's asked format 7"
     assert assessment.details["unscored"] == {"art_adequacy": assessment.reason}
     assert len(assessment.details["raw"][0]) == 2  # both answers kept in the log
     # The sample log's metrics: the ambiguous criterion is left out of its mean, not guessed.
@@ -479,22 +517,26 @@ def test_metric_list_follows_the_method() -> None:
         "judge_errors",
         "judge_format_in_answer",
     ]
-    assert get_method(art).planned_calls(item()) == 2  # one call + one re-ask, no classifier
+    # one call, one re-ask and one restatement, no classifier
+    assert get_method(art).planned_calls(item()) == 3
+    assert get_method(art).planned_restatements(item()) == 1
     # 4 classified turns, each possibly re-asked once (reask=1): an upper bound
-    assert get_method(afgr).planned_calls(item()) == 2 + 4 * 2
+    assert get_method(afgr).planned_calls(item()) == 3 + 4 * 2
 
 
 def test_samples_are_averaged_per_criterion(loopback: LoopbackOpenAI) -> None:
     answers = {2023: "Adequacy: 6\nRelevance: 8\nTopicality: 7", 2024: "Adequacy: 9"}
 
     def handler(request: RecordedRequest) -> str:
+        if len(request.body["messages"]) > 1:  # the restatement of "Adequacy: 9"
+            return "I can only say adequacy."
         return answers[request.seed]
 
     loopback.handler = handler
     text = spec(loopback, ",cache=memory,filler=false,samples=2,reask=0")
     config = parse_judge_spec(text.replace("gpt-afgr", "gpt-art"))
     [result] = asyncio.run(assess_items([item()], config))
-    assert sorted(r.seed for r in loopback.requests) == [2023, 2024]
+    assert sorted(r.seed for r in loopback.requests) == [2023, 2024, 2024]
     assert dict(result.scores) == {"art_adequacy": 7.5, "art_relevance": 8.0, "art_topicality": 7.0}
     assert result.details["samples"]["art_relevance"] == [8.0, None]
     assert result.status == "ok"
@@ -561,7 +603,7 @@ def test_filler_model_classifies_with_its_own_model_and_is_priced_apart(
     assert config.identity()["filler_model"] == "gpt-3.5-turbo-0125"
     method = get_method(config)
     preview = plan([item()], method, config)
-    assert preview["calls"] == 2 + 4 * 2
+    assert preview["calls"] == 3 + 4 * 2 and preview["restated_max"] == 1
     assert preview["side"] == {"filler_classifier": {"model": "gpt-3.5-turbo-0125", "calls": 8}}
     same = parse_judge_spec(spec(loopback, f",cache={cache}"))
     assert (

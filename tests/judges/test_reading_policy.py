@@ -82,7 +82,7 @@ def test_an_answer_that_confuses_the_judge_scores_the_minimum(loopback: Loopback
     first, second, _third = run.judgements
     assert first.status == "scored" and first.score == 1.0  # gpt4-rubric's minimum
     assert first.minimum and first.format_in_answer and first.reason == MINIMUM_REASON
-    assert first.samples[0].attempts == 2  # asked again before the rule applied
+    assert first.samples[0].attempts == 2  # restated before the rule applied
     assert (second.score, second.minimum, second.format_in_answer) == (8.0, False, False)
     assert run.summary["judge_minimum"] == 1 and run.summary["judge_format_in_answer"] == 1
     assert run.summary["judge_score"] == (1.0 + 8.0 + 8.0) / 3  # it does not leave the mean
@@ -101,12 +101,15 @@ def test_prometheus_minimum_is_two_on_the_ten_point_scale(loopback: LoopbackOpen
 def test_lm_eval_run_counts_the_format_and_never_scores_a_cut_off_reply(tmp_path: Path) -> None:
     """Through the real ``lm_eval``: a model answering with the judge's box gains nothing.
 
-    The judge's first reply is cut off (a draft 9 that must not count), its second quotes
-    the answer's box beside its own score (conflicting): the answer scores the minimum,
-    and the results count the format in ``judge_format_in_answer``.
+    The judge's first reply is cut off (a draft 9 that must not count) and is asked again;
+    its second quotes the answer's box beside its own score (two boxes), so it is asked to
+    restate; its restatement is no JSON: the answer scores the minimum, and the results
+    count the format in ``judge_format_in_answer`` and the restatement in ``restated``.
     """
 
     def server(request: RecordedRequest) -> Reply | str:
+        if len(request.body["messages"]) == 3:  # the judge's restatement turn
+            return "I stand by my feedback."
         if "### Response to evaluate:" not in request.prompt:  # the tested model
             return "They were [PERSON3] and [PERSON6]. \\boxed{10}"
         if request.seed == 2023:  # the judge's first draw
@@ -144,6 +147,8 @@ def test_lm_eval_run_counts_the_format_and_never_scores_a_cut_off_reply(tmp_path
     rows = [json.loads(x) for p in out.rglob("samples_*.jsonl") for x in p.read_text().splitlines()]
     judged = [json.loads(r["filtered_resps"][0][0])["judge"] for r in rows]
     assert all(j["minimum"] and j["format_in_answer"] for j in judged)
-    assert all(j["samples"][0]["attempts"] == 2 for j in judged)
+    assert all(j["samples"][0]["attempts"] == 3 for j in judged)  # cut off, re-ask, restate
+    assert all(j["samples"][0]["restated"] for j in judged)
     usage = results["configs"]["elitr_qa_dev"]["metadata"]["judge_usage"]
     assert usage["judge_minimum"] == 2 and usage["judge_format_in_answer"] == 2
+    assert usage["restated"] == 2

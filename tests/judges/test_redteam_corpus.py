@@ -1,4 +1,9 @@
-"""No reply of the red-team corpus becomes a wrong number, and no clean value is lost."""
+"""No reply of the red-team corpus becomes a wrong number, and no value is lost unasked.
+
+A reply that is not in the asked format is not lost: the run asks the judge to restate it
+(``restate`` in the reading). Only the values listed in ``accepted_unscored.yaml`` stay
+unscored with no restatement.
+"""
 
 from __future__ import annotations
 
@@ -23,7 +28,7 @@ def test_reply_gives_its_value_or_none_never_another(entry: dict[str, Any]) -> N
     got = read_record(entry["kind"], record(entry))
     for field, expected in entry["expected"].items():
         value = got["values"].get(field)
-        outcome = verdict(entry["kind"], expected, value)
+        outcome = verdict(entry["kind"], expected, value, bool(got.get("restate")))
         assert outcome != "wrong", f"{field}: expected {expected!r}, read {value!r}"
         if outcome == "unscored":
             # Only the values listed as accepted losses may stay unread, with their reason.
@@ -56,9 +61,10 @@ def test_corpus_covers_every_kind_with_hard_shapes() -> None:
         assert shape in shapes, shape
     cut = [e for e in ENTRIES if e.get("finish_reason") == "length"]
     assert len(cut) >= 10
-    for entry in cut:  # a cut-off reply never gives a value, whatever it held
+    for entry in cut:  # a cut-off reply never gives a value and is asked again, not restated
         got = read_record(entry["kind"], record(entry))
         assert all(v is None for v in got["values"].values()), entry["id"]
+        assert "restate" not in got, entry["id"]
 
 
 def test_accepted_losses_are_still_lost() -> None:
@@ -68,6 +74,7 @@ def test_accepted_losses_are_still_lost() -> None:
         got = read_record(by_id[reply_id]["kind"], record(by_id[reply_id]))
         for field in fields:
             assert got["values"].get(field) is None, f"{reply_id}/{field} is scored now"
+            assert "restate" not in got, f"{reply_id} is restated now: drop it from the list"
 
 
 def test_read_reply_cli_is_the_same_reader(tmp_path: Path) -> None:

@@ -32,13 +32,19 @@ def _corpus() -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("entry", _corpus(), ids=lambda entry: entry["id"])
 def test_reply_corpus(entry: dict[str, Any]) -> None:
-    """Each QA judge reply shape gives the score a careful reader takes from it, or none."""
+    """Each QA judge reply shape gives the score a careful reader takes, or none; never another.
+
+    A reply not in the asked format (or vetoed by another statement of a score) gives none
+    and asks for a restatement; only a reply in exactly the asked format is read at once.
+    """
     parsed = read(RUBRICS[entry["rubric"]], entry["reply"])
-    assert parsed.value("score") == entry["expected"]
+    value = parsed.value("score")
     if entry["expected"] is None:
-        assert entry.get("reason", "") in parsed.reason and parsed.reason
+        assert value is None and parsed.reason
+    elif value is None:
+        assert parsed.restate and parsed.reason
     else:
-        assert parsed.reason == ""
+        assert value == entry["expected"] and parsed.reason == ""
 
 
 def test_reply_corpus_covers_both_rubrics() -> None:
@@ -54,9 +60,10 @@ def test_reply_corpus_covers_both_rubrics() -> None:
         ("Good answer. \\boxed{8}", 8),
         ("\\boxed{ 10 }", 10),
         ("\\boxed{1}.", 1),
-        ("first \\boxed{7} and again \\boxed{7}", 7),
-        ("\\boxed{8/10}", 8),
-        ("in \\boxed{}: \\boxed{\\text{6}}", 6),
+        ("in \\boxed{}: \\boxed{6}", 6),
+        ("The response covers 2 of the 3 elements. \\boxed{6}", 6),
+        ("It fits Score 7-8 of the rubric. \\boxed{8}", 8),
+        ("<think>score 5, maybe</think>Mostly right. \\boxed{7}", 7),
     ],
 )
 def test_boxed_valid(text: str, expected: int) -> None:
@@ -75,12 +82,20 @@ def test_boxed_valid(text: str, expected: int) -> None:
         "\\boxed{7} \\boxed{9}",
         "Score: 8",
         "[RESULT] 4",
+        "first \\boxed{7} and again \\boxed{7}",
+        "\\boxed{8/10}",
+        "\\boxed{\\text{6}}",
+        "I would rate it a 7. \\boxed{8}",
+        "| Score | 7 |\n\\boxed{5}",
+        "At first glance, i.e. a 4. On reflection \\boxed{3}",
+        "<think>scratch</think>",
     ],
 )
 def test_boxed_invalid_is_none_with_reason(text: str) -> None:
     parsed = parse_boxed(text)
     assert parsed.value("score") is None
     assert parsed.reason
+    assert not parsed.restate or parsed.reason in parsed.restate
 
 
 @pytest.mark.parametrize(
@@ -89,8 +104,7 @@ def test_boxed_invalid_is_none_with_reason(text: str) -> None:
         ("Feedback: ok [RESULT] 4", 4),
         ("[RESULT]5</s>", 5),
         ("[RESULT] 1.", 1),
-        ("[RESULT]: (3)", 3),
-        ("[RESULT] 4 out of 5", 4),
+        ("Feedback: covers 3 of the facts. [RESULT] 4", 4),
     ],
 )
 def test_result_tag_valid(text: str, expected: int) -> None:
@@ -107,10 +121,42 @@ def test_result_tag_valid(text: str, expected: int) -> None:
         "[RESULT] 2 [RESULT] 3",
         "[RESULT] 8/10",
         "[RESULT] (an integer number between 1 and 5)",
+        "[RESULT]: (3)",
+        "[RESULT] 4 out of 5",
+        "Feedback: a 4 at first glance; [RESULT] 3",
     ],
 )
 def test_result_tag_invalid(text: str) -> None:
     assert parse_result_tag(text).value("score") is None
+
+
+def test_restatement_is_read_strictly_and_must_agree() -> None:
+    """The restatement is one JSON object with exactly the key ``score``, on the scale."""
+    from elitr_bench.judges.reading import read_reply, read_restatement
+
+    grammar = GPT4.grammar
+    assert '"score" (an integer from 1 to 10)' in grammar.restatement.message
+    schema = grammar.restatement.schema
+    assert schema["required"] == ["score"] and schema["additionalProperties"] is False
+    none = read_reply(grammar, "Good, a solid 7 out of 10.")
+    assert read_restatement(grammar, none, '{"score": 7}').value("score") == 7
+    assert read_restatement(grammar, none, '```json\n{"score": 7}\n```').value("score") == 7
+    for bad in (
+        '{"score": 7.5}',
+        '{"score": 11}',
+        '{"score": "7"}',
+        '{"rating": 7}',
+        '{"score": 7, "why": "x"}',
+        'My score is 7: {"score": 7}',
+        "7",
+        "",
+    ):
+        assert read_restatement(grammar, none, bad).value("score") is None, bad
+    vetoed = read_reply(grammar, "I would rate it a 7. \\boxed{8}")
+    assert vetoed.strict == {"score": 8} and vetoed.restate
+    assert read_restatement(grammar, vetoed, '{"score": 8}').value("score") == 8
+    disagree = read_restatement(grammar, vetoed, '{"score": 7}')
+    assert disagree.value("score") is None and "asked format" in disagree.reason
 
 
 def test_prometheus_scores_are_doubled_to_ten_point_scale() -> None:

@@ -259,7 +259,8 @@ class Plan:
         comparisons: Comparisons to run (both orders of each new pair and meeting).
         done: Comparisons already in the arena folder.
         calls: Judge calls without re-asks (3 per comparison).
-        max_calls: Judge calls if every reply needed all re-asks.
+        max_calls: Judge calls if every reply needed all re-asks and a restatement.
+        restated_max: The restatement turns among ``max_calls`` (one per call at most).
         prompt_tokens: Estimated prompt tokens (characters / 4) of ``calls``.
         completion_tokens_max: Completion tokens if every reply used ``max_tokens``.
         cost_usd: Estimated upper-bound cost (None when the model has no known price).
@@ -272,6 +273,7 @@ class Plan:
     prompt_tokens: int
     completion_tokens_max: int
     cost_usd: float | None
+    restated_max: int = 0
 
 
 def plan(state: ArenaState, todo: Sequence[tuple[str, str, str]], config: JudgeConfig) -> Plan:
@@ -298,7 +300,8 @@ def plan(state: ArenaState, todo: Sequence[tuple[str, str, str]], config: JudgeC
         comparisons=len(todo),
         done=len(state.comparisons),
         calls=calls,
-        max_calls=calls * (config.reask + 1),
+        max_calls=calls * (config.reask + 2),
+        restated_max=calls,
         prompt_tokens=prompt_tokens,
         completion_tokens_max=completion,
         cost_usd=cost,

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from elitr_bench.judges.asking import ask, reader_of, request_for
+from elitr_bench.judges.asking import ask, policy_of, request_for
 from elitr_bench.judges.config import JudgeConfig, judge_endpoint
 from elitr_bench.judges.cream.parse import KEY_FACTS, AlignmentGrammar
 from elitr_bench.judges.cream.prompts import (
@@ -136,19 +136,34 @@ class CreamJudge:
 
     async def _extract(
         self, prompt: str, evaluated: Sequence[str]
-    ) -> tuple[tuple[str, ...], str, str]:
-        """Key facts, the reply they came from, and the reason if there are none."""
+    ) -> tuple[tuple[str, ...], str, str, tuple[tuple[str, str], ...]]:
+        """Key facts, their reply, the reason if there are none, and the chat so far.
+
+        The alignments follow that chat: the extraction turn, and its restatement turn if
+        it had one (the key facts the alignment prompt refers to are its answer).
+        """
         asked = await ask(
             self.client,
             lambda draw: (self._request(prompt, draw), draw),
-            reader_of(KEY_FACTS, evaluated),
+            KEY_FACTS,
             self.config.reask + 1,
+            evaluated=evaluated,
+            policy=policy_of(self.config),
         )
         facts = asked.reading.value("key_facts")
+        history: tuple[tuple[str, str], ...] = (("user", prompt), ("assistant", asked.raw))
+        if asked.restated:
+            history = (
+                ("user", prompt),
+                ("assistant", asked.raws[-2]),
+                ("user", KEY_FACTS.restatement.message),
+                ("assistant", asked.raws[-1]),
+            )
         if facts is not None:
-            return tuple(facts), asked.raw, ""
+            return tuple(facts), asked.raw, "", history
         n = asked.attempts
-        return (), asked.last, f"{asked.reading.reason} (asked {n} time{'s' if n > 1 else ''})"
+        reason = f"{asked.reading.reason} (asked {n} time{'s' if n > 1 else ''})"
+        return (), asked.last, reason, history
 
     async def _align(
         self,
@@ -162,8 +177,9 @@ class CreamJudge:
         asked = await ask(
             self.client,
             lambda draw: (self._request(prompt, draw, history), draw),
-            reader_of(grammar),
+            grammar,
             self.config.reask + 1,
+            policy=policy_of(self.config),
         )
         return score_side(
             entrant.system,
@@ -174,6 +190,7 @@ class CreamJudge:
             n_sentences=len(summary.sentences),
             unit=self.unit,
             finish_reason=asked.finish_reasons[asked.best if asked.reading.complete else -1],
+            reading=asked.reading,
         )
 
     async def compare(self, meeting_id: str, first: Entrant, second: Entrant) -> Comparison:
@@ -192,7 +209,7 @@ class CreamJudge:
                 judge=self.identity(),
             )
         prompt = extraction_prompt(paragraph_of(first.lines, second.lines), self.max_key_facts)
-        key_facts, raw, reason = await self._extract(prompt, (*first.lines, *second.lines))
+        key_facts, raw, reason, history = await self._extract(prompt, (*first.lines, *second.lines))
         if not key_facts:
             sides = (self.unscored(first, reason), self.unscored(second, reason))
             return Comparison(
@@ -206,7 +223,6 @@ class CreamJudge:
                 raw,
                 self.identity(),
             )
-        history = (("user", prompt), ("assistant", raw))
         # Both alignments finish (or fail) before the comparison does: no request is left
         # running behind a failed sibling, so call counts and the cache stay exact.
         done = await asyncio.gather(

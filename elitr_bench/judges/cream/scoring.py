@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from elitr_bench.judges.cream.parse import Alignment, parse_alignment
+from elitr_bench.judges.reading import Reading
 
 METRICS: tuple[str, ...] = ("completeness", "conciseness")
 
@@ -161,6 +162,7 @@ def score_side(
     n_sentences: int | None = None,
     unit: str = "line",
     finish_reason: str | None = None,
+    reading: Reading | None = None,
 ) -> SideScore:
     """Read an alignment reply and compute both metrics (unscored with a reason on error).
 
@@ -173,7 +175,8 @@ def score_side(
     """
     side = unscored_side(system, n_lines, "", reply, attempts, n_sentences=n_sentences, unit=unit)
     n_units = side.n_units
-    reading = parse_alignment(reply, key_facts, n_units, finish_reason)
+    if reading is None:  # the reading the run made (a restatement's) else the reply's own
+        reading = parse_alignment(reply, key_facts, n_units, finish_reason)
     alignments = reading.value("alignments")
     if alignments is None:
         return replace(side, reason=reading.reason)

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from elitr_bench.judges import asking
-from elitr_bench.judges.asking import reader_of
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.mesa.prompts import challenge_prompt, synthesis_prompt
 from elitr_bench.judges.reading import Grammar, Reading
@@ -67,8 +66,10 @@ async def ask(
     asked = await asking.ask(
         agent.client,
         lambda attempt: (request_for(agent.config, prompt, attempt), attempt),
-        reader_of(grammar, evaluated),
+        grammar,
         reask + 1,
+        evaluated=evaluated,
+        policy=asking.policy_of(agent.config),
     )
     raw = asked.raw if asked.reading.complete else asked.last
     return Reply(raw, asked.reading, asked.attempts)

@@ -156,9 +156,15 @@ class MesaMethod(MinutesMethod):
         tries = self.config.reask + 1 if upper else 1
         return tries + (CHALLENGERS + tries if self.debating else 0)
 
+    def planned_restatements(self, item: MinutesItem) -> int:
+        """One restatement turn at most per scoring-step ask (step 3 of every type)."""
+        return len(self.types) * self.calls_per_step()
+
     def planned_calls(self, item: MinutesItem) -> int:
-        """Upper bound of completions for one summary (all re-asks used)."""
-        return len(self.types) * 3 * self.calls_per_step(upper=True)
+        """Upper bound of completions for one summary (all re-asks and restatements used)."""
+        return len(self.types) * 3 * self.calls_per_step(upper=True) + self.planned_restatements(
+            item
+        )
 
     def planned_prompt_chars(self, item: MinutesItem) -> int:
         """Rough characters sent for one summary (expected calls; instances ~1,500 chars)."""

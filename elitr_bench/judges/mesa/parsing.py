@@ -1,42 +1,27 @@
-"""Reading MESA's three step replies: tolerant JSON syntax, strict meaning.
+"""Reading MESA's three step replies: the JSON the prompts spell out (docs/judge-replies.md).
 
-Syntax is repaired by ``json-repair`` (through the core's
-:func:`~elitr_bench.judges.reading.json_values`). What the values mean is checked
-strictly here: every field the step's format asks for must be present with the right
-type and inside its range, otherwise the reply is rejected with a reason (and re-asked,
-then reported), never coerced into a score. The core's policy applies on top: a reply
-cut off by the token limit is never read, JSON the judge quotes in a block quote or
-prose is not its answer, and two different answers in one reply (a draft and a final
-block, JSON against a "Final rating: 2" line) make the step conflicting.
-
-Two concessions follow the paper's own format lines (App. A): numbers may come as numeric
-strings (Figs. 3-4 show ``'certainty': '<score ...>'`` in quotes and ask for "double quotes
-around all keys and values"), and ``error_exists`` may be the string ``"true"``/``"false"``
-for the same reason. Fig. 4 asks for a severity in its text but not in its format line, so
-severity is optional (checked when present); its certainty follows the format line (0-100),
-not the text (1-10).
+Steps 1-2 (Figs. 3-4): one JSON list of instance objects, every field present, typed and on
+its range (numbers may be numeric strings and ``error_exists`` ``"true"``: the figures ask
+for "double quotes around all keys and values"; severity is optional, as in Fig. 4's
+format line). Step 3 (Fig. 5): one object with ``"rating"`` 0-5 and ``"confidence"`` 0-10;
+any other statement of either that differs vetoes it, and the reply is restated as JSON.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from elitr_bench.judges.reading import (
     Field,
+    NumericGrammar,
     Reading,
     Reply,
-    decide,
-    draft_values,
-    json_candidates,
+    Stated,
     json_values,
-    labelled,
-    objects_with,
-    rated,
     read_reply,
 )
 
@@ -51,7 +36,7 @@ class Candidate:
 
     def to_dict(self) -> dict[str, Any]:
         """As shown to step 2 and logged."""
-        return {"instance": self.instance, "reasoning": self.reasoning, "certainty": self.certainty}
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -66,15 +51,7 @@ class Verified:
 
     def to_dict(self) -> dict[str, Any]:
         """As shown to step 3 and logged (severity only when the judge gave one)."""
-        out: dict[str, Any] = {
-            "instance": self.instance,
-            "reasoning": self.reasoning,
-            "certainty": self.certainty,
-            "error_exists": self.error_exists,
-        }
-        if self.severity is not None:
-            out["severity"] = self.severity
-        return out
+        return {k: v for k, v in asdict(self).items() if k != "severity" or v is not None}
 
 
 @dataclass(frozen=True)
@@ -90,89 +67,40 @@ class _Invalid(Exception):
     """A field failed validation (message = reason)."""
 
 
-_NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)$")
-
-
-def _number(obj: Mapping[str, Any], key: str, low: float, high: float, where: str) -> float:
-    if key not in obj:
-        raise _Invalid(f"{where}: missing {key!r}")
-    raw = obj[key]
-    if isinstance(raw, bool):
-        raise _Invalid(f"{where}: {key!r} is a boolean, expected a number in [{low:g}, {high:g}]")
-    if isinstance(raw, str) and _NUMBER.match(raw.strip()):
-        raw = float(raw.strip())
-    if not isinstance(raw, int | float) or not math.isfinite(float(raw)):
-        raise _Invalid(f"{where}: {key!r}={raw!r} is not a number")
-    value = float(raw)
-    if not low <= value <= high:
-        raise _Invalid(f"{where}: {key!r}={value:g} is outside [{low:g}, {high:g}]")
-    off = Field(key, low, high).problem(value)
-    if off:  # 0.85 on 0-100: a 0-1 value, not one on the asked scale
-        raise _Invalid(f"{where}: {off}")
-    return value
-
-
-def _text(obj: Mapping[str, Any], key: str, where: str, *, required: bool = True) -> str:
+def _value(obj: Mapping[str, Any], key: str, kind: str | tuple[float, float], where: str) -> Any:
+    """``obj[key]`` as a string, a boolean (``"true"`` too) or a number on ``kind``'s range."""
     raw = obj.get(key)
-    if raw is None:
-        if required:
-            raise _Invalid(f"{where}: missing {key!r}")
-        return ""
-    if not isinstance(raw, str):
-        raise _Invalid(f"{where}: {key!r} must be a string, got {type(raw).__name__}")
-    if required and not raw.strip():
-        raise _Invalid(f"{where}: {key!r} is empty")
-    return raw.strip()
-
-
-def _boolean(obj: Mapping[str, Any], key: str, where: str) -> bool:
-    if key not in obj:
+    if raw is None or raw == "":
         raise _Invalid(f"{where}: missing {key!r}")
-    raw = obj[key]
-    if isinstance(raw, bool):
-        return raw
-    if isinstance(raw, str) and raw.strip().lower() in ("true", "false"):
-        return raw.strip().lower() == "true"
-    raise _Invalid(f"{where}: {key!r}={raw!r} must be true or false")
-
-
-def _as_list(value: Any) -> list[Any]:
-    """The list of instances: a JSON list, or an object wrapping exactly one list."""
-    if isinstance(value, list):
+    if kind == "text" and isinstance(raw, str):
+        return raw.strip()
+    if kind == "bool" and str(raw).strip().lower() in ("true", "false"):
+        return str(raw).strip().lower() == "true"
+    if isinstance(kind, tuple) and isinstance(raw, bool):
+        raise _Invalid(f"{where}: {key!r} is a boolean, expected a number in {list(kind)}")
+    if isinstance(kind, tuple) and re.fullmatch(r"\s*[+-]?(\d+(\.\d*)?|\.\d+)\s*", str(raw)):
+        value, (low, high) = float(raw), kind
+        if not math.isfinite(value) or not low <= value <= high:
+            raise _Invalid(f"{where}: {key!r}={value:g} is outside [{low:g}, {high:g}]")
+        off = Field(key, low, high).problem(value)  # 0.85 on 0-100: a 0-1 value
+        if off:
+            raise _Invalid(f"{where}: {off}")
         return value
-    if isinstance(value, Mapping):
-        lists = [v for v in value.values() if isinstance(v, list)]
-        if len(value) == 1 and len(lists) == 1:
-            return lists[0]
-    raise _Invalid(f"expected a JSON list of instances, got {type(value).__name__}")
+    wanted = {"text": "a string", "bool": "true or false"}.get(str(kind), "a number")
+    raise _Invalid(f"{where}: {key!r}={raw!r} must be {wanted}")
 
 
-_EMPTY_LIST = re.compile(r"^\s*(?:```[a-zA-Z]*\s*)?\[\s*\](?:\s*```)?\s*$")
-
-
-def _answer(text: str) -> Any:
-    """The step's one JSON answer; two different ones are conflicting, none is no JSON."""
-    values = json_values(text)
-    if not values:
-        if _EMPTY_LIST.match(text):
-            return []
-        raise _Invalid("no JSON in the reply")
-    distinct = {json.dumps(v, sort_keys=True, default=str) for v in values}
-    if len(distinct) > 1:
-        raise _Invalid(f"conflicting answers: {len(distinct)} different JSON values in one reply")
-    return values[0]
-
-
-def _instances(text: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
-    """The reply's instance objects in order, each with its position for error messages.
-
-    Lazy, so a reply's first problem is the one reported (steps 1 and 2 share this).
-    """
-    for i, obj in enumerate(_as_list(_answer(text))):
-        where = f"instance {i + 1}"
-        if not isinstance(obj, Mapping):
-            raise _Invalid(f"{where}: expected an object, got {type(obj).__name__}")
-        yield where, obj
+def _instances(text: str) -> list[tuple[str, Mapping[str, Any]]]:
+    """The reply's one JSON list of instance objects (``[]`` too), each with its position."""
+    values = json_values(text) or ([[]] if re.fullmatch(r"[\s`json]*\[\s*\][\s`]*", text) else [])
+    if len(values) != 1:
+        raise _Invalid(f"{len(values) or 'no'} JSON values in the reply, not one list")
+    found = values[0]
+    if isinstance(found, Mapping) and len(found) == 1:  # {"instances": [...]}
+        found = next(iter(found.values()))
+    if not isinstance(found, list) or not all(isinstance(o, Mapping) for o in found):
+        raise _Invalid("expected a JSON list of instance objects")
+    return [(f"instance {i}", obj) for i, obj in enumerate(found, start=1)]
 
 
 @dataclass(frozen=True)
@@ -182,6 +110,7 @@ class _ListStep:
     step: str
     build: Callable[[str, Mapping[str, Any]], Any]
     fields: tuple[str, ...] = ("instances",)
+    restatement: None = None  # a list of instances: an unusable one is asked again
 
     def read(self, reply: Reply) -> Reading:
         try:
@@ -193,20 +122,20 @@ class _ListStep:
 
 def _candidate(where: str, obj: Mapping[str, Any]) -> Candidate:
     return Candidate(
-        instance=_text(obj, "instance", where),
-        reasoning=_text(obj, "reasoning", where),
-        certainty=_number(obj, "certainty", 0, 100, where),
+        _value(obj, "instance", "text", where),
+        _value(obj, "reasoning", "text", where),
+        _value(obj, "certainty", (0, 100), where),
     )
 
 
 def _verified(where: str, obj: Mapping[str, Any]) -> Verified:
-    severity = _number(obj, "severity", 0, 10, where) if obj.get("severity") is not None else None
+    severity = obj.get("severity")
     return Verified(
-        instance=_text(obj, "instance", where),
-        reasoning=_text(obj, "reasoning", where),
-        certainty=_number(obj, "certainty", 0, 100, where),
-        error_exists=_boolean(obj, "error_exists", where),
-        severity=severity,
+        _value(obj, "instance", "text", where),
+        _value(obj, "reasoning", "text", where),
+        _value(obj, "certainty", (0, 100), where),
+        _value(obj, "error_exists", "bool", where),
+        None if severity is None else _value(obj, "severity", (0, 10), where),
     )
 
 
@@ -217,66 +146,27 @@ VERIFICATION = _ListStep("verification", _verified)
 
 RATING = Field("rating", 0, 5)
 CONFIDENCE = Field("confidence", 0, 10)
+_PAIR = re.compile(
+    r'"(rating|confidence)"[ \t]*:[ \t]*"?[ \t]*(-?\d+(?:\.\d+)?)[ \t]*"?(?=[ \t\n]*[,}])'
+)
 
 
-def _key(names: tuple[str, ...]) -> Callable[[str], bool]:
-    return lambda key: re.sub(r"[\s_-]+", " ", key.strip().lower()) in names
+def _stated(text: str) -> list[Stated]:
+    """``"rating": N`` and ``"confidence": N`` pairs, when the reply holds JSON at all."""
+    if not json_values(text):
+        return []
+    return [Stated(m.group(1), float(m.group(2)), m.start(), m.end()) for m in _PAIR.finditer(text)]
 
 
-_RATING_KEYS = ("rating", "final rating", "score", "final score")
-_CONFIDENCE_KEYS = ("confidence", "certainty", "confidence score")
-
-
-@dataclass(frozen=True)
-class ScoringGrammar:
-    """Step 3 (Fig. 5): ``rating`` 0-5 and ``confidence`` 0-10, from JSON and restatements.
-
-    Every JSON object of the reply and every ``Rating: N`` / ``Confidence: N`` line
-    must agree on each field.
-    """
-
-    fields: tuple[str, ...] = ("rating", "confidence")
-
-    def read(self, reply: Reply) -> Reading:
-        """Both values, each agreed by every place that states it."""
-        values = json_values(reply.text)
-        decided = {}
-        for spec, keys, label in (
-            (RATING, _RATING_KEYS, r"(?:final\s+|overall\s+)?rating|(?:final|overall)\s+score"),
-            (CONFIDENCE, _CONFIDENCE_KEYS, r"confidence(?:\s+score)?|certainty"),
-        ):
-            objects = objects_with(values, _key(keys))
-            found = json_candidates(objects, _key(keys), spec) + labelled(reply.prose, label, spec)
-            if spec is RATING:  # "I would rate the summary a 2": must agree with the JSON
-                found += rated(reply.prose, spec, ratios=False, verbs="rate")
-            found += draft_values(reply.thinking, label, spec)
-            value, why = decide(spec.name, found, spec)
-            decided[spec.name] = (value, f"scoring reply: {why}" if why else "")
-        if not values and all(v is None for v, _ in decided.values()):
-            decided = dict.fromkeys(decided, (None, "scoring reply: no JSON in the reply"))
-        return Reading.of(decided)
-
-
-SCORING = ScoringGrammar()
-
-
-def scoring_reasoning(text: str) -> str:
-    """The ``reasoning`` the judge gave with its step 3 answer ("" if none)."""
-    for obj in objects_with(json_values(text), lambda k: k.strip().lower() == "reasoning"):
-        value = obj.get("reasoning")
-        if isinstance(value, str) and value.strip():
-            return value.strip()
-    return ""
-
-
-def parse_identification(text: str, finish_reason: str | None = None) -> Reading:
-    """Read a step 1 reply (field ``instances``: a tuple of :class:`Candidate`)."""
-    return read_reply(IDENTIFICATION, text, finish_reason)
-
-
-def parse_verification(text: str, finish_reason: str | None = None) -> Reading:
-    """Read a step 2 reply (field ``instances``: a tuple of :class:`Verified`)."""
-    return read_reply(VERIFICATION, text, finish_reason)
+SCORING = NumericGrammar(
+    (RATING, CONFIDENCE),
+    _stated,
+    {"rating": r"rat(?:e|ed|ing)\b|rating|scor", "confidence": r"confiden"},
+    r"out\s+of|\d\s*/\s*\d",
+    'one JSON object with "rating" and "confidence"',
+    "rating and confidence",
+)
+"""Step 3 (Fig. 5): ``rating`` 0-5 and ``confidence`` 0-10, restated as JSON if need be."""
 
 
 def parse_scoring(text: str, finish_reason: str | None = None) -> Reading:
@@ -288,8 +178,8 @@ def type_score(reading: Reading, text: str) -> TypeScore | None:
     """The step 3 verdict of a complete reading, with the judge's reasoning."""
     if not reading.complete:
         return None
-    return TypeScore(
-        rating=float(reading.value("rating")),
-        confidence=float(reading.value("confidence")),
-        reasoning=scoring_reasoning(text),
-    )
+    said = [
+        o["reasoning"] for o in json_values(text) if isinstance(o, Mapping) and "reasoning" in o
+    ]
+    why = str(said[0]).strip() if said else ""  # a restatement gives none
+    return TypeScore(float(reading.value("rating")), float(reading.value("confidence")), why)

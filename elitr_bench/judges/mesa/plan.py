@@ -38,7 +38,8 @@ class Plan:
         variant: The MESA variant that will run and its calls per summary, e.g.
             ``MADP-S debate, 8 types x 3 steps x 5 calls = 120 per summary``.
         calls: Completions when every reply validates at once.
-        calls_max: Completions if every reply needs all re-asks.
+        calls_max: Completions if every reply needs all re-asks, and every scoring
+            reply a restatement turn.
         prompt_tokens: Estimated prompt tokens of ``calls`` (+ ``extra_calls``).
         completion_tokens_max: ``calls`` x ``max_tokens``.
         cost_usd: Estimated cost of prompt tokens + maximal completions (None: no price).
@@ -55,6 +56,7 @@ class Plan:
     cost_usd: float | None
     extra_calls: int = 0
     cached_types: int = 0
+    restated_max: int = 0
 
     def line(self, model: str) -> str:
         """One human-readable preview line."""
@@ -69,7 +71,8 @@ class Plan:
         return (
             f"MESA plan ({self.variant}): {self.summaries} summaries -> {self.calls:,} "
             f"calls{extra} "
-            f"(up to {self.calls_max:,} with re-asks), ~{self.prompt_tokens:,} prompt tokens, "
+            f"(up to {self.calls_max:,} with re-asks and {self.restated_max:,} restatements), "
+            f"~{self.prompt_tokens:,} prompt tokens, "
             f"<= {self.completion_tokens_max:,} completion tokens; {model}: {cost}"
         )
 
@@ -94,8 +97,8 @@ def make_plan(
     only what is left.
     """
     per_step = method.calls_per_step()
-    per_type, per_type_max = 3 * per_step, 3 * method.calls_per_step(upper=True)
-    calls = calls_max = chars = cached = 0
+    per_type, per_type_max = 3 * per_step, 3 * method.calls_per_step(upper=True) + per_step
+    calls = calls_max = chars = cached = restated = 0
     for item in items:
         if method.fitted(item).action == "skipped":
             continue  # overlength=skip: no call will be made
@@ -106,6 +109,7 @@ def make_plan(
                 continue
             calls += per_type
             calls_max += per_type_max
+            restated += per_step  # the scoring step's asks, each restated once at most
             chars += method.type_prompt_chars(item, etype)
     calls += extra_calls
     calls_max += extra_calls * (config.reask + 1)
@@ -128,6 +132,7 @@ def make_plan(
         cost,
         extra_calls,
         cached,
+        restated,
     )
 
 

@@ -149,6 +149,7 @@ class _FeedbackGrammar:
     """The feedback reply: one JSON object keyed by error type (field ``feedback``)."""
 
     fields: tuple[str, ...] = ("feedback",)
+    restatement: None = None  # free text feedback: an unreadable reply is asked again
 
     def read(self, reply: Reply) -> Reading:
         objects = [v for v in json_values(reply.text) if isinstance(v, Mapping) and v]
@@ -165,6 +166,7 @@ class _GuidanceGrammar:
     """The consolidation reply: the guidance text itself (field ``guidance``)."""
 
     fields: tuple[str, ...] = ("guidance",)
+    restatement: None = None
 
     def read(self, reply: Reply) -> Reading:
         return Reading({"guidance": reply.raw.strip()})

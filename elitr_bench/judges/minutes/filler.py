@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from elitr_bench.judges.asking import ask, reader_of
+from elitr_bench.judges.asking import ask
 from elitr_bench.judges.minutes.prompts import FILLER, build_filler_prompt
 from elitr_bench.llm.base import CompletionRequest
 from elitr_bench.llm.client import gather_settled
@@ -269,7 +269,7 @@ async def compress_transcript(
         asked = await ask(
             client,
             lambda attempt: (classification_request(turn, seed, attempt), attempt),
-            reader_of(FILLER),
+            FILLER,
             reask + 1,
         )
         label = asked.reading.value("label")

@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from elitr_bench.judges.asking import ask, reader_of, request_for
+from elitr_bench.judges.asking import ask, policy_of, request_for
 from elitr_bench.judges.minutes.family import (
     FILLER_FLAGGED,
     FILLER_UNCLASSIFIED,
@@ -107,9 +107,13 @@ class GPTMinutesJudge(MinutesMethod):
         calls = classification_calls(item.transcript, reask)
         return calls, classification_chars(item.transcript, reask), FILLER_MAX_TOKENS * calls
 
+    def planned_restatements(self, item: MinutesItem) -> int:
+        """At most one restatement turn per sample."""
+        return self.config.samples
+
     def planned_calls(self, item: MinutesItem) -> int:
-        """``samples * (reask + 1)`` judge calls, plus the judge model's classifications."""
-        calls = self.config.samples * (self.config.reask + 1)
+        """``samples * (reask + 2)`` judge calls (a restatement each), plus classifications."""
+        calls = self.config.samples * (self.config.reask + 2)
         if self.filler_config is None:
             calls += self._classifier_calls(item)[0]
         return calls
@@ -117,14 +121,14 @@ class GPTMinutesJudge(MinutesMethod):
     def planned_prompt_chars(self, item: MinutesItem) -> int:
         """Characters the judge's model is sent at most (uncompressed transcript)."""
         judge = len(self.prompt.build(item.transcript, item.minutes))
-        chars = judge * self.config.samples * (self.config.reask + 1)
+        chars = judge * self.config.samples * (self.config.reask + 2)
         if self.filler_config is None:
             chars += self._classifier_calls(item)[1]
         return chars
 
     def planned_completion_tokens(self, item: MinutesItem) -> int:
         """Output tokens at most: judge calls at ``max_tokens``, classifications at 8."""
-        tokens = self.config.samples * (self.config.reask + 1) * self.config.max_tokens
+        tokens = self.config.samples * (self.config.reask + 2) * self.config.max_tokens
         if self.filler_config is None:
             tokens += self._classifier_calls(item)[2]
         return tokens
@@ -276,8 +280,10 @@ class GPTMinutesJudge(MinutesMethod):
         asked = await ask(
             client,
             attempt_request,
-            reader_of(self.prompt.grammar, (minutes,)),
+            self.prompt.grammar,
             self.config.reask + 1,
+            evaluated=(minutes,),
+            policy=policy_of(self.config),
         )
         return asked.reading, list(asked.raws)
 
@@ -335,6 +341,9 @@ class GPTMinutesJudge(MinutesMethod):
                 details["minimum"] = lowest
                 unscored = {m: r for m, r in unscored.items() if m not in lowest}
         details["raw"] = [raws for _, raws in results]
+        restated = [p.restated for p, _ in results]
+        if any(restated):  # per sample: its values come from a restatement turn
+            details["restated"] = restated
         details["samples"] = per_sample
         if unscored:  # per metric, e.g. "conflicting adequacy: given as 7 and 8"
             details["unscored"] = unscored

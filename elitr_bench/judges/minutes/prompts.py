@@ -1,7 +1,7 @@
 r"""AutoMin 2023 GPT judge prompts and their parsers (pure functions, no I/O).
 
-Scores are read from the free-text answers by :mod:`.score_parsing` (conservative: only
-numbers bound to a criterion count).
+Scores are read by :mod:`.score_parsing`: only ``Criterion: N`` lines give a value; any
+other reply is asked to restate its scores as JSON (:mod:`elitr_bench.judges.reading`).
 
 Line-wrap decision: Figures 17-19 of the AutoMin 2023 overview (App. F) are printed in a
 verbatim box whose lines are wrapped to the page. Fig. 17's wrapped lines end either with
@@ -21,8 +21,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from elitr_bench.judges.minutes.score_parsing import SCALE_HIGH, SCALE_LOW, CriteriaGrammar
-from elitr_bench.judges.reading import Reading, Reply, read_reply
+from elitr_bench.judges.minutes.score_parsing import SCALE_HIGH, SCALE_LOW, criteria_grammar
+from elitr_bench.judges.reading import NumericGrammar, Reading, Reply, read_reply
 
 TRANSCRIPT = "{transcript}"
 MINUTES = "{system_generated_minutes}"
@@ -114,9 +114,9 @@ class MinutesPrompt:
         return hashlib.sha256(self.template.encode("utf-8")).hexdigest()[:16]
 
     @property
-    def grammar(self) -> CriteriaGrammar:
-        """How this prompt's scores are read (fields: the criterion keys)."""
-        return CriteriaGrammar(tuple(self.criteria))
+    def grammar(self) -> NumericGrammar:
+        """How this prompt's scores are read and restated (fields: the criterion keys)."""
+        return criteria_grammar(tuple(self.criteria))
 
     def build(self, transcript: str, minutes: str) -> str:
         """Fill the template (plain replacement, braces in the texts stay as they are)."""
@@ -152,14 +152,12 @@ SCALE = (SCALE_LOW, SCALE_HIGH)
 
 
 def parse_criterion(text: str, criterion: str) -> tuple[float | None, str]:
-    """The 0-10 score the answer binds to one criterion, or None and the reason.
+    """The 0-10 score of one criterion's ``Criterion: N`` line, or None and the reason.
 
-    See :mod:`elitr_bench.judges.minutes.score_parsing` for what counts as bound. A
-    criterion given different values (an explanation's score and a different summary
-    score) is unscored as ``conflicting``; a score outside 0-10 or on another scale
-    ("7/5", "80 out of 100") is unscored, never clipped or rescaled.
+    See :mod:`elitr_bench.judges.minutes.score_parsing`: any other statement of a value
+    for the criterion that differs makes it ``conflicting``.
     """
-    reading = read_reply(CriteriaGrammar((criterion,)), text)
+    reading = read_reply(criteria_grammar((criterion,)), text)
     return reading.values[criterion], reading.reasons.get(criterion, "")
 
 
@@ -184,10 +182,11 @@ class FillerGrammar:
     """Fig. 19's answer: the label ``filler`` or ``content`` (field ``label``)."""
 
     fields: tuple[str, ...] = ("label",)
+    restatement: None = None  # a label, not a number: an unreadable answer is asked again
 
     def read(self, reply: Reply) -> Reading:
         """The label when the answer names exactly one (or starts with one of the two)."""
-        label = _filler_label(reply.prose)
+        label = _filler_label(reply.text)
         reason = "" if label else "the answer names neither or both labels (filler, content)"
         return Reading({"label": label}, {"label": reason} if reason else {})
 

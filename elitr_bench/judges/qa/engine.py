@@ -24,10 +24,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, TypeVar, cast
 
 from elitr_bench.data.records import ReleasedResponse
-from elitr_bench.judges.asking import ask, make_client, reader_of, request_for
+from elitr_bench.judges.asking import ask, make_client, policy_of, request_for
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.errors import JudgeError, ReplayMatchError
 from elitr_bench.judges.qa.family import qa_options
+from elitr_bench.judges.reading import shows_format
 from elitr_bench.judges.rubrics import RUBRICS, Rubric
 from elitr_bench.judges.usage import usage_with_cost
 from elitr_bench.llm.aio import run_coroutine
@@ -106,6 +107,7 @@ class SampleJudgement:
         raw: Text of the last attempt.
         attempts: Number of completions asked for this sample.
         reason: Why the last attempt did not parse ("" when scored).
+        restated: The score comes from (or was sought in) a restatement turn.
     """
 
     score: float | None
@@ -113,6 +115,7 @@ class SampleJudgement:
     raw: str
     attempts: int
     reason: str = ""
+    restated: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict (no NaN)."""
@@ -122,6 +125,7 @@ class SampleJudgement:
             "raw": self.raw,
             "attempts": self.attempts,
             "reason": self.reason,
+            "restated": self.restated,
         }
 
 
@@ -182,6 +186,7 @@ class Judgement:
                 raw=str(s.get("raw", "")),
                 attempts=int(s.get("attempts", 0) or 0),
                 reason=str(s.get("reason", "")),
+                restated=bool(s.get("restated", False)),
             )
             for s in data.get("samples") or ()
             if isinstance(s, Mapping)
@@ -296,15 +301,22 @@ class LLMJudge:
         asked = await ask(
             self.client,
             attempt_request,
-            reader_of(self.rubric.grammar, evaluated),
+            self.rubric.grammar,
             self.config.reask + 1,
+            evaluated=evaluated,
+            policy=policy_of(self.config),
         )
         score = asked.reading.value("score")
         if score is not None:
             return SampleJudgement(
-                self.rubric.to_ten_point(score), float(score), asked.raw, asked.attempts
+                self.rubric.to_ten_point(score),
+                float(score),
+                asked.raw,
+                asked.attempts,
+                restated=asked.restated,
             )
-        return SampleJudgement(None, None, asked.last, asked.attempts, asked.reading.reason)
+        reason = asked.reading.reason
+        return SampleJudgement(None, None, asked.last, asked.attempts, reason, asked.restated)
 
     async def judge(self, item: JudgeItem) -> Judgement:
         """Ask ``samples`` times (concurrently) and average the scored ones.
@@ -318,7 +330,7 @@ class LLMJudge:
             *(self._sample(prompt, i, evaluated) for i in range(self.config.samples))
         )
         judgement = _aggregate(samples)
-        if judgement.status == "unscored" and self.rubric.grammar.shows_format(item.response):
+        if judgement.status == "unscored" and shows_format(self.rubric.grammar, item.response):
             return minimum_judgement(judgement, self.rubric)
         return judgement
 
@@ -495,7 +507,7 @@ def make_judge(
 def answer_shows_format(config: JudgeConfig, item: JudgeItem) -> bool:
     """Whether the item's answer holds the reply format of the config's rubric."""
     rubric = RUBRICS.get(config.rubric)
-    return rubric is not None and rubric.grammar.shows_format(item.response)
+    return rubric is not None and shows_format(rubric.grammar, item.response)
 
 
 def item_label(item: JudgeItem, index: int) -> str:
@@ -575,6 +587,7 @@ def summarize(judgements: Iterable[Judgement]) -> dict[str, Any]:
         "judge_errors": sum(j.status == "error" for j in items),
         "judge_format_in_answer": sum(j.format_in_answer for j in items),
         "judge_minimum": sum(j.minimum for j in items),
+        "judge_restated": sum(any(s.restated for s in j.samples) for j in items),
         "n": len(items),
     }
 

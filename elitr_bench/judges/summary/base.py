@@ -189,6 +189,10 @@ class MinutesMethod(ABC):
     async def assess(self, item: MinutesItem, client: JudgeClient) -> MinutesAssessment:
         """Judge one item through the shared client (cached, rate-limited, retried)."""
 
+    def planned_restatements(self, item: MinutesItem) -> int:
+        """Restatement turns among :meth:`planned_calls` at most (none by default)."""
+        return 0
+
     def planned_prompt_chars(self, item: MinutesItem) -> int:
         """Characters sent at most: by default the transcript and minutes, per call."""
         return self.planned_calls(item) * (len(item.transcript) + len(item.minutes))

@@ -194,11 +194,13 @@ def judge_minutes(
         todo = [item for item, o in zip(items, over, strict=True) if o is None]
         preview = plan(todo, method, config)
         log.warning(
-            "minutes judge %s (%s): up to %d calls, estimated cost %s (cache hits are free)",
+            "minutes judge %s (%s): up to %d calls, estimated cost %s (%d restatements "
+            "included; cache hits are free)",
             method.name,
             config.spec or config.backend,
             preview["calls"],
             f"${preview['estimated_cost_usd']}" if preview["priced"] else "unknown (unpriced)",
+            preview["restated_max"],
         )
         run = run_sync(todo, config, method)
     except Exception as exc:  # the minutes must survive any judge failure

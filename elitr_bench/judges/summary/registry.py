@@ -473,6 +473,8 @@ def plan(
 ) -> dict[str, Any]:
     """Calls and a rough cost before spending (cache hits are not subtracted).
 
+    ``calls`` counts every restatement turn the judges might ask (``restated_max`` of them).
+
     Tokens are estimated as characters / 4 of what each call sends (the method's
     ``planned_prompt_chars`` when it has one, else transcript + minutes per call) plus the
     output limit (``planned_completion_tokens``, else ``max_tokens`` per call); the price
@@ -483,12 +485,14 @@ def plan(
     from elitr_bench.llm.pricing import estimate_cost, price_for
 
     calls = 0
+    restated = 0
     prompt_tokens = 0
     completion_tokens = 0
     side: dict[str, list[Any]] = {}  # label -> [config, calls, prompt tokens, completion]
     for item in items:
         n = method.planned_calls(item)
         calls += n
+        restated += method.planned_restatements(item)
         prompt_tokens += int(method.planned_prompt_chars(item)) // 4
         out = method.planned_completion_tokens(item)
         completion_tokens += int(out) if out is not None else n * config.max_tokens
@@ -511,6 +515,7 @@ def plan(
             cost += estimate_cost(prompt, completion, other_prices)
     return {
         "calls": calls,
+        "restated_max": restated,
         "prompt_tokens": prompt_tokens,
         "completion_tokens_max": completion_tokens,
         "estimated_cost_usd": None if cost is None else round(cost, 4),

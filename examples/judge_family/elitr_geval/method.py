@@ -1,11 +1,12 @@
 """The G-Eval minutes method: evaluation steps in the prompt, one 1-5 score read back."""
 
 import hashlib
+import re
 from collections.abc import Sequence
 from typing import Any
 
-from elitr_bench.judges.asking import ask, reader_of, request_for
-from elitr_bench.judges.reading import Field, Reading, Reply, decide, labelled, read_reply
+from elitr_bench.judges.asking import ask, policy_of, request_for
+from elitr_bench.judges.reading import Field, NumericGrammar, Reading, Stated, read_reply
 from elitr_bench.judges.summary.base import (
     MinutesAssessment,
     MinutesItem,
@@ -49,17 +50,24 @@ def build_prompt(transcript: str, minutes: str, steps: int) -> str:
     return TEMPLATE.format(steps=listed, transcript=transcript, minutes=minutes)
 
 
-class _Grammar:
-    """``Score: N`` (N on 1-5) written in the reply's prose."""
-
-    fields: tuple[str, ...] = (METRIC,)
-
-    def read(self, reply: Reply) -> Reading:
-        found = labelled(reply.prose, "score", SCORE)
-        return Reading.of({METRIC: decide(METRIC, found, SCORE)})
+# The asked format: the form's line, ``Score: N`` (or the bare ``N`` after the prompt's
+# "Score:"), on a line of its own. Any other statement of a score only vetoes it, and a
+# reply without the line is asked to restate it as ``{"geval_score": N}``.
+_LINE = re.compile(r"^[ \t]*(?:score[ \t]*:[ \t]*)?(?P<n>\d+)[ \t]*\.?[ \t]*$", re.I | re.M)
 
 
-GRAMMAR = _Grammar()
+def _stated(text: str) -> list[Stated]:
+    return [Stated(METRIC, float(m.group("n")), m.start(), m.end()) for m in _LINE.finditer(text)]
+
+
+GRAMMAR = NumericGrammar(
+    (SCORE,),
+    _stated,
+    {METRIC: r"scor"},
+    r"rat(?:e|ed|ing)\b|out\s+of|\d\s*/\s*\d",
+    "one 'Score: N' line",
+    "score",
+)
 
 
 def read_score(text: str) -> Reading:
@@ -68,7 +76,7 @@ def read_score(text: str) -> Reading:
 
 
 class GEvalMethod(MinutesMethod):
-    """One prompt per minutes, re-asked until the score form is filled in.
+    """One prompt per minutes; a reply without the score form is restated once.
 
     Args:
         config: The parsed judge config (sampling, ``reask``).
@@ -86,8 +94,12 @@ class GEvalMethod(MinutesMethod):
         ).hexdigest()[:16]
 
     def planned_calls(self, item: MinutesItem) -> int:
-        """One call and its re-asks."""
-        return int(self.config.reask) + 1
+        """One call, its re-asks and a restatement."""
+        return int(self.config.reask) + 2
+
+    def planned_restatements(self, item: MinutesItem) -> int:
+        """At most one restatement turn."""
+        return 1
 
     async def assess(self, item: MinutesItem, client: JudgeClient) -> MinutesAssessment:
         """Ask the prompt through the shared client and read ``Score: N``."""
@@ -95,8 +107,10 @@ class GEvalMethod(MinutesMethod):
         asked = await ask(
             client,
             lambda attempt: (request_for(self.config, prompt, attempt), attempt),
-            reader_of(GRAMMAR, evaluated=(item.minutes,)),
-            self.planned_calls(item),
+            GRAMMAR,
+            int(self.config.reask) + 1,
+            evaluated=(item.minutes,),
+            policy=policy_of(self.config),
         )
         scores: dict[str, float | None] = {METRIC: asked.reading.value(METRIC)}
         return MinutesAssessment(

@@ -9,6 +9,7 @@ from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.summary.base import MinutesItem
 from elitr_bench.judges.summary.registry import get_method
 from elitr_bench.llm.cache import Completion
+from elitr_bench.llm.client import Usage
 
 import elitr_geval.family  # noqa: F401 -- registers the family (the entry point does too)
 from elitr_geval.family import GEvalOptions
@@ -44,7 +45,14 @@ def test_the_prompt_lists_the_chosen_number_of_steps() -> None:
 
 @pytest.mark.parametrize(
     ("reply", "value"),
-    [("Score: 4", 4.0), ("Score: 4/5", 4.0), ("Score: 9", None), ("Score: 3 or Score: 4", None)],
+    [
+        ("Score: 4", 4.0),
+        (" 4", 4.0),
+        ("Score: 4/5", None),
+        ("Score: 9", None),
+        ("Score: 3 or Score: 4", None),
+        ("Score: 4\nOn reflection, a 3.", None),
+    ],
 )
 def test_replies_are_read_under_the_core_policy(reply: str, value: float | None) -> None:
     assert read_score(reply).value("geval_score") == value
@@ -56,20 +64,21 @@ class _Client:
     def __init__(self, *texts: str) -> None:
         self.texts = list(texts)
         self.seeds: list[int | None] = []
+        self.usage = Usage()
 
     async def complete(self, request, draw):  # type: ignore[no-untyped-def]
         self.seeds.append(request.seed)
         return Completion(self.texts.pop(0), finish_reason="stop")
 
 
-def test_assess_reasks_until_the_form_is_filled_in() -> None:
+def test_assess_restates_a_reply_without_the_form() -> None:
     config = parse_judge_spec("openai:m,method=geval,steps=3,reask=1")
     method = get_method(config)
-    client = _Client("I cannot decide.", "Score: 5")
+    client = _Client("The minutes are good, I think.", '{"geval_score": 5}')
     item = MinutesItem("m1", "sys", "A: hello\nB: hi", "- greetings")
     assessment = asyncio.run(method.assess(item, client))  # type: ignore[arg-type]
     assert assessment.status == "ok" and assessment.scores == {"geval_score": 5.0}
-    assert client.seeds == [2023, 2024]  # one draw per attempt, as every family
+    assert client.seeds == [2023, 2023]  # the restatement follows in the same chat
 
 
 def test_the_report_reads_its_scale_and_direction_from_the_family() -> None:
