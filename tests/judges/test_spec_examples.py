@@ -47,14 +47,18 @@ def help_examples() -> list[tuple[str, str, str | None]]:
     return out
 
 
+PLUGIN_PAGES = ("extending.md", "operations-cache-and-plugins.md")
+
+
 def readme_examples() -> list[tuple[str, str, str | None]]:
     """(where, spec, family) for each spec in the READMEs' and docs' commands and metadata."""
     out = []
     readmes = [
         ROOT / "README.md",
-        # extending.md's specs select the out-of-tree example family (examples/judge_family),
-        # which tests/judges/test_example_family.py installs and runs.
-        *sorted(p for p in (ROOT / "docs").glob("*.md") if p.name != "extending.md"),
+        # extending.md's specs select the out-of-tree example family (examples/judge_family)
+        # and operations-cache-and-plugins.md's the example rubric (examples/qa_rubric), which
+        # tests/judges/test_example_family.py and test_example_rubric.py install and run.
+        *sorted(p for p in (ROOT / "docs").glob("*.md") if p.name not in PLUGIN_PAGES),
         *sorted((ROOT / "elitr_bench").rglob("README.md")),
     ]
     for readme in readmes:
