@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from elitr_bench.judges.cream.parse import parse_alignment, parse_key_facts
+from elitr_bench.judges.cream.parse import KEY_FACTS, parse_alignment
 from elitr_bench.judges.cream.scoring import SideScore, completeness, conciseness, score_side
+from elitr_bench.judges.reading import read_reply
 
 FACTS = ("Anna chairs the meeting.", "The budget is approved.", "Bob leaves in May.")
 
@@ -33,7 +34,7 @@ def _reply(*entries: tuple[str, object, object]) -> str:
     ],
 )
 def test_key_facts_in_the_asked_list(reply: str) -> None:
-    reading = parse_key_facts(reply)
+    reading = read_reply(KEY_FACTS, reply)
     assert reading.value("key_facts") == FACTS and not reading.restate
 
 
@@ -55,7 +56,7 @@ def test_key_facts_in_the_asked_list(reply: str) -> None:
     ],
 )
 def test_reply_not_in_the_asked_list_is_restated(reply: str, reason: str) -> None:
-    reading = parse_key_facts(reply)
+    reading = read_reply(KEY_FACTS, reply)
     assert reading.value("key_facts") is None
     assert reason in reading.reason and reading.restate
 
@@ -70,7 +71,7 @@ def test_reply_not_in_the_asked_list_is_restated(reply: str, reason: str) -> Non
     ],
 )
 def test_empty_or_refused_extraction_is_asked_again(reply: str | None, reason: str) -> None:
-    reading = parse_key_facts(reply)
+    reading = read_reply(KEY_FACTS, reply)
     assert reading.value("key_facts") is None and reason in reading.reason
     assert reading.reask and not reading.restate
 
@@ -79,7 +80,7 @@ def test_key_facts_restatement_is_strict_json() -> None:
     from elitr_bench.judges.cream.parse import KEY_FACTS
     from elitr_bench.judges.reading import Reading, read_restatement
 
-    first = parse_key_facts("Anna chairs the meeting, and the budget is approved.")
+    first = read_reply(KEY_FACTS, "Anna chairs the meeting, and the budget is approved.")
     good = read_restatement(KEY_FACTS, first, json.dumps({"key_facts": list(FACTS)}))
     assert good.value("key_facts") == FACTS and good.restated
     for bad in ('{"facts": ["a"]}', '["a"]', '{"key_facts": "a"}', '{"key_facts": []}', "- a"):

@@ -14,8 +14,8 @@ from elitr_bench.judges.mesa.error_types import ErrorTypesError, load_error_type
 from elitr_bench.judges.mesa.guidance import Guidance, GuidanceError, load_guidance
 from elitr_bench.judges.mesa.parsing import (
     IDENTIFICATION,
+    SCORING,
     VERIFICATION,
-    parse_scoring,
 )
 from elitr_bench.judges.mesa.prompts import TEMPLATES, fill, step_prompt
 from elitr_bench.judges.mesa.selftrain import SplitError, split_meetings
@@ -158,7 +158,7 @@ def test_verification_validation() -> None:
 
 
 def test_scoring_validation() -> None:
-    parsed = parse_scoring('{ "reasoning": "fine", "confidence": 8, "rating": 2 }')
+    parsed = read_reply(SCORING, '{ "reasoning": "fine", "confidence": 8, "rating": 2 }')
     assert (parsed.value("rating"), parsed.value("confidence")) == (2, 8)
     for bad, why in [
         ('{"reasoning": "x", "confidence": 8, "rating": 6}', "rating=6 outside 0-5"),
@@ -171,7 +171,7 @@ def test_scoring_validation() -> None:
         ('{"confidence": 8, "rating": 3}\n{"confidence": 8, "rating": 3}', "2 times"),
         ("Rating: 3, confidence: 8.", "no rating in the asked format"),
     ]:
-        result = parse_scoring(bad)
+        result = read_reply(SCORING, bad)
         assert not result.complete and why in result.reason, result.reason
         assert result.restate  # asked to restate both as JSON, never guessed
 

@@ -24,14 +24,13 @@ from elitr_bench.judges.minutes.prompts import (
     AFGR_PROMPT,
     ART,
     ART_PROMPT,
+    FILLER,
     FILLER_PROMPT,
     PROMPTS,
-    parse_criterion,
-    parse_filler_label,
-    parse_scores,
+    MinutesPrompt,
 )
 from elitr_bench.judges.minutes.score_parsing import criteria_grammar
-from elitr_bench.judges.reading import read_reply
+from elitr_bench.judges.reading import Reading, read_reply
 from elitr_bench.judges.summary.lm_eval_filter import (
     assessment_of,
     judge_minutes,
@@ -41,6 +40,22 @@ from elitr_bench.judges.summary.lm_eval_filter import (
 from elitr_bench.judges.summary.registry import assess_items_run, plan
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest, Reply
 from tests.support.papers import paper_text
+
+
+def parse_criterion(text: str, criterion: str) -> tuple[float | None, str]:
+    """One criterion's value and reason, read as the runs read it (its own grammar)."""
+    reading = read_reply(criteria_grammar((criterion,)), text)
+    return reading.values[criterion], reading.reasons.get(criterion, "")
+
+
+def parse_scores(text: str, prompt: MinutesPrompt) -> Reading:
+    return read_reply(prompt.grammar, text)
+
+
+def parse_filler_label(text: str) -> str | None:
+    label = read_reply(FILLER, text).values["label"]
+    return str(label) if label is not None else None
+
 
 TRANSCRIPT = (
     "<another_language/>\n"

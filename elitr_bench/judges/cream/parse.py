@@ -141,11 +141,6 @@ class KeyFactsGrammar:
 KEY_FACTS = KeyFactsGrammar()
 
 
-def parse_key_facts(text: str | None, finish_reason: str | None = None) -> Reading:
-    """Read an extraction reply (field ``key_facts``) under the reading policy."""
-    return read_reply(KEY_FACTS, text or "", finish_reason)
-
-
 _KEYS = {"key fact", "response", "line number"}
 
 

@@ -22,7 +22,6 @@ from elitr_bench.judges.reading import (
     Reply,
     Stated,
     json_values,
-    read_reply,
 )
 
 
@@ -167,11 +166,6 @@ SCORING = NumericGrammar(
     "rating and confidence",
 )
 """Step 3 (Fig. 5): ``rating`` 0-5 and ``confidence`` 0-10, restated as JSON if need be."""
-
-
-def parse_scoring(text: str, finish_reason: str | None = None) -> Reading:
-    """Read a step 3 reply (fields ``rating`` 0-5 and ``confidence`` 0-10)."""
-    return read_reply(SCORING, text, finish_reason)
 
 
 def type_score(reading: Reading, text: str) -> TypeScore | None:

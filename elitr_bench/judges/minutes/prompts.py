@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from elitr_bench.judges.minutes.score_parsing import SCALE_HIGH, SCALE_LOW, criteria_grammar
-from elitr_bench.judges.reading import NumericGrammar, Reading, Reply, read_reply
+from elitr_bench.judges.reading import NumericGrammar, Reading, Reply
 
 TRANSCRIPT = "{transcript}"
 MINUTES = "{system_generated_minutes}"
@@ -151,26 +151,6 @@ SCALE = (SCALE_LOW, SCALE_HIGH)
 """Both prompts ask for "a scale 0 to 10" (Figs. 17-18)."""
 
 
-def parse_criterion(text: str, criterion: str) -> tuple[float | None, str]:
-    """The 0-10 score of one criterion's ``Criterion: N`` line, or None and the reason.
-
-    See :mod:`elitr_bench.judges.minutes.score_parsing`: any other statement of a value
-    for the criterion that differs makes it ``conflicting``.
-    """
-    reading = read_reply(criteria_grammar((criterion,)), text)
-    return reading.values[criterion], reading.reasons.get(criterion, "")
-
-
-def parse_scores(
-    text: str,
-    prompt: MinutesPrompt,
-    finish_reason: str | None = None,
-    evaluated: Sequence[str] = (),
-) -> Reading:
-    """Read every criterion of ``prompt`` from a judge answer under the reading policy."""
-    return read_reply(prompt.grammar, text, finish_reason, evaluated)
-
-
 def build_filler_prompt(turn: str) -> str:
     """The Fig. 19 prompt for one (cleaned) turn, speaker label included."""
     head, _, tail = FILLER_PROMPT.partition(TURN)
@@ -208,9 +188,3 @@ def _filler_label(text: str) -> str | None:
         first = re.match(r"\W*(filler|content)\b", low)
         return first.group(1) if first else None
     return None
-
-
-def parse_filler_label(text: str, finish_reason: str | None = None) -> str | None:
-    """``filler``, ``content`` or None (both or neither word, or a cut-off answer)."""
-    label = read_reply(FILLER, text, finish_reason).values["label"]
-    return str(label) if label is not None else None
