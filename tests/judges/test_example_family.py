@@ -9,16 +9,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import run_lm_eval
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest
+from tests.support.plugin_env import pip_install_copy, run_in_site, run_own_tests, site_env
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "judge_family"
 ROOT = EXAMPLE.parents[1]
@@ -30,20 +27,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     if importlib.util.find_spec("pip") is None:
         pytest.skip("pip is not available")
     base = tmp_path_factory.mktemp("example_family")
-    src, site = base / "src", base / "site"
-    shutil.copytree(EXAMPLE, src, ignore=shutil.ignore_patterns("build", "*.egg-info"))
-    proc = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation",
-         "--no-index", "--quiet", "--target", str(site), str(src)],
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+    proc = pip_install_copy(EXAMPLE, base)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return site, src
-
-
-def _env(site: Path) -> dict[str, str]:
-    paths = [str(site), str(ROOT), *filter(None, [os.environ.get("PYTHONPATH", "")])]
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+    return base / "site", base / "src"
 
 
 def test_elitr_bench_never_names_the_example() -> None:
@@ -62,20 +48,12 @@ def test_installed_the_entry_point_finds_it_and_its_tests_pass(
         "print([e.value for e in m.entry_points(group='elitr_bench.judge_families')]);"
         "print(p('openai:m,method=geval,steps=2').family)"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", probe], cwd=site.parent, env=_env(site),
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+    out = run_in_site(site, "-c", probe, timeout=120)
     assert out.returncode == 0, out.stderr[-3000:]
     where, entry_points, family = out.stdout.splitlines()
     assert Path(where).is_relative_to(site)
     assert "elitr_geval.family" in entry_points and family == "geval"
-    tests = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "-p", "no:cacheprovider",
-         str(src / "tests")],
-        cwd=site.parent, env=_env(site), capture_output=True, text=True, timeout=300,
-        check=False,
-    )  # fmt: skip
+    tests = run_own_tests(site, src)
     assert tests.returncode == 0, tests.stdout[-3000:] + tests.stderr[-2000:]
     assert " passed" in tests.stdout and "skipped" not in tests.stdout
 
@@ -96,10 +74,7 @@ def test_the_commands_list_it_as_they_list_ours(installed: tuple[Path, Path]) ->
             "print(json.dumps([' '.join(out.getvalue().split()), selectors_text(), reading]))",
         ]
     )
-    out = subprocess.run(
-        [sys.executable, "-c", probe], cwd=site.parent, env=_env(site),
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+    out = run_in_site(site, "-c", probe, timeout=120)
     assert out.returncode == 0, out.stderr[-3000:]
     help_text, selectors, reading = json.loads(out.stdout)
     assert "openai:gpt-4o,rubric=gpt-afgr (or rubric=gpt-art, method=geval, method=mesa)" in (
@@ -130,7 +105,7 @@ def test_it_judges_automin_minutes_through_lm_eval(
             "--metadata", json.dumps({"judge": spec}),
             "--output_path", str(out),
         ],
-        env=_env(site),
+        env=site_env(site),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     [results_file] = out.rglob("results_*.json")

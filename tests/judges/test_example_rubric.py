@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import re
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import run_lm_eval
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest
+from tests.support.plugin_env import pip_install_copy, run_in_site, run_own_tests, site_env
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "qa_rubric"
 ROOT = EXAMPLE.parents[1]
@@ -33,27 +31,13 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     if importlib.util.find_spec("pip") is None:
         pytest.skip("pip is not available")
     base = tmp_path_factory.mktemp("example_rubric")
-    src, site = base / "src", base / "site"
-    shutil.copytree(EXAMPLE, src, ignore=shutil.ignore_patterns("build", "*.egg-info"))
-    proc = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation",
-         "--no-index", "--quiet", "--target", str(site), str(src)],
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+    proc = pip_install_copy(EXAMPLE, base)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return site, src
-
-
-def _env(site: Path) -> dict[str, str]:
-    paths = [str(site), str(ROOT), *filter(None, [os.environ.get("PYTHONPATH", "")])]
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+    return base / "site", base / "src"
 
 
 def _cli(site: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", CLI, *args], cwd=site.parent, env=_env(site),
-        capture_output=True, text=True, timeout=600, check=False,
-    )  # fmt: skip
+    return run_in_site(site, "-c", CLI, *args, timeout=600)
 
 
 def _strict(request: RecordedRequest) -> str:
@@ -83,10 +67,7 @@ def test_installed_its_tests_pass_and_specs_list_it(installed: tuple[Path, Path]
         "try:\n p('openai:m,rubric=strict5-rubric')\n"
         "except JudgeConfigError as exc:\n print(exc)"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", probe], cwd=site.parent, env=_env(site),
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+    out = run_in_site(site, "-c", probe, timeout=120)
     assert out.returncode == 0, out.stderr[-3000:]
     where, high, as_family, refused = out.stdout.splitlines()
     assert Path(where).is_relative_to(site) and high == "4"
@@ -94,19 +75,13 @@ def test_installed_its_tests_pass_and_specs_list_it(installed: tuple[Path, Path]
     assert re.search(
         r"unknown rubric 'strict5-rubric'; installed rubrics: .*strict4-rubric", refused
     )
-    tests = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "-p", "no:cacheprovider",
-         str(src / "tests")],
-        cwd=site.parent, env=_env(site), capture_output=True, text=True, timeout=300,
-        check=False,
-    )  # fmt: skip
+    tests = run_own_tests(site, src)
     assert tests.returncode == 0, tests.stdout[-3000:] + tests.stderr[-2000:]
     assert " passed" in tests.stdout and "skipped" not in tests.stdout
 
-    read = subprocess.run(
-        [sys.executable, "-c", CLI, "read-reply", "strict4-rubric", "-"], cwd=site.parent,
-        env=_env(site), input="Fine.\n[RESULT] 4", capture_output=True, text=True,
-        timeout=120, check=False,
+    read = run_in_site(
+        site, "-c", CLI, "read-reply", "strict4-rubric", "-", timeout=120,
+        stdin="Fine.\n[RESULT] 4",
     )  # fmt: skip
     assert read.returncode == 0, read.stderr[-2000:]
     assert json.loads(read.stdout)["values"] == {"score": 4}
@@ -127,7 +102,7 @@ def test_it_judges_elitr_qa_dev_through_lm_eval(
             "--metadata", json.dumps({"judge": spec}),
             "--output_path", str(out),
         ],
-        env=_env(site),
+        env=site_env(site),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     [results_file] = out.rglob("results_*.json")

@@ -7,12 +7,17 @@ enough, because the ``.pth`` line still executes. Copying a site-packages direct
 of several GB is too slow, so each twin is a small venv whose ``site-packages`` holds
 one symlink per entry of the real one; the "without" twin leaves out every file of our
 distribution (the ``.pth`` files and the ``dist-info``, hence also our entry points).
+
+The out-of-tree examples' tests (``tests/judges/test_example_*.py``) use the other half:
+an example installed with ``pip install --no-deps --target DIR`` from a copy, and
+subprocesses that see it beside this checkout's ``elitr_bench``.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -20,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DIST = "lm-eval-elitr"
+ROOT = Path(__file__).resolve().parents[2]
 NEUTRAL_PTH = "_neutral_baseline.pth"
 
 
@@ -128,3 +134,42 @@ def clean_env(**extra: str) -> dict[str, str]:
     }
     env.update(extra)
     return env
+
+
+def pip_install_copy(project: Path, base: Path) -> subprocess.CompletedProcess[str]:
+    """Copy ``project`` to ``base/src`` and pip-install the copy into ``base/site``.
+
+    The copy keeps the example's own folder free of build output; ``--no-deps`` and
+    ``--no-index`` keep the install offline and leave this environment untouched.
+    """
+    src, site = base / "src", base / "site"
+    shutil.copytree(project, src, ignore=shutil.ignore_patterns("build", "*.egg-info"))
+    return subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-build-isolation",
+         "--no-index", "--quiet", "--target", str(site), str(src)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+
+
+def site_env(site: Path) -> dict[str, str]:
+    """This environment with ``site`` and this checkout first on ``PYTHONPATH``."""
+    paths = [str(site), str(ROOT), *filter(None, [os.environ.get("PYTHONPATH", "")])]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+
+
+def run_in_site(
+    site: Path, *args: str, timeout: float, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python ARGS`` beside ``site`` (its parent as working folder), output captured."""
+    return subprocess.run(
+        [sys.executable, *args], cwd=site.parent, env=site_env(site), input=stdin,
+        capture_output=True, text=True, timeout=timeout, check=False,
+    )  # fmt: skip
+
+
+def run_own_tests(site: Path, src: Path) -> subprocess.CompletedProcess[str]:
+    """The installed example's own tests (``src/tests``), run against the copy in ``site``."""
+    return run_in_site(
+        site, "-m", "pytest", "-q", "-p", "no:xdist", "-p", "no:cacheprovider",
+        str(src / "tests"), timeout=300,
+    )  # fmt: skip
