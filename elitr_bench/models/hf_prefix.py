@@ -348,23 +348,6 @@ class HFPrefixLM(HFLM):
         )
         return [int(t) for t in ids[0].tolist()]
 
-    def _prefill_chunks(self, ids: list[int], cache: Any, cached: int) -> None:
-        """Prefill ``ids[cached:-1]`` in chunks through the decoder body (no logits at all)."""
-        body = self.model.get_decoder()
-        key = _cache_kwarg(type(body).forward)
-        with (
-            torch.no_grad(),
-            torch.autocast(
-                device_type=self.device.type,
-                dtype=self.mixed_precision_dtype,
-                enabled=self.mixed_precision_dtype is not None,
-            ),
-        ):
-            for start in range(cached, len(ids) - 1, self.prefill_chunk):
-                end = min(start + self.prefill_chunk, len(ids) - 1)
-                chunk = torch.tensor([ids[start:end]], device=self.device)
-                body(input_ids=chunk, use_cache=True, **{key: cache})
-
     def _generate_one(
         self,
         ids: list[int],
@@ -380,7 +363,7 @@ class HFPrefixLM(HFLM):
         position only, via ``logits_to_keep``) before decoding.
         """
         if self.prefill_chunk and len(ids) - 1 - cached > self.prefill_chunk:
-            self._prefill_chunks(ids, cache, cached)
+            self._extend(ids[:-1], cache, cached)  # in chunks, leaving the last for generate
         gen_kwargs = dict(kwargs)
         max_length = gen_kwargs.pop("max_length", len(ids) + max_gen_toks)
         context = torch.tensor([ids], device=self.device)
@@ -395,7 +378,11 @@ class HFPrefixLM(HFLM):
         return [int(t) for t in out[0, len(ids) :].tolist()]
 
     def _extend(self, ids: list[int], cache: Any, cached: int) -> None:
-        """Prefill ``ids[cached:]`` into a one-row cache through the decoder body (no logits)."""
+        """Prefill ``ids[cached:]`` into a one-row cache through the decoder body (no logits).
+
+        In chunks of ``prefill_chunk`` tokens when set, so a long prompt never needs its
+        whole attention at once.
+        """
         if cached >= len(ids):
             return
         body = self.model.get_decoder()
