@@ -40,6 +40,20 @@ def _fake_generate(answer_len: int = 3) -> Callable[[int, list[int], LengthCache
     return generate
 
 
+def _questions_on_meetings(rng: random.Random) -> list[list[int]]:
+    """Single-turn prompts, shuffled: 5 short questions on each of 3 long transcripts."""
+    transcripts = [
+        [rng.randrange(50, 5000) for _ in range(rng.randrange(300, 600))] for _ in range(3)
+    ]
+    seqs = [
+        t + [rng.randrange(50, 5000) for _ in range(rng.randrange(5, 15))]
+        for t in transcripts
+        for _ in range(5)
+    ]
+    rng.shuffle(seqs)
+    return seqs
+
+
 def test_common_prefix() -> None:
     assert common_prefix([1, 2, 3], [1, 2, 4]) == 2
     assert common_prefix([1, 2], [1, 2, 3]) == 2
@@ -70,15 +84,7 @@ def test_schedule_groups_shared_prefixes_and_respects_threshold() -> None:
 
 def test_single_turn_prefills_each_unique_token_once() -> None:
     rng = random.Random(0)
-    transcripts = [
-        [rng.randrange(50, 5000) for _ in range(rng.randrange(300, 600))] for _ in range(3)
-    ]
-    seqs = [
-        t + [rng.randrange(50, 5000) for _ in range(rng.randrange(5, 15))]
-        for t in transcripts
-        for _ in range(5)
-    ]
-    rng.shuffle(seqs)
+    seqs = _questions_on_meetings(rng)
     ops = LengthCacheOps(bytes_per_token=10)
     store: PrefixStore[LengthCache] = PrefixStore(ops, budget_bytes=10**9)
     stats = PrefillStats()
@@ -198,15 +204,7 @@ def test_batch_runs_keep_shared_runs_apart_and_bound_the_size() -> None:
 def test_batched_serving_prefills_what_serial_serving_does(max_batch: int) -> None:
     """Any batch size: each meeting's transcript once, turn 2 only its new tokens."""
     rng = random.Random(4)
-    transcripts = [
-        [rng.randrange(50, 5000) for _ in range(rng.randrange(300, 600))] for _ in range(3)
-    ]
-    seqs = [
-        t + [rng.randrange(50, 5000) for _ in range(rng.randrange(5, 15))]
-        for t in transcripts
-        for _ in range(5)
-    ]
-    rng.shuffle(seqs)
+    seqs = _questions_on_meetings(rng)
     ops = LengthCacheOps(bytes_per_token=10)
     store: PrefixStore[LengthCache] = PrefixStore(ops, budget_bytes=10**9)
     stats = PrefillStats()
