@@ -246,6 +246,21 @@ class PrefillStats:
 Generate = Callable[[int, list[int], C, int], list[int]]
 
 
+def _take_best(
+    store: PrefixStore[C], ids: Sequence[int], min_prefix_tokens: int
+) -> tuple[C, int] | None:
+    """Take the stored cache sharing most with ``ids``, with that shared length.
+
+    ``None`` (and the store left as it was) when the best match shares fewer than
+    ``min_prefix_tokens`` tokens, too short a prefix to be worth reusing.
+    """
+    key, hit = store.best_match(ids)
+    if key is None or hit < min_prefix_tokens:
+        return None
+    _, cache = store.take(key)
+    return cache, hit
+
+
 def serve_with_prefix_reuse(
     sequences: Sequence[list[int]],
     ops: CacheOps[C],
@@ -280,12 +295,9 @@ def serve_with_prefix_reuse(
         if trunk is not None:
             cache, cached = trunk, common_prefix(trunk_ids, ids)
         else:
-            key, cached = store.best_match(ids)
-            if key is not None and cached >= min_prefix_tokens:
-                _, cache = store.take(key)
-                from_store = True
-            else:
-                cache, cached = ops.empty(), 0
+            found = _take_best(store, ids, min_prefix_tokens)
+            from_store = found is not None
+            cache, cached = found if found is not None else (ops.empty(), 0)
         # The model needs at least one uncached token to produce the first logits.
         cached = max(0, min(cached, len(ids) - 1, ops.length(cache)))
         ops.crop(cache, cached)
@@ -452,9 +464,9 @@ def serve_batched(
             from_store = 0
             cached = common_prefix(trunk_ids, head) if trunk is not None else 0
             if trunk is None or cached < min_prefix_tokens:
-                key, hit = store.best_match(head)
-                if key is not None and hit >= min_prefix_tokens:
-                    _, trunk = store.take(key)
+                found = _take_best(store, head, min_prefix_tokens)
+                if found is not None:
+                    trunk, hit = found
                     cached = from_store = min(hit, ops.length(trunk))
                 else:
                     trunk, cached = ops.empty(), 0
@@ -473,9 +485,9 @@ def serve_batched(
         else:
             for pos, i in zip(batch, indices, strict=True):
                 ids = sequences[i]
-                key, hit = store.best_match(ids)
-                if key is not None and hit >= min_prefix_tokens:
-                    _, cache = store.take(key)
+                found = _take_best(store, ids, min_prefix_tokens)
+                if found is not None:
+                    cache, hit = found
                     cached = max(0, min(hit, len(ids) - 1, ops.length(cache)))
                     ops.crop(cache, cached)
                     stats.reused_from_store += cached
