@@ -288,21 +288,30 @@ def _bars(
     return fig
 
 
-def draw_figure1(table: Table) -> Figure:
-    """Score vs target WER and vs effective WER, one line per model (and setting)."""
+def _lines(records: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[Mapping[str, Any]]]]:
+    """Records grouped into one named line per model (and setting and split, when mixed).
+
+    Lines follow the table's (paper) row order, then setting and split; a name carries
+    the setting and split only when the table holds more than one of them.
+    """
     lines: dict[tuple[int, int, str], list[Mapping[str, Any]]] = defaultdict(list)
-    combos = {(r["setting"], r["mode"], r["split"]) for r in table.records}
-    rows = list(dict.fromkeys(r["row"] for r in table.records))  # the table's (paper) order
-    for rec in table.records:
+    combos = {(r["setting"], r["mode"], r["split"]) for r in records}
+    rows = list(dict.fromkeys(r["row"] for r in records))  # the table's (paper) order
+    for rec in records:
         name = rec["row"]
         if len(combos) > 1:
             split = "test" if rec["split"] == "test2" else rec["split"]
             name += f" ({setting_title(rec['setting'], rec['mode'])}, {split})"
         rank = _setting_rank(rec["setting"], rec["mode"]) * 10 + _split_rank(rec["split"])
         lines[(rows.index(rec["row"]), rank, name)].append(rec)
+    return [(name, recs) for (_, _, name), recs in sorted(lines.items())]
+
+
+def draw_figure1(table: Table) -> Figure:
+    """Score vs target WER and vs effective WER, one line per model (and setting)."""
     fig = _figure(11, 4.2)
     axes = fig.subplots(1, 2, sharey=True)
-    for k, ((_, _, name), recs) in enumerate(sorted(lines.items())):
+    for k, (name, recs) in enumerate(_lines(table.records)):
         style = {"color": f"C{k % 10}", "marker": _MARKERS[k % len(_MARKERS)]}
         for ax, xkey in zip(axes, ("target_wer", "effective_wer"), strict=True):
             pts = sorted(((r[xkey], r) for r in recs if r[xkey] is not None), key=lambda x: x[0])
@@ -506,22 +515,12 @@ def draw_context(table: Table) -> Figure:
     tokens says retrieval beats the middle cut there. The table beside the plot holds
     the numbers (the report's table, shortened to what fits).
     """
-    lines: dict[tuple[int, int, str], list[Mapping[str, Any]]] = defaultdict(list)
-    combos = {(r["setting"], r["mode"], r["split"]) for r in table.records}
-    rows = list(dict.fromkeys(r["row"] for r in table.records))
-    for rec in table.records:
-        name = rec["row"]
-        if len(combos) > 1:
-            split = "test" if rec["split"] == "test2" else rec["split"]
-            name += f" ({setting_title(rec['setting'], rec['mode'])}, {split})"
-        rank = _setting_rank(rec["setting"], rec["mode"]) * 10 + _split_rank(rec["split"])
-        lines[(rows.index(rec["row"]), rank, name)].append(rec)
     fig = _figure(13, 4.6)
     grid = fig.add_gridspec(1, 2, width_ratios=(1.25, 1.0), wspace=0.05)
     ax = fig.add_subplot(grid[0, 0])
     ticks: set[float] = set()
     cells: list[list[str]] = []
-    for k, ((_, _, name), recs) in enumerate(sorted(lines.items())):
+    for k, (name, recs) in enumerate(_lines(table.records)):
         colour, marker = f"C{k % 10}", _MARKERS[k % len(_MARKERS)]
         curve = sorted(
             (r for r in recs if r["kind"] != "retrieval" and r["tokens"]),
