@@ -565,6 +565,42 @@ def figure3_table(
 
 
 # ------------------------------------------------------------------ Figure 1 data
+#: A line of a figure: (row key, setting, mode, split).
+Line = tuple[RowKey, str, str, str]
+
+
+def _ordered_lines(ctx: ReportContext, lines: Iterable[Line]) -> list[Line]:
+    """Lines in the report's row order, then by setting, mode and split."""
+    lines = list(lines)
+    order = {k: i for i, k in enumerate(ctx.ordered(k for k, _, _, _ in lines))}
+    return sorted(lines, key=lambda x: (order[x[0]], x[1:]))
+
+
+def _line_record(
+    ctx: ReportContext,
+    line: Line,
+    value: float,
+    iv: Interval,
+    runs: Sequence[TaskRun],
+    **point: Any,
+) -> dict[str, Any]:
+    """The record of one point of a line; ``point`` places it (its x-axis fields)."""
+    key, s, m, sp = line
+    return {
+        **_base(ctx, key),
+        "setting": s,
+        "mode": m,
+        "split": sp,
+        **point,
+        "value": value,
+        "ci_low": iv.low,
+        "ci_high": iv.high,
+        "n_questions": iv.n,
+        "n_runs": len(runs),
+        "runs": _ids(runs),
+    }
+
+
 def noise_table(ctx: ReportContext) -> Table | None:
     """Score per target WER (with effective WER) per model; clean runs give WER 0."""
     noisy = ctx.groups(clean=False)
@@ -581,8 +617,7 @@ def noise_table(ctx: ReportContext) -> Table | None:
         if line in clean:
             by_wer[line][0.0] = clean[line]
     rows, records = [], []
-    order = {k: i for i, k in enumerate(ctx.ordered(k for k, _, _, _ in by_wer))}
-    for line in sorted(by_wer, key=lambda x: (order[x[0]], x[1:])):
+    for line in _ordered_lines(ctx, by_wer):
         key, s, m, sp = line
         for target in sorted(by_wer[line]):
             runs = by_wer[line][target]
@@ -601,20 +636,7 @@ def noise_table(ctx: ReportContext) -> Table | None:
                 )
             )
             records.append(
-                {
-                    **_base(ctx, key),
-                    "setting": s,
-                    "mode": m,
-                    "split": sp,
-                    "target_wer": target,
-                    "effective_wer": eff,
-                    "value": value,
-                    "ci_low": iv.low,
-                    "ci_high": iv.high,
-                    "n_questions": iv.n,
-                    "n_runs": len(runs),
-                    "runs": _ids(runs),
-                }
+                _line_record(ctx, line, value, iv, runs, target_wer=target, effective_wer=eff)
             )
     return Table(
         key=f"figure1_{ctx.metric}",
@@ -664,8 +686,7 @@ def context_table(ctx: ReportContext) -> Table | None:
         "(--metadata context_budget, or rag_budget for retrieval); a full-context run is "
         "placed at the model's window. Intervals: 95%, clustered by meeting.",
     ]
-    order = {k: i for i, k in enumerate(ctx.ordered(k for k, _, _, _ in points))}
-    for line in sorted(points, key=lambda x: (order[x[0]], x[1:])):
+    for line in _ordered_lines(ctx, points):
         if all(kind == "full" for kind, _ in points[line]):
             continue
         key, s, m, sp = line
@@ -689,22 +710,7 @@ def context_table(ctx: ReportContext) -> Table | None:
                     _ids(runs),
                 )
             )
-            records.append(
-                {
-                    **_base(ctx, key),
-                    "setting": s,
-                    "mode": m,
-                    "split": sp,
-                    "kind": kind,
-                    "tokens": tokens,
-                    "value": value,
-                    "ci_low": iv.low,
-                    "ci_high": iv.high,
-                    "n_questions": iv.n,
-                    "n_runs": len(runs),
-                    "runs": _ids(runs),
-                }
-            )
+            records.append(_line_record(ctx, line, value, iv, runs, kind=kind, tokens=tokens))
     if not records:
         return None
     if any(r["ci_low"] is None for r in records):
