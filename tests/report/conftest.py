@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:  # matplotlib is imported only by the tests that draw
+    from matplotlib.figure import Figure
 
 #: Systems replayed for the real-run tests (Table 2 single-turn dev: 7.04, 8.21, 6.60).
 SYSTEMS = ("gpt-3.5", "gpt-4", "longchat-7b")
@@ -217,6 +220,25 @@ def write_synthetic_run(
         )
     )
     return folder
+
+
+@pytest.fixture()
+def drawn(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Figure]]:
+    """Every report figure as it is saved, keyed by file name.
+
+    ``test_agreement.py`` has its own, which also lays each figure out before saving.
+    """
+    from elitr_bench.report import figures
+
+    seen: dict[str, Figure] = {}
+    save = figures._save
+
+    def spy(fig: Figure, path: Path) -> Path:
+        seen[path.name] = fig
+        return save(fig, path)
+
+    monkeypatch.setattr(figures, "_save", spy)
+    yield seen
 
 
 @pytest.fixture()

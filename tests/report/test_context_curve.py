@@ -7,7 +7,6 @@ table beside the plot, and none of these runs leaks into the paper's tables.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,25 +14,12 @@ import pytest
 from matplotlib.container import ErrorbarContainer
 from matplotlib.figure import Figure
 
-from elitr_bench.report import build_report, figures
+from elitr_bench.report import build_report
 from tests.report.conftest import write_synthetic_run
 
 JUDGE = {"backend": "openai", "model": "gpt-4-0613", "rubric": "gpt4-rubric"}
 WINDOW = 8192
 BUDGETS = (512, 1024, 2048, 4096)
-
-
-@pytest.fixture()
-def drawn(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Figure]]:
-    seen: dict[str, Figure] = {}
-    save = figures._save
-
-    def spy(fig: Figure, path: Path) -> Path:
-        seen[path.name] = fig
-        return save(fig, path)
-
-    monkeypatch.setattr(figures, "_save", spy)
-    yield seen
 
 
 def _runs(root: Path, model: str, base: float) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from itertools import combinations
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from matplotlib.axes import Axes
 from matplotlib.container import BarContainer, ErrorbarContainer
 from matplotlib.figure import Figure
 
-from elitr_bench.report import build_report, figures
+from elitr_bench.report import build_report
 from tests.report.conftest import write_synthetic_run
 
 JUDGE = {"backend": "openai", "model": "gpt-4-0613", "rubric": "gpt4-rubric"}
@@ -44,20 +43,6 @@ SETTINGS = {
     "elitr_qa_mt_dev": ("qa", "mt"),
     "elitr_conv_dev": ("conv", "mt"),
 }
-
-
-@pytest.fixture()
-def drawn(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Figure]]:
-    """Every report figure as it is saved, keyed by file name."""
-    seen: dict[str, Figure] = {}
-    save = figures._save
-
-    def spy(fig: Figure, path: Path) -> Path:
-        seen[path.name] = fig
-        return save(fig, path)
-
-    monkeypatch.setattr(figures, "_save", spy)
-    yield seen
 
 
 def words(label: str) -> bool:
