@@ -342,6 +342,14 @@ class JudgeClient:
             if hit is not None:
                 self.usage.deduplicated += 1
                 return hit
+        # The look-up before the claim and the claim are two steps: the other process may
+        # have stored its reply and dropped its mark in between. It stores before it drops
+        # the mark, so a look-up after our claim sees that reply.
+        hit = await self._hit(key)
+        if hit is not None:
+            await self._off_loop(self.cache.release, key)
+            self.usage.deduplicated += 1
+            return hit
         return None
 
     async def _send(self, request: CompletionRequest, estimate: int, name: str) -> Completion:

@@ -18,7 +18,7 @@ import threading
 import time
 from pathlib import Path
 
-from elitr_bench.llm.cache import Completion, SQLiteCache
+from elitr_bench.llm.cache import PENDING_TTL_S, Completion, SQLiteCache
 from tests.conftest import ROOT
 from tests.judges.conftest import boxed_by_response, response_in
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest, Reply
@@ -116,4 +116,33 @@ def test_a_mark_of_a_dead_or_late_process_is_taken_over(tmp_path: Path) -> None:
     cache.put("k-dead", Completion("done"), {})
     cache.release("k-dead")
     assert cache.get("k-dead") is not None
+    cache.close()
+
+
+class _StoredBeforeTheClaim(SQLiteCache):
+    """A cache where another process's reply lands between this one's look-up and claim.
+
+    The other process stores its reply and drops its mark just after this process missed
+    the look-up: the interleaving that made two processes pay twice for one request.
+    """
+
+    def claim(self, key: str, ttl_s: float = PENDING_TTL_S) -> bool:
+        if self.get(key) is None:
+            self.put(key, Completion("Fine. \\boxed{7}", 10, 3, finish_reason="stop"), {})
+        return super().claim(key, ttl_s)
+
+
+def test_a_reply_stored_between_look_up_and_claim_is_used_not_bought_again(
+    tmp_path: Path,
+) -> None:
+    from elitr_bench.judges import parse_judge_spec
+    from elitr_bench.judges.qa.engine import JudgeItem, judge_items, make_judge
+
+    items = [JudgeItem(question=f"Q{i}?", response=f"answer {i}", reference="r") for i in range(3)]
+    with LoopbackOpenAI(boxed_by_response(lambda _r: 2)) as server:
+        config = parse_judge_spec(f"openai:gpt-4o,base_url={server.base_url},progress=false")
+        cache = _StoredBeforeTheClaim(tmp_path / "shared.sqlite")
+        run = judge_items(items, config, judge=make_judge(config, cache=cache))
+        assert server.requests == []  # each reply was already there once the claim was made
+    assert [j.score for j in run.judgements] == [7, 7, 7]
     cache.close()
