@@ -12,9 +12,10 @@ install:
 	$(PIP) install "$(TORCH_SPEC)"
 	$(PIP) install -e ".[dev]"
 
-# -n auto: one pytest worker per core (the lm_eval subprocess tests are CPU-bound).
+# -n auto: one pytest worker per core (the lm_eval subprocess tests are CPU-bound); worksteal
+# lets an idle worker take queued tests from a busy one (tests/conftest.py runs the long ones first).
 test:
-	$(PYTHON) -m pytest -n auto
+	$(PYTHON) -m pytest -n auto --dist worksteal
 
 test-fast:
 	$(PYTHON) -m pytest -n auto -m "not slow"

@@ -62,3 +62,19 @@ def smollm2() -> Path:
         if os.environ.get("CI", "").lower() in ("true", "1"):
             pytest.fail(f"real model unavailable in CI: {exc}", pytrace=False)
         pytest.skip(f"real model unavailable ({exc}); fetch it with `make real-model`")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the long tests first: the real-model ones, then the end-to-end ``slow`` ones.
+
+    Under xdist the workers take tests in collection order, so a minute-long real-model test
+    collected last keeps one core busy while the other idles at the end of the suite. The
+    order within each group is kept, and every worker sorts the same way.
+    """
+
+    def rank(item: pytest.Item) -> int:
+        if "smollm2" in getattr(item, "fixturenames", ()):
+            return 0
+        return 1 if item.get_closest_marker("slow") else 2
+
+    items.sort(key=rank)
