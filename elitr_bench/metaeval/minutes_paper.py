@@ -2,7 +2,7 @@
 
 ``minutes-check`` prints its own numbers next to these and reports the differences; it
 never adjusts anything to agree. Transcribed from the paper's text
-(``/work/shared/papers/002_*.txt``); cells lost in that text are ``None``.
+(``002_*.txt`` in ``../shared/papers`` beside the checkout); cells lost in that text are ``None``.
 """
 
 from __future__ import annotations

@@ -87,13 +87,18 @@ def test_installed_its_tests_pass_and_specs_list_it(installed: tuple[Path, Path]
     assert json.loads(read.stdout)["values"] == {"score": 4}
 
 
+def _spec(loopback: LoopbackOpenAI) -> str:
+    """The plugin rubric judged by the loopback server."""
+    return f"openai:gpt-4o,rubric=strict4-rubric,base_url={loopback.base_url},progress=false"
+
+
 @pytest.mark.slow
 def test_it_judges_elitr_qa_dev_through_lm_eval(
     installed: tuple[Path, Path], loopback: LoopbackOpenAI, tmp_path: Path
 ) -> None:
     site, _ = installed
     loopback.handler = _strict
-    spec = f"openai:gpt-4o,rubric=strict4-rubric,base_url={loopback.base_url},progress=false"
+    spec = _spec(loopback)
     out = tmp_path / "run"
     proc = run_lm_eval(
         [
@@ -120,7 +125,7 @@ def test_judge_check_takes_the_plugin_rubric(
     site, _ = installed
     loopback.handler = _strict
     report = tmp_path / "check.json"
-    spec = f"openai:gpt-4o,rubric=strict4-rubric,base_url={loopback.base_url},progress=false"
+    spec = _spec(loopback)
     proc = _cli(site, "judge-check", "--judge", spec, "--output", str(report))
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = json.loads(report.read_text())
