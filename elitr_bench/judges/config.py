@@ -460,6 +460,13 @@ def _validate(config: JudgeConfig, spec: str) -> None:
         raise bad(f"timeout={config.timeout} must be > 0")
     if config.structured not in ("auto", "on", "off"):
         raise bad(f"structured={config.structured} must be auto, on or off")
+    if config.structured == "on" and config.backend != "openai":
+        # Only an OpenAI-compatible endpoint takes a response_format; saying "on" to a judge
+        # that cannot honour it would be a promise silently broken.
+        raise bad(
+            f"structured=on needs an openai judge (it sends response_format); the "
+            f"{config.backend} backend has no schema-constrained decoding: use structured=auto"
+        )
     if config.backend != "openai" and (config.azure or config.base_url):
         raise bad("azure/base_url apply to the openai backend only")
     if has_concealed_userinfo(config.base_url):

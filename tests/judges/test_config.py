@@ -55,6 +55,7 @@ def test_paper_defaults() -> None:
         ("lexical,system=GPT-4", "replay backend only"),
         ("openai:gpt-4,price=3", "price must be IN:OUT"),
         ("", "empty judge spec"),
+        ("hf:gpt2,structured=on", "structured=on needs an openai judge"),
     ],
 )
 def test_spec_errors_are_one_clear_line(spec: str, fragment: str) -> None:
