@@ -82,6 +82,7 @@ def _runs_table(runs: Sequence[TaskRun], metric: str) -> Table:
                 "run": r.run_id,
                 "task": r.task,
                 "model": r.model.label,
+                "language": r.language,
                 "model_type": r.model.model,
                 "model_args": ",".join(f"{k}={v}" for k, v in r.model.args),
                 "seeds": dict(r.seeds),

@@ -138,6 +138,7 @@ class Sample:
     target_wer: float | None = None
     effective_wer: float | None = None
     noise_seed: str | None = None
+    language: str = "en"
 
     @property
     def key(self) -> tuple[str, str]:
@@ -202,6 +203,11 @@ class TaskRun:
     def split(self) -> str:
         """``dev`` or ``test2`` (``mixed`` if the documents disagree)."""
         return self._only("split") or "mixed"
+
+    @property
+    def language(self) -> str:
+        """The questions' language (``en``, or ``cs`` for the Czech tasks)."""
+        return self._only("language") or "mixed"
 
     @property
     def setting(self) -> str:
@@ -407,6 +413,8 @@ def parse_sample(
         target_wer=_float(doc.get("target_wer")),
         effective_wer=_float(doc.get("effective_wer")),
         noise_seed=None if doc.get("noise_seed") is None else str(doc["noise_seed"]),
+        # The Czech tasks' documents say so; every other document is English.
+        language=str(doc.get("language") or "en"),
     )
 
 
@@ -804,6 +812,7 @@ def _same_run(
             s.judge.key if s.judge else None,
             s.target_wer,
             s.effective_wer,
+            s.language,
         )
         for s in samples
     )
@@ -816,6 +825,7 @@ def _check_duplicates(runs: Sequence[TaskRun], notes: list[str]) -> None:
         key = (
             run.model,
             run.judge.key if run.judge else None,
+            run.language,
             run.setting,
             run.mode,
             run.split,

@@ -27,7 +27,9 @@ from elitr_bench.data.records import SPLITS as BENCH_SPLITS
 from elitr_bench.metaeval.stats import CIMethod, Interval, Stratum, interval, mean_sd, welch_less
 from elitr_bench.report.runs import JudgeId, ModelId, Sample, TaskRun
 
-RowKey = tuple[ModelId, str | None]
+#: A row: the model, the judge (for judge scores) and the questions' language, so that a
+#: model's Czech runs are never averaged with its English ones as if they were seeds.
+RowKey = tuple[ModelId, str | None, str]
 GroupKey = tuple[RowKey, str, str, str]  # row, setting, mode, split
 
 #: Row order of the paper's tables; other models follow alphabetically.
@@ -117,22 +119,24 @@ class ReportContext:
                 self._judges.setdefault(run.judge.key, run.judge)
         keys = list(dict.fromkeys(self.row_key(r) for r in self.runs))
         by_label: dict[str, set[ModelId]] = defaultdict(set)
-        for model, _ in keys:
+        for model, _, _ in keys:
             by_label[model.label].add(model)
-        judge_keys = {j for _, j in keys}
-        for model, judge in keys:
+        judge_keys = {j for _, j, _ in keys}
+        for model, judge, language in keys:
             label = model.label
             if len(by_label[label]) > 1:
                 digest = hashlib.sha1(repr((model.model, model.args)).encode()).hexdigest()[:6]
                 label = f"{label} ({model.model} {digest})"
             if len(judge_keys) > 1:
                 label += f" [{self._judges[judge].label if judge else 'no judge'}]"
-            self._labels[(model, judge)] = label
+            if language != "en":
+                label += f" ({language})"
+            self._labels[(model, judge, language)] = label
 
     def row_key(self, run: TaskRun) -> RowKey:
-        """Model and (for judge scores) judge identity of a run."""
+        """Model, (for judge scores) judge identity and questions' language of a run."""
         judge = run.judge.key if self.metric == "judge_score" and run.judge else None
-        return (run.model, judge)
+        return (run.model, judge, run.language)
 
     def label(self, key: RowKey) -> str:
         """Display label of a row."""
@@ -199,10 +203,11 @@ def _ci_cell(value: float, iv: Interval, n_runs: int) -> str:
 
 
 def _base(ctx: ReportContext, key: RowKey) -> dict[str, Any]:
-    model, judge = key
+    model, judge, language = key
     return {
         "row": ctx.label(key),
         "model": model.label,
+        "language": language,
         "model_type": model.model,
         "model_args": ",".join(f"{k}={v}" for k, v in model.args),
         "judge": ctx._judges[judge].label if judge else None,

@@ -107,3 +107,39 @@ def test_a_retrieval_run_is_told_by_its_documents(tmp_path: Path) -> None:
     assert points == [("full", WINDOW), ("retrieval", 2048)]
     (t2,) = [r for r in report.table("table2_judge_score").records if r["split"] == "dev"]
     assert t2["n_runs"] == 1 and t2["value"] > 4.0
+
+
+def test_czech_runs_are_their_own_rows_and_lines(tmp_path: Path, drawn: dict[str, Figure]) -> None:
+    """A model's Czech runs are never pooled with its English ones as if they were seeds.
+
+    The Czech tasks' documents say ``language: cs``; Table 2 and the context figure keep
+    those runs apart.
+    """
+    scores = {"en": 8.0, "cs": 2.0}
+    for language, task in (("en", "elitr_qa_dev"), ("cs", "elitr_qa_cs_dev")):
+        for budget in (512, None):
+            metadata: dict[str, Any] = {"context_window": WINDOW}
+            if budget:
+                metadata["context_budget"] = budget
+            write_synthetic_run(
+                tmp_path / "runs", f"{language}-{budget}", task=task, setting="qa", mode="st",
+                split="dev", judge=JUDGE, metadata=metadata,
+                doc_fields={"language": "cs"} if language == "cs" else None,
+                score=lambda q, s=scores[language], b=budget: s - (1.0 if b else 0.0),
+            )  # fmt: skip
+    report = build_report([tmp_path / "runs"], tmp_path / "out")
+    t2 = {r["row"]: r for r in report.table("table2_judge_score").records}
+    assert set(t2) == {"toy-model", "toy-model (cs)"}
+    assert t2["toy-model"]["value"] == 8.0 and t2["toy-model (cs)"]["value"] == 2.0
+    assert t2["toy-model (cs)"]["language"] == "cs" and t2["toy-model"]["n_runs"] == 1
+    context = report.table("context_judge_score").records
+    lines = {(r["row"], r["tokens"]): r["value"] for r in context}
+    assert lines == {
+        ("toy-model", 512): 7.0, ("toy-model", WINDOW): 8.0,
+        ("toy-model (cs)", 512): 1.0, ("toy-model (cs)", WINDOW): 2.0,
+    }  # fmt: skip
+    runs = {r["task"]: r["language"] for r in report.table("runs").records}
+    assert runs == {"elitr_qa_dev": "en", "elitr_qa_cs_dev": "cs"}
+    plot = drawn["context.png"].axes[0]
+    labels = [t.get_text() for t in plot.get_legend().get_texts()]
+    assert any("(cs)" in t for t in labels) and any("(cs)" not in t for t in labels), labels
