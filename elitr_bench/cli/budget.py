@@ -1,4 +1,7 @@
-"""Command-line values shared by the minutes judges' commands (``mesa``, ``arena``)."""
+"""Command-line values shared by the paid judge commands.
+
+``mesa``, ``arena``, ``score`` and ``judge-check`` take the same budget flags.
+"""
 
 from __future__ import annotations
 

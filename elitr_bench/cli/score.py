@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from elitr_bench.cli.budget import add_budget_flags
 from elitr_bench.cli_errors import debug_enabled
 from elitr_bench.data.errors import ElitrBenchError
 from elitr_bench.data.folder import write_atomic
@@ -24,6 +25,7 @@ from elitr_bench.judges.config import (
 )
 from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.rubrics import RUBRICS
+from elitr_bench.judges.summary.budget import check_budget
 from elitr_bench.judges.summary.registry import (
     get_method,
     method_selectors,
@@ -38,6 +40,7 @@ from elitr_bench.scoring.qa import (
     generated_runs,
     judge_config_from_args,
     model_of,
+    plan_qa_files,
     score_runs,
     split_by_kind,
     task_name_of,
@@ -118,6 +121,9 @@ def _cmd_score(args: argparse.Namespace) -> int:
         check_minutes_fit([str(f) for f in minutes_files], config)
     else:
         check_qa_fit(qa_files, config)
+    # The plan, --dry-run and --max-cost come before any request, the preflight's too.
+    if _plan_score(args, config, qa_files if not minutes_judge else [], minutes_files):
+        return 0
     check_judge_ready(
         config,
         network=True,
@@ -175,10 +181,55 @@ def _cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
+def _plan_score(
+    args: argparse.Namespace, config: JudgeConfig, qa_files: list[Path], minutes_files: list[Path]
+) -> bool:
+    """Print what ``score`` will send and cost, then apply ``--dry-run`` and ``--max-cost``.
+
+    With a QA judge ``qa_files`` are planned (the answers it already judged are kept, not
+    counted), with a minutes judge ``minutes_files``. Only LLM judges print a line: replay
+    and lexical send nothing.
+
+    Returns:
+        True for ``--dry-run``: the plan was printed and nothing is sent or written.
+
+    Raises:
+        BudgetError: The estimate exceeds ``--max-cost``, or the judge has no price.
+    """
+    costs: list[float | None] = []
+    calls = 0
+    if qa_files:
+        for task, qa_plan in plan_qa_files(qa_files, config):
+            if config.is_llm:
+                print(f"{task}: {qa_plan.line()}", file=sys.stderr, flush=True)
+            calls += qa_plan.calls
+            costs.append(qa_plan.cost_usd)
+    else:
+        from elitr_bench.scoring.minutes import plan_line, plan_minutes_files
+
+        for task, minutes, preview in plan_minutes_files([str(f) for f in minutes_files], config):
+            print(plan_line(task, minutes, preview), file=sys.stderr, flush=True)
+            calls += int(preview["calls"])
+            costs.append(preview["estimated_cost_usd"] if preview["priced"] else None)
+    if args.dry_run:
+        print("dry run: nothing was sent or written", file=sys.stderr)
+        return True
+    total = None if None in costs else sum(c for c in costs if c is not None)
+    check_budget(total, calls, args.max_cost, narrow="score fewer samples files, ")
+    return False
+
+
 def _cmd_judge_check(args: argparse.Namespace) -> int:
-    from elitr_bench.metaeval.qa import format_report, run_judge_check
+    from elitr_bench.metaeval.qa import format_report, judge_check_plan, run_judge_check
 
     config = judge_config_from_args(args.judge, args.rubric)
+    plan = judge_check_plan(config)
+    if config.is_llm:  # replay and lexical send nothing
+        print(f"judge-check: {plan.line()}", file=sys.stderr, flush=True)
+    if args.dry_run:
+        print("dry run: nothing was sent or written", file=sys.stderr)
+        return 0
+    check_budget(plan.cost_usd, plan.calls, args.max_cost, narrow="")
     alternative = keyless_alternatives(True, "elitr-bench", replay=True)  # released answers
     check_judge_ready(config, network=True, command="elitr-bench", alternative=alternative)
     report = run_judge_check(config)
@@ -211,7 +262,8 @@ def register(subparsers: Any) -> None:
             "would have written them with this judge (also for --predict_only runs). "
             "Prompts that do not fit the judge's context window (known for OpenAI models "
             "and hf judges, context=N in the spec for others) stop the command before any "
-            "request."
+            "request. Before the first request an LLM judge prints one line per task: its "
+            "calls and estimated cost (--dry-run stops there, --max-cost refuses above USD)."
         ),
     )
     score.add_argument(
@@ -242,18 +294,24 @@ def register(subparsers: Any) -> None:
         help="a folder of further task YAMLs, as the run's lm_eval --include_path took it "
         "(a task there that reuses our task classes is scored like ours; repeatable)",
     )
+    add_budget_flags(score, "judge calls and estimated cost per task")
     score.set_defaults(handler=_cmd_score)
 
     check = subparsers.add_parser(
         "judge-check",
         help="a judge against the 390 human-scored answers (Table 4)",
-        description="Judge the 390 human-scored qa/test2/st responses; compare with humans.",
+        description=(
+            "Judge the 390 human-scored qa/test2/st responses; compare with humans. An LLM "
+            "judge first prints its calls and estimated cost (--dry-run stops there, "
+            "--max-cost refuses above USD)."
+        ),
     )
     check.add_argument("--judge", default=None, help=judge_help)
     check.add_argument(
         "--rubric", default=None, choices=sorted(RUBRICS), help="override the judge's rubric"
     )
     check.add_argument("--output", default=None, help="also write the report as JSON here")
+    add_budget_flags(check, "judge calls and estimated cost")
     check.set_defaults(handler=_cmd_judge_check)
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.qa.engine import Judge, JudgeItem, JudgeRun, judge_items
+from elitr_bench.judges.qa.plan import QAPlan, plan_items
 from elitr_bench.llm.client import usage_line
 from elitr_bench.metaeval.stats import correlations
 
@@ -127,10 +128,17 @@ def analyse(rows: Sequence[CheckRow]) -> dict[str, Any]:
     }
 
 
+def judge_check_plan(config: JudgeConfig) -> QAPlan:
+    """Calls and cost of judging the 390 responses with ``config`` (before any request)."""
+    return plan_items(load_check_items()[0], config)
+
+
 def run_judge_check(config: JudgeConfig, judge: Judge | None = None) -> dict[str, Any]:
     """Judge the 390 responses with ``config`` and analyse against the human scores."""
     items, scores, systems = load_check_items()
     run: JudgeRun = judge_items(items, config, judge=judge, desc="judge-check")
+    if config.is_llm:  # the plan the command printed before the run
+        run.usage["plan"] = plan_items(items, config).to_dict()
     rows = [
         CheckRow(
             system=system,

@@ -12,7 +12,6 @@ written them with this judge (:mod:`elitr_bench.scoring.rescore`).
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -68,6 +67,38 @@ def check_minutes_fit(paths: Iterable[str | Path], config: JudgeConfig) -> None:
     check_context(items, method, config, "score")
 
 
+def plan_line(task: str, minutes: int, preview: Mapping[str, Any]) -> str:
+    """The line ``score`` prints per minutes task before its first judge call."""
+    cost = preview["estimated_cost_usd"]
+    shown_cost = "$" + str(cost) if cost is not None else "unknown (unpriced model)"
+    return (
+        f"{task}: {minutes} minutes, up to {preview['calls']} judge calls, "
+        f"estimated cost {shown_cost} ({preview['restated_max']} restatements "
+        "included; cache hits are free)"
+    )
+
+
+def plan_minutes_files(
+    paths: Iterable[str | Path], config: JudgeConfig
+) -> list[tuple[str, int, dict[str, Any]]]:
+    """Per samples file: its task, its minutes and the minutes judge's plan for them.
+
+    The plan is :func:`elitr_bench.judges.summary.registry.plan`, the one the lm_eval
+    filter logs; ``score`` prints it and checks ``--max-cost`` and ``--dry-run`` against
+    it before any request (the preflight included).
+    """
+    from elitr_bench.data.minutes import run_results, run_system_name
+    from elitr_bench.scoring.qa import find_samples, read_samples, task_name_of
+
+    method = get_method(config)
+    out = []
+    for path in find_samples(paths):
+        system = run_system_name(run_results(path), path.parent.name)
+        items = [item_from_doc(s["doc"], minutes_text(s), system) for s in read_samples(path)]
+        out.append((task_name_of(path), len(items), plan(items, method, config)))
+    return out
+
+
 def score_minutes_samples(
     paths: Iterable[str | Path],
     config: JudgeConfig,
@@ -113,15 +144,6 @@ def score_minutes_samples(
             samples = read_samples(path)
             system = run_system_name(run_results(path), path.parent.name)
             items = [item_from_doc(s["doc"], minutes_text(s), system) for s in samples]
-            preview = plan(items, method, config)
-            cost = preview["estimated_cost_usd"]
-            shown_cost = "$" + str(cost) if cost is not None else "unknown (unpriced model)"
-            print(
-                f"{task}: {len(items)} minutes, up to {preview['calls']} judge calls, "
-                f"estimated cost {shown_cost} ({preview['restated_max']} restatements "
-                "included; cache hits are free)",
-                file=sys.stderr,
-            )
             run = run_sync(items, config, method)
             identity = run.identity
             usage[task] = {**run.usage, "seconds": round(run.elapsed_s, 3), **run.summary}

@@ -50,6 +50,7 @@ from elitr_bench.judges.qa.engine import (
     check_items_fit,
     judge_items,
 )
+from elitr_bench.judges.qa.plan import QAPlan, plan_items
 from elitr_bench.judges.rubrics import RUBRICS
 from elitr_bench.scoring.rescore import (
     JudgedTask,
@@ -286,14 +287,15 @@ def _score_run(
         items = [JudgeItem.from_doc(s["doc"], response_of(s)) for s in samples]
         judgements: list[Judgement | None] = [reusable_judgement(s, identity) for s in samples]
         todo = [i for i, j in enumerate(judgements) if j is None]
-        run = judge_items(
-            [items[i] for i in todo], config, judge=judge, desc=f"score {task}", on_error="record"
-        )
+        sent = [items[i] for i in todo]
+        run = judge_items(sent, config, judge=judge, desc=f"score {task}", on_error="record")
         for i, judgement in zip(todo, run.judgements, strict=True):
             judgements[i] = judgement
         final = [j for j in judgements if j is not None]
         errors += sum(j.status == "error" for j in final)
         usage[task] = {**run.usage, "judged_now": len(todo), "kept": len(samples) - len(todo)}
+        if config.is_llm:  # the plan printed before the run (the command's preview)
+            usage[task]["plan"] = plan_items(sent, config).to_dict()
         filtered = tuple(
             [judged_json(item.response, {**j.to_dict(), "identity": identity})]
             for item, j in zip(items, final, strict=True)
@@ -403,17 +405,31 @@ def tasks_of(files: list[Path]) -> str:
     return ", ".join(sorted({task_name_of(f) for f in files}))
 
 
+def items_to_judge(path: Path, config: JudgeConfig) -> list[JudgeItem]:
+    """The answers of a samples file that ``score`` will send (not already judged by it)."""
+    identity = config.identity()
+    return [
+        JudgeItem.from_doc(s["doc"], response_of(s))
+        for s in read_samples(path)
+        if reusable_judgement(s, identity) is None
+    ]
+
+
 def check_qa_fit(files: list[Path], config: JudgeConfig) -> None:
     """Stop before any request when an answer still to judge has a prompt over the window.
 
     Raises:
         ContextWindowError: One line naming the items, their tokens and the way out.
     """
-    identity = config.identity()
-    items = [
-        JudgeItem.from_doc(s["doc"], response_of(s))
-        for path in files
-        for s in read_samples(path)
-        if reusable_judgement(s, identity) is None
-    ]
+    items = [item for path in files for item in items_to_judge(path, config)]
     check_items_fit(items, config, "score")
+
+
+def plan_qa_files(files: list[Path], config: JudgeConfig) -> list[tuple[str, QAPlan]]:
+    """Per samples file, its task and the plan of judging what ``score`` will send.
+
+    The answers this judge already judged are kept, not sent, so they are not counted.
+    """
+    return [
+        (task_name_of(path), plan_items(items_to_judge(path, config), config)) for path in files
+    ]

@@ -166,6 +166,8 @@ class LoopbackOpenAI:
         self.max_requests = max_requests
         self.requests: list[RecordedRequest] = []
         self.completed: list[RecordedRequest] = []
+        #: Paths of GET requests (the preflight's model listing); not in ``requests``.
+        self.listings: list[str] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._server: ThreadingHTTPServer | None = None
@@ -183,6 +185,8 @@ class LoopbackOpenAI:
                 return
 
             def do_GET(self) -> None:
+                with owner._lock:
+                    owner.listings.append(self.path)
                 if self.path.rstrip("/") == "/v1/models":
                     self._send(
                         200,
@@ -279,6 +283,7 @@ class LoopbackOpenAI:
         with self._lock:
             self.requests.clear()
             self.completed.clear()
+            self.listings.clear()
 
     # serving -----------------------------------------------------------------------
     def _serve(self, http: Any, body: Any) -> None:

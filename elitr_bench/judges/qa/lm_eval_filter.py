@@ -45,6 +45,7 @@ from elitr_bench.judges.qa.engine import (
     overlong_judgement,
     summarize,
 )
+from elitr_bench.judges.qa.plan import plan_items
 from elitr_bench.llm.context_window import (
     judge_window,
     larger_judge,
@@ -78,7 +79,12 @@ def judge_responses(
         # A prompt that cannot fit its window is not sent; the answer is kept.
         over = overlong_items(items, config)
         todo = [item for item, o in zip(items, over, strict=True) if o is None]
+        plan = plan_items(todo, config) if config.is_llm else None
+        if plan is not None:  # what the run may spend, before it spends anything
+            log.warning("%s", plan.line())
         run = judge_items(todo, config, desc="elitr judge", on_error="record")
+        if plan is not None:
+            run.usage["plan"] = plan.to_dict()
         if len(todo) < len(items):
             sent = iter(run.judgements)
             run.judgements = [
