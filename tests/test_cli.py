@@ -38,3 +38,30 @@ def test_tasks_dir(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["tasks-dir"]) == 0
     folder = Path(capsys.readouterr().out.strip())
     assert (folder / "elitr_qa" / "elitr_qa_dev.yaml").is_file()
+
+
+@pytest.mark.parametrize(
+    ("argv", "want"),
+    [
+        (
+            ["judge-check", "--judge", "lexical", "--max-cots", "1"],
+            "elitr-bench judge-check has no option --max-cots; did you mean --max-cost?",
+        ),
+        (
+            ["score", "run/", "--jugde=lexical"],
+            "elitr-bench score has no option --jugde; did you mean --judge?",
+        ),
+        (["cache", "info", "--bogus"], "elitr-bench cache info has no option --bogus; elitr"),
+        (["cache", "info", "extra"], "elitr-bench cache info takes no argument 'extra'"),
+    ],
+)
+def test_an_unknown_option_is_one_line_naming_the_command_and_the_closest_flag(
+    argv: list[str], want: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The plain argparse message shows the top-level usage and no fix; nothing runs."""
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert err.startswith(f"elitr-bench: error: {want}"), err
+    assert "\n" not in err and "usage:" not in err and captured.out == ""
+    assert err.endswith("--help lists its options") or err.endswith("--help lists what it takes")

@@ -165,6 +165,37 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def unknown_arguments(
+    parser: argparse.ArgumentParser, argv: Sequence[str], extra: Sequence[str]
+) -> str:
+    """One line for arguments the command does not take, with the closest flag it has.
+
+    argparse's own message names neither the command nor a fix, and prints the top-level
+    usage, which lists no option of the command the user typed (``cache info`` included).
+    """
+    import difflib
+
+    names: list[str] = []
+    child = parser
+    for token in argv:
+        sub = next((s.choices[token] for s in _subparsers(child) if token in s.choices), None)
+        if sub is None:
+            if list(_subparsers(child)):
+                continue
+            break
+        names.append(token)
+        child = sub
+    command = " ".join(["elitr-bench", *names])
+    flags = sorted({o for a in child._actions for o in a.option_strings if o.startswith("--")})
+    first = extra[0]
+    if not first.startswith("-"):
+        return f"{command} takes no argument {first!r}; {command} --help lists what it takes"
+    flag = first.split("=", 1)[0]
+    close = difflib.get_close_matches(flag, flags, n=1, cutoff=0.6)
+    fix = f"did you mean {close[0]}? " if close else ""
+    return f"{command} has no option {flag}; {fix}{command} --help lists its options"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point; bad input exits 2 with one line, not a traceback."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -174,7 +205,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             # included; argparse's REMAINDER cannot take a leading option, so bypass it.
             return run_lm_eval(argv[1:])
         parser = build_parser()
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra:
+            raise ElitrBenchError(unknown_arguments(parser, argv, extra))
         handler: Handler = args.handler
         return int(handler(args) or 0)
     except ElitrBenchError as exc:
