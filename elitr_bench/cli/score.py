@@ -121,19 +121,17 @@ def _cmd_score(args: argparse.Namespace) -> int:
         check_minutes_fit([str(f) for f in minutes_files], config)
     else:
         check_qa_fit(qa_files, config)
+    alternative = (
+        KEYLESS_JUDGE
+        if minutes_judge
+        else keyless_alternatives(True, "elitr-bench", replay=bool(qa_files) and not generated)
+    )
+    if not args.dry_run:  # a missing key is its one line, not a line after the plan
+        check_judge_ready(config, command="elitr-bench", alternative=alternative)
     # The plan, --dry-run and --max-cost come before any request, the preflight's too.
     if _plan_score(args, config, qa_files if not minutes_judge else [], minutes_files):
         return 0
-    check_judge_ready(
-        config,
-        network=True,
-        command="elitr-bench",
-        alternative=(
-            KEYLESS_JUDGE
-            if minutes_judge
-            else keyless_alternatives(True, "elitr-bench", replay=bool(qa_files) and not generated)
-        ),
-    )
+    check_judge_ready(config, network=True, command="elitr-bench", alternative=alternative)
 
     if minutes_judge:  # a minutes judge (issue 11): minutes runs
         if qa_files:
@@ -223,6 +221,9 @@ def _cmd_judge_check(args: argparse.Namespace) -> int:
     from elitr_bench.metaeval.qa import format_report, judge_check_plan, run_judge_check
 
     config = judge_config_from_args(args.judge, args.rubric)
+    alternative = keyless_alternatives(True, "elitr-bench", replay=True)  # released answers
+    if not args.dry_run:  # a missing key is its one line, not a line after the plan
+        check_judge_ready(config, command="elitr-bench", alternative=alternative)
     plan = judge_check_plan(config)
     if config.is_llm:  # replay and lexical send nothing
         print(f"judge-check: {plan.line()}", file=sys.stderr, flush=True)
@@ -230,7 +231,6 @@ def _cmd_judge_check(args: argparse.Namespace) -> int:
         print("dry run: nothing was sent or written", file=sys.stderr)
         return 0
     check_budget(plan.cost_usd, plan.calls, args.max_cost, narrow="")
-    alternative = keyless_alternatives(True, "elitr-bench", replay=True)  # released answers
     check_judge_ready(config, network=True, command="elitr-bench", alternative=alternative)
     report = run_judge_check(config)
     print(format_report(report))

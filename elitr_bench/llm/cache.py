@@ -37,7 +37,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from elitr_bench.llm.errors import JudgeCacheError, JudgeConfigError
 
@@ -709,23 +709,45 @@ def open_cache(setting: str = "") -> JudgeCache:
     ``off``/``none`` disables caching, ``memory`` keeps it in-process, anything else is a
     SQLite file path.
     """
+    where = cache_location(setting)
+    if where == "off":
+        return NullCache()
+    if where == "memory":
+        return MemoryCache()
+    return SQLiteCache(where)
+
+
+def cache_location(setting: str = "") -> Path | Literal["off", "memory"]:
+    """Where ``cache=`` (or ``ELITR_JUDGE_CACHE``, else the default file) puts replies."""
     value = setting.strip() or os.environ.get("ELITR_JUDGE_CACHE", "").strip()
     if value.lower() in ("off", "none"):
-        return NullCache()
+        return "off"
     if value.lower() == "memory":
-        return MemoryCache()
-    return SQLiteCache(Path(value).expanduser() if value else default_cache_path())
+        return "memory"
+    return Path(value).expanduser() if value else default_cache_path()
 
 
 def check_cache(setting: str = "") -> None:
     """Open the cache a judge will use and read its pages, so a damaged file fails now.
 
     Meant for start-up checks (before the model under test loads); costs a read of the
-    file once per process. ``off`` and ``memory`` have nothing to check.
+    file once per process. ``off`` and ``memory`` have nothing to check. A file that does
+    not exist yet is not created here (a check writes nothing: ``--dry-run`` and a refused
+    budget leave no file behind); the folder it will go in must be writable.
 
     Raises:
         JudgeCacheError: The file is damaged or not a cache (one line: file and fix).
-        JudgeConfigError: The file cannot be opened at all.
+        JudgeConfigError: The file cannot be opened, or created, at all.
     """
-    cache = open_cache(setting)
-    cache.close()
+    where = cache_location(setting)
+    if not isinstance(where, Path):
+        return
+    if not where.exists():
+        folder = next((p for p in where.parents if p.exists()), Path("/"))
+        if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+            raise JudgeConfigError(
+                f"judge cache {where}: cannot create it ({folder} is not a writable folder); "
+                "set ELITR_JUDGE_CACHE or cache= to a writable path, or cache=off"
+            )
+        return
+    SQLiteCache(where).close()

@@ -20,7 +20,7 @@ from elitr_bench.judges import parse_judge_spec
 from elitr_bench.judges.config import check_judge_ready
 from elitr_bench.judges.qa.engine import JudgeItem, judge_items, make_judge
 from elitr_bench.llm.cache import Completion, SQLiteCache, check_cache
-from elitr_bench.llm.errors import JudgeCacheError
+from elitr_bench.llm.errors import JudgeCacheError, JudgeConfigError
 from elitr_bench.tasks.preflight import check_run_judges
 from tests.judges.conftest import boxed_by_response, response_in
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest
@@ -199,3 +199,20 @@ def test_an_arena_on_a_read_only_cache_finishes_and_warns_once(
     warnings = [r.getMessage() for r in caplog.records if "cannot store replies" in r.getMessage()]
     assert len(warnings) == 1 and "judge-cache.sqlite" in warnings[0]
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_the_start_up_check_creates_no_file_and_names_an_impossible_place(tmp_path: Path) -> None:
+    """A check writes nothing, yet names a cache that could never be created.
+
+    A dry run leaves no cache behind; an impossible place still fails before the model loads.
+    """
+    path = tmp_path / "new" / "judge.sqlite"
+    check_cache(str(path))
+    assert not path.exists() and not path.parent.exists()
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    with pytest.raises(JudgeConfigError, match=f"judge cache {blocker}/j.sqlite: cannot create"):
+        check_cache(str(blocker / "j.sqlite"))
+    SQLiteCache(path).close()  # an existing cache is opened and read, as before
+    check_cache(str(path))
+    assert path.is_file()
