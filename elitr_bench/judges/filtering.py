@@ -147,8 +147,10 @@ def refused_by_cap(cost_usd: float | None, calls: int, config: JudgeConfig) -> s
 def cap_hint(config: JudgeConfig, priced: bool) -> str:
     """How to finish what a spec's ``max_cost=`` held back: ``score``, the spec uncapped."""
     finish = finish_hint(without_option(config.spec or config.backend, "max_cost"))
-    if not priced:
-        return f"add price=IN:OUT (USD per 1M tokens) to the judge spec, or {finish}"
+    if not finish.startswith("finish with"):  # nothing saved to finish from
+        return f"{finish}, and a cap above the estimate (or none)"
+    if not priced:  # a cap needs a price
+        return f"{finish} (no cap: add price=IN:OUT to the spec and --max-cost USD to keep one)"
     return f"{finish} (no cap: add --max-cost USD, above the estimate, to keep one)"
 
 

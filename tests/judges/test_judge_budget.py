@@ -68,8 +68,10 @@ def test_an_unpriced_judge_under_a_cap_sends_nothing(
     assert reason == "not sent: max_cost=5 given but the judge model has no known price"
     assert loopback.requests == []
     [line] = finish_lines
-    assert "add price=IN:OUT (USD per 1M tokens) to the judge spec, or finish with: " in line
-    assert line.endswith(f"--judge {shlex.quote(_judge(loopback, ''))}")
+    assert line.endswith(
+        f"finish with: elitr-bench score out --judge {shlex.quote(_judge(loopback, ''))} "
+        "(no cap: add price=IN:OUT to the spec and --max-cost USD to keep one)"
+    )
 
 
 def test_the_cap_is_the_runs_each_tasks_plan_adds_up(

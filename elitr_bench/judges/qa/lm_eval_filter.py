@@ -7,7 +7,8 @@ module registers the filter and the ``judge_count`` aggregation.
 A judge that fails after generation never costs the generated answers: each item it
 could not judge gets status ``error`` with the reason, lm-eval writes its results and
 samples as usual, and the command then exits non-zero with one line saying how to finish
-(``elitr-bench score RUN_DIR --judge ...`` judges exactly the missing items).
+(``elitr-bench score RUN_DIR --judge ...`` judges exactly the missing items). A spec's
+``max_cost=`` ends the run the same way, before any request, when the plan exceeds it.
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ generated minutes stay in the sample log whatever the judge did: a judge that fa
 (network, quota, context length) gives ``status: "error"`` with its reason, never an
 exception that would discard the run. As with the QA judge filter, lm-eval then writes
 its results and samples, and the command exits non-zero with one line naming the
-``elitr-bench score RUN_DIR --judge ...`` call that judges the minutes again.
+``elitr-bench score RUN_DIR --judge ...`` call that judges the minutes again. A plan over
+the spec's ``max_cost=`` sends nothing and ends the run the same way.
 
 Shared by every minutes method (the AutoMin GPT judges, MESA, an installed one): the
 method comes from the registry, and its own fields are its to declare.
