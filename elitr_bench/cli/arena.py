@@ -48,7 +48,7 @@ from elitr_bench.judges.cream.ratings import (
     EloParams,
 )
 from elitr_bench.judges.cream.segment import DEFAULT_UNIT, UNITS
-from elitr_bench.judges.summary.budget import check_budget
+from elitr_bench.judges.summary.budget import check_budget, spending_cap
 from elitr_bench.llm.client import usage_line
 
 DEFAULT_CREAM_JUDGE = "openai:gpt-4o-2024-05-13"
@@ -171,7 +171,7 @@ def _arena(
     if args.dry_run:
         print("dry run: nothing was sent or written")
         return 0
-    check_budget(p.cost_usd, p.calls, args.max_cost)
+    check_budget(p.cost_usd, p.calls, spending_cap(args.max_cost, config.max_cost))
     usage: dict[str, Any] = {}
     failed = 0
     if todo:

@@ -32,7 +32,8 @@ def add_budget_flags(parser: argparse.ArgumentParser, what: str) -> None:
         default=None,
         metavar="USD",
         help="stop with status 2, before any call, when the estimate exceeds USD (or the "
-        "judge has no price; add price=IN:OUT to its spec)",
+        "judge has no price; add price=IN:OUT to its spec); with max_cost= in the judge "
+        "spec too, the smaller applies",
     )
     parser.add_argument(
         "--dry-run",

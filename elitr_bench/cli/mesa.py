@@ -132,6 +132,7 @@ def _plan_and_check(
         The plan, or None when the command stops here (``--dry-run``).
     """
     from elitr_bench.judges.mesa.plan import check_budget, make_plan
+    from elitr_bench.judges.summary.budget import spending_cap
     from elitr_bench.llm.aio import run_coroutine
 
     try:
@@ -145,7 +146,7 @@ def _plan_and_check(
         )
         print(plan.line(config.model), file=sys.stderr, flush=True)
         if not args.dry_run:
-            check_budget(plan, args.max_cost)
+            check_budget(plan, spending_cap(args.max_cost, config.max_cost))
         _preflight(config, method.options.pool, plan, args.dry_run)
     except BaseException:
         run_coroutine(client.aclose)

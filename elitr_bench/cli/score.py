@@ -25,7 +25,7 @@ from elitr_bench.judges.config import (
 )
 from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.rubrics import RUBRICS
-from elitr_bench.judges.summary.budget import check_budget
+from elitr_bench.judges.summary.budget import check_budget, spending_cap
 from elitr_bench.judges.summary.registry import (
     get_method,
     method_selectors,
@@ -182,7 +182,9 @@ def _cmd_score(args: argparse.Namespace) -> int:
 def _plan_score(
     args: argparse.Namespace, config: JudgeConfig, qa_files: list[Path], minutes_files: list[Path]
 ) -> bool:
-    """Print what ``score`` will send and cost, then apply ``--dry-run`` and ``--max-cost``.
+    """Print what ``score`` will send and cost, then apply ``--dry-run`` and the cap.
+
+    The cap is ``--max-cost`` or the spec's ``max_cost=``, the smaller when both are given.
 
     With a QA judge ``qa_files`` are planned (the answers it already judged are kept, not
     counted), with a minutes judge ``minutes_files``. Only LLM judges print a line: replay
@@ -213,7 +215,8 @@ def _plan_score(
         print("dry run: nothing was sent or written", file=sys.stderr)
         return True
     total = None if None in costs else sum(c for c in costs if c is not None)
-    check_budget(total, calls, args.max_cost, narrow="score fewer samples files, ")
+    cap = spending_cap(args.max_cost, config.max_cost)  # the smaller applies
+    check_budget(total, calls, cap, narrow="score fewer samples files, ")
     return False
 
 
@@ -230,7 +233,7 @@ def _cmd_judge_check(args: argparse.Namespace) -> int:
     if args.dry_run:
         print("dry run: nothing was sent or written", file=sys.stderr)
         return 0
-    check_budget(plan.cost_usd, plan.calls, args.max_cost, narrow="")
+    check_budget(plan.cost_usd, plan.calls, spending_cap(args.max_cost, config.max_cost), narrow="")
     check_judge_ready(config, network=True, command="elitr-bench", alternative=alternative)
     report = run_judge_check(config)
     print(format_report(report))

@@ -12,6 +12,7 @@ import difflib
 import importlib
 import importlib.util
 import ipaddress
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -96,6 +97,10 @@ class JudgeConfig:
         device: Torch device for hf (``""`` = auto).
         price_in: USD per 1M prompt tokens (None = price table).
         price_out: USD per 1M completion tokens (None = price table).
+        max_cost: A cap in USD on the judging a run may plan (None = no cap): over it,
+            or with no price known, nothing is sent (see ``judges/summary/budget.py``).
+            Not part of :meth:`identity`: a cap decides whether a run judges, never
+            what a judgement is, so caches and reused judgements are shared.
         progress: Show a tqdm progress bar.
         preflight: Send one minimal authenticated request before any generation
             (openai backend), so a wrong key, URL or model fails in seconds.
@@ -133,6 +138,7 @@ class JudgeConfig:
     device: str = ""
     price_in: float | None = None
     price_out: float | None = None
+    max_cost: float | None = None
     progress: bool = True
     preflight: bool = True
     method: str = ""
@@ -346,6 +352,8 @@ def parse_judge_spec(spec: str, *, family: str | None = None) -> JudgeConfig:
                 )
             values["price_in"] = _convert("price_in", p_in, spec)
             values["price_out"] = _convert("price_out", p_out, spec)
+        elif key == "max_cost":
+            values[key] = _max_cost(raw, spec)
         elif key in _OPTION_TYPES:
             values[key] = _convert(key, raw, spec)
         else:
@@ -367,6 +375,33 @@ def parse_judge_spec(spec: str, *, family: str | None = None) -> JudgeConfig:
     )
     _validate(config, spec)
     return config
+
+
+def _max_cost(raw: str, spec: str) -> float:
+    """A spec's ``max_cost=`` in USD: a finite number above 0 (there is no "no cap" value)."""
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise JudgeConfigError(
+            f"judge spec {spec!r}: max_cost={raw} must be a number of US dollars above 0, "
+            "e.g. max_cost=5; drop the option for no cap"
+        )
+    return value
+
+
+def without_option(spec: str, name: str) -> str:
+    """``spec`` with every ``name=...`` option dropped (as the parser reads keys).
+
+    The finish line of a run its ``max_cost=`` stopped names the spec without the cap,
+    so that the command it prints judges what the cap held back.
+    """
+    head, *parts = spec.split(",")
+    kept = [
+        part for part in parts if part.partition("=")[0].strip().lower().replace("-", "_") != name
+    ]
+    return ",".join([head, *kept])
 
 
 def _family_values(
@@ -458,6 +493,8 @@ def _validate(config: JudgeConfig, spec: str) -> None:
             raise bad(f"{name}={getattr(config, name)} must be >= 0")
     if config.timeout <= 0:
         raise bad(f"timeout={config.timeout} must be > 0")
+    if config.max_cost is not None:
+        _max_cost(str(config.max_cost), spec)  # set by with_options: the same rule
     if config.structured not in ("auto", "on", "off"):
         raise bad(f"structured={config.structured} must be auto, on or off")
     if config.structured == "on" and config.backend != "openai":

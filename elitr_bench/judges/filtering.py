@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from elitr_bench.cli_errors import exit_with_error_after_run
-from elitr_bench.judges.config import JudgeConfig
+from elitr_bench.judges.config import JudgeConfig, without_option
+from elitr_bench.judges.summary.budget import budget_problem, shown_usd, spec_cap
 from elitr_bench.llm.errors import CACHE_ERROR_PREFIX
 from elitr_bench.llm.redact import MASK
 
@@ -107,6 +108,50 @@ def record_failures(
         f"'error' on those items; {counts['hint'] or finish_hint(counts['spec'])}",
         source=source,
     )
+
+
+#: Estimated cost (USD) of the judging this process let start: the plans of the judge
+#: filters that passed their spec's ``max_cost=``, or had none.
+_PLANNED: dict[str, float] = {"usd": 0.0}
+
+
+def refused_by_cap(cost_usd: float | None, calls: int, config: JudgeConfig) -> str | None:
+    """Why a judge filter must send nothing under its spec's ``max_cost=`` (None: go on).
+
+    The cap is the run's, not one task's: ``lm_eval`` hands each task's responses to its
+    filter in turn, so the plans of the tasks this process already judged count too, as
+    ``elitr-bench score`` adds up its tasks. The rule is ``check_budget``'s
+    (:func:`~elitr_bench.judges.summary.budget.budget_problem`): the first calls'
+    estimate must not exceed the cap, and an unpriced judge cannot keep one. A plan let
+    through is added to the run's total.
+
+    Args:
+        cost_usd: The filter's plan: estimated cost of its first calls (None: unpriced).
+        calls: The plan's calls (none: nothing to pay, nothing refused).
+        config: The judge; ``config.max_cost`` is the cap (None: no cap).
+
+    Returns:
+        The reason each item records (status ``error``), or None.
+    """
+    earlier = _PLANNED["usd"]
+    total = None if cost_usd is None else earlier + cost_usd
+    problem = budget_problem(total, calls, spec_cap(config.max_cost))
+    if problem is None:
+        _PLANNED["usd"] = earlier + (cost_usd or 0.0)
+        return None
+    if earlier and cost_usd is not None:
+        problem += f" ({shown_usd(earlier)} of it planned by this run's earlier tasks)"
+    return f"not sent: {problem}"
+
+
+def cap_hint(config: JudgeConfig, priced: bool) -> str:
+    """How to finish what a spec's ``max_cost=`` held back: ``score``, the spec uncapped."""
+    finish = finish_hint(without_option(config.spec or config.backend, "max_cost"))
+    if not finish.startswith("finish with"):  # nothing saved to finish from
+        return f"{finish}, and a cap above the estimate (or none)"
+    if not priced:  # a cap needs a price
+        return f"{finish} (no cap: add price=IN:OUT to the spec and --max-cost USD to keep one)"
+    return f"{finish} (no cap: add --max-cost USD, above the estimate, to keep one)"
 
 
 def _finite(value: Any) -> Any:

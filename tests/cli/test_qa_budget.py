@@ -1,9 +1,10 @@
-"""``score`` and ``judge-check`` say their calls and cost first; ``--dry-run``, ``--max-cost``.
+"""``score`` and ``judge-check`` say their calls and cost first; ``--dry-run``, the caps.
 
 Through the real ``elitr-bench`` entry point and a loopback judge: the plan line comes
 before any request, ``--dry-run`` sends nothing (not even the preflight's model listing)
 and writes nothing, and ``--max-cost`` below the estimate (or with an unpriced judge)
-stops with status 2 and one line, also before the preflight.
+stops with status 2 and one line, also before the preflight. A judge spec's ``max_cost=``
+caps the same way (``mesa`` and ``arena`` too); given both, the smaller applies.
 """
 
 from __future__ import annotations
@@ -212,3 +213,88 @@ def test_judge_check_with_replay_prints_no_plan(capsys: pytest.CaptureFixture[st
     assert main(["judge-check", "--judge", "replay,progress=false", "--max-cost", "0"]) == 0
     captured = capsys.readouterr()
     assert "elitr judge" not in captured.err and "judge-check: replay" in captured.out
+
+
+# --- the judge spec's max_cost=: alone, or the smaller of it and --max-cost ---------------
+@pytest.mark.parametrize(
+    ("spec_cap", "flag", "says"),
+    [
+        (",max_cost=0.000001", [], "exceeds max_cost=1e-06; "),
+        (",max_cost=5", ["--max-cost", "0.000001"], "exceeds --max-cost 1e-06; "),
+        (",max_cost=0.000001", ["--max-cost", "5"], "exceeds max_cost=1e-06; "),
+    ],
+)
+def test_score_honours_the_smaller_of_the_spec_cap_and_max_cost(
+    tmp_path: Path,
+    loopback: LoopbackOpenAI,
+    capsys: pytest.CaptureFixture[str],
+    spec_cap: str,
+    flag: list[str],
+    says: str,
+) -> None:
+    write_samples(tmp_path / "run")
+    before = files_in(tmp_path)
+    spec = judge_of(loopback, f",price=10:30{spec_cap}")
+    assert main(["score", str(tmp_path / "run"), "--judge", spec, *flag]) == 2
+    [line] = error_lines(capsys.readouterr().err)
+    assert says in line
+    raise_it = (
+        "max_cost= in the judge spec" if says.startswith("exceeds max_cost") else "--max-cost"
+    )
+    assert line.endswith(
+        f"pick a cheaper judge, or raise {raise_it} (--dry-run only prints the plan)"
+    )
+    assert loopback.requests == [] and loopback.listings == []
+    assert files_in(tmp_path) == before
+
+
+def test_score_under_both_caps_runs_as_without_them(
+    tmp_path: Path, loopback: LoopbackOpenAI, capsys: pytest.CaptureFixture[str]
+) -> None:
+    loopback.handler = boxed_by_response(lambda r: 7)
+    write_samples(tmp_path / "run")
+    spec = judge_of(loopback, ",price=10:30,max_cost=5")
+    assert main(["score", str(tmp_path / "run"), "--judge", spec, "--max-cost", "10"]) == 0
+    assert len(loopback.requests) == 5  # the preflight's completion, then 4 answers
+
+
+def test_an_unpriced_judge_with_a_spec_cap_is_refused(
+    tmp_path: Path, loopback: LoopbackOpenAI, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_samples(tmp_path / "run")
+    spec = judge_of(loopback, ",max_cost=5")
+    assert main(["score", str(tmp_path / "run"), "--judge", spec]) == 2
+    [line] = error_lines(capsys.readouterr().err)
+    assert line.endswith(
+        "max_cost=5 given but the judge model has no known price; add price=IN:OUT "
+        "(USD per 1M tokens) to the judge spec"
+    )
+    assert loopback.requests == [] and loopback.listings == []
+
+
+def test_judge_check_honours_the_spec_cap(
+    tmp_path: Path, loopback: LoopbackOpenAI, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "check.json"
+    spec = judge_of(loopback, ",price=10:30,max_cost=0.000001")
+    assert main(["judge-check", "--judge", spec, "--output", str(out), "--max-cost", "100"]) == 2
+    [line] = error_lines(capsys.readouterr().err)
+    assert "exceeds max_cost=1e-06; pick a cheaper judge, or raise max_cost=" in line
+    assert loopback.requests == [] and loopback.listings == [] and not out.exists()
+
+
+def test_mesa_and_arena_honour_the_spec_cap(
+    tmp_path: Path, loopback: LoopbackOpenAI, capsys: pytest.CaptureFixture[str]
+) -> None:
+    loopback.model = "loop-m"
+    spec = f"openai:loop-m,base_url={loopback.base_url},progress=false,price=5:15"
+    mesa = ["mesa", "--systems", "gpt4", "--meetings", "1", "--out", str(tmp_path / "mesa")]
+    assert main([*mesa, "--judge", f"{spec},debate=none,max_cost=0.0001"]) == 2
+    [line] = error_lines(capsys.readouterr().err)
+    assert "exceeds max_cost=0.0001; " in line
+    arena = ["arena", "--automin", "--systems", "gpt4,ntr", "--meetings", "1"]
+    arena += ["--out", str(tmp_path / "arena"), "--judge", f"{spec},max_cost=0.0001"]
+    assert main([*arena, "--max-cost", "100"]) == 2
+    [line] = error_lines(capsys.readouterr().err)
+    assert "exceeds max_cost=0.0001; " in line
+    assert loopback.requests == [] and loopback.listings == []

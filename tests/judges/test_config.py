@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from elitr_bench.judges import (
@@ -102,3 +104,40 @@ def test_a_misspelt_backend_gets_a_suggestion() -> None:
     with pytest.raises(JudgeConfigError) as err:
         parse_judge_spec("vllm:some-model")
     assert "did you mean" not in str(err.value) and "use one of openai" in str(err.value)
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "abc", "nan", "inf", ""])
+def test_max_cost_must_be_dollars_above_zero(value: str) -> None:
+    with pytest.raises(JudgeConfigError) as err:
+        parse_judge_spec(f"openai:gpt-4-0613,max_cost={value}")
+    assert str(err.value) == (
+        f"judge spec 'openai:gpt-4-0613,max_cost={value}': max_cost={value} must be a number "
+        "of US dollars above 0, e.g. max_cost=5; drop the option for no cap"
+    )
+
+
+def test_max_cost_is_no_part_of_the_judge_identity() -> None:
+    from elitr_bench.judges.config import with_options
+
+    capped = parse_judge_spec("openai:gpt-4-0613,max_cost=2.5")
+    plain = parse_judge_spec("openai:gpt-4-0613")
+    assert (capped.max_cost, plain.max_cost) == (2.5, None)
+    assert capped.identity() == plain.identity()
+    assert "max_cost" not in json.dumps(capped.identity())
+    # Every family takes it (a shared option), and with_options keeps the same rule.
+    minutes = parse_judge_spec("openai:gpt-4o,rubric=gpt-art,max_cost=1")
+    assert minutes.identity() == parse_judge_spec("openai:gpt-4o,rubric=gpt-art").identity()
+    assert parse_judge_spec("openai:gpt-4o,method=mesa,max_cost=1").max_cost == 1.0
+    with pytest.raises(JudgeConfigError, match=r"max_cost=-2\.0 must be a number"):
+        with_options(plain, max_cost=-2.0)
+
+
+def test_without_option_drops_the_cap_as_the_parser_reads_it() -> None:
+    from elitr_bench.judges.config import without_option
+
+    spec = "openai:gpt-4-0613,base_url=http://127.0.0.1:9/v1, Max-Cost=5,price=1:2"
+    assert (
+        without_option(spec, "max_cost")
+        == "openai:gpt-4-0613,base_url=http://127.0.0.1:9/v1,price=1:2"
+    )
+    assert parse_judge_spec(without_option(spec, "max_cost")).max_cost is None

@@ -21,6 +21,7 @@ from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.mesa.method import MesaMethod
 from elitr_bench.judges.mesa.options import CHALLENGERS
 from elitr_bench.judges.summary.base import MinutesItem
+from elitr_bench.judges.summary.budget import Cap
 from elitr_bench.judges.summary.budget import check_budget as budget_check
 from elitr_bench.llm.client import JudgeClient
 from elitr_bench.llm.pricing import estimate_cost, price_for
@@ -175,8 +176,8 @@ def _cost(
     return total
 
 
-def check_budget(plan: Plan, max_cost: float | None) -> None:
-    """Refuse to start when the estimate exceeds ``max_cost`` (USD); as ``arena`` does.
+def check_budget(plan: Plan, max_cost: float | Cap | None) -> None:
+    """Refuse to start when the estimate exceeds ``max_cost`` (USD, or a cap); as ``arena`` does.
 
     Raises:
         elitr_bench.judges.summary.budget.BudgetError: Over budget, or the cost is

@@ -7,7 +7,8 @@ module registers the filter and the ``judge_count`` aggregation.
 A judge that fails after generation never costs the generated answers: each item it
 could not judge gets status ``error`` with the reason, lm-eval writes its results and
 samples as usual, and the command then exits non-zero with one line saying how to finish
-(``elitr-bench score RUN_DIR --judge ...`` judges exactly the missing items).
+(``elitr-bench score RUN_DIR --judge ...`` judges exactly the missing items). A spec's
+``max_cost=`` ends the run the same way, before any request, when the plan exceeds it.
 """
 
 from __future__ import annotations
@@ -28,10 +29,12 @@ from elitr_bench.judges.config import (
 )
 from elitr_bench.judges.filtering import (
     FILTER_NAME,
+    cap_hint,
     finish_hint,
     first_text,
     judged_json,
     record_failures,
+    refused_by_cap,
 )
 from elitr_bench.judges.metrics import register_lm_eval_aggregations
 from elitr_bench.judges.qa.engine import (
@@ -82,7 +85,15 @@ def judge_responses(
         plan = plan_items(todo, config) if config.is_llm else None
         if plan is not None:  # what the run may spend, before it spends anything
             log.warning("%s", plan.line())
-        run = judge_items(todo, config, desc="elitr judge", on_error="record")
+        refused = refused_by_cap(plan.cost_usd, plan.calls, config) if plan else None
+        if refused is None:
+            run = judge_items(todo, config, desc="elitr judge", on_error="record")
+        else:  # over the spec's max_cost=: nothing is sent, the answers are kept
+            log.error("elitr judge: %s; the answers are kept unjudged", refused)
+            refusals = [error_judgement(refused)] * len(todo)
+            usage = {"requests": 0, "over_cap": len(todo)}
+            run = JudgeRun(refusals, config.identity(), usage, 0.0)
+            run.summary = summarize(refusals)
         if plan is not None:
             run.usage["plan"] = plan.to_dict()
         if len(todo) < len(items):
@@ -101,6 +112,8 @@ def judge_responses(
                 f"{way_out(config, overlong)}; "
                 f"{finish_hint(bigger or 'A_JUDGE_WITH_A_LARGER_WINDOW')}"
             )
+        if refused is not None and plan is not None:  # score judges what the cap held back
+            hint = cap_hint(config, plan.priced)
     except Exception as exc:  # the judge could not even start (model load, data): keep answers
         judgements = [error_judgement(failure_reason(exc))] * len(items)
         run = JudgeRun(judgements, config.identity(), {"requests": 0}, 0.0)

@@ -8,7 +8,8 @@ generated minutes stay in the sample log whatever the judge did: a judge that fa
 (network, quota, context length) gives ``status: "error"`` with its reason, never an
 exception that would discard the run. As with the QA judge filter, lm-eval then writes
 its results and samples, and the command exits non-zero with one line naming the
-``elitr-bench score RUN_DIR --judge ...`` call that judges the minutes again.
+``elitr-bench score RUN_DIR --judge ...`` call that judges the minutes again. A plan over
+the spec's ``max_cost=`` sends nothing and ends the run the same way.
 
 Shared by every minutes method (the AutoMin GPT judges, MESA, an installed one): the
 method comes from the registry, and its own fields are its to declare.
@@ -41,10 +42,12 @@ from elitr_bench.judges.config import (
     resolve_run_judge,
 )
 from elitr_bench.judges.filtering import (
+    cap_hint,
     finish_hint,
     first_text,
     judged_json,
     record_failures,
+    refused_by_cap,
 )
 from elitr_bench.judges.metrics import (
     JUDGE_ERRORS,
@@ -202,7 +205,13 @@ def judge_minutes(
             f"${preview['estimated_cost_usd']}" if preview["priced"] else "unknown (unpriced)",
             preview["restated_max"],
         )
-        run = run_sync(todo, config, method)
+        cost = preview["estimated_cost_usd"] if preview["priced"] else None
+        refused = refused_by_cap(cost, int(preview["calls"]), config)
+        if refused is None:
+            run = run_sync(todo, config, method)
+        else:  # over the spec's max_cost=: nothing is sent, the minutes are kept
+            log.error("minutes judge: %s; the minutes are kept unjudged", refused)
+            run = _refused_run(todo, config, method, refused)
     except Exception as exc:  # the minutes must survive any judge failure
         reason = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
         log.error("minutes judge failed, minutes kept unjudged: %s", reason)
@@ -226,6 +235,8 @@ def judge_minutes(
         if a.status == "error" and isinstance(a.details.get(CONTEXT_DETAIL), Mapping)
     ]
     hint = _context_hint(config, overlong, method) if overlong else ""
+    if refused is not None:  # score judges what the cap held back
+        hint = cap_hint(config, bool(preview["priced"]))
     _LAST_RUN = run
     summary = run.summary
     log.warning(
@@ -246,6 +257,28 @@ def judge_minutes(
         entry["identity"] = run.identity
         out.append([judged_json(text, entry)])
     return out
+
+
+def _refused_run(
+    items: Sequence[MinutesItem], config: JudgeConfig, method: MinutesMethod, reason: str
+) -> MinutesRun:
+    """The run of minutes a spec's ``max_cost=`` held back: an ``error`` each, nothing sent."""
+    from elitr_bench.judges.summary.registry import identity_of, summarize
+
+    metrics = tuple(method.metrics)
+    assessments = [error_assessment(item, method.name, metrics, reason) for item in items]
+    run = MinutesRun(
+        assessments=assessments,
+        identity=identity_of(config, method),
+        usage={"requests": 0, "over_cap": len(items)},
+        elapsed_s=0.0,
+        method=method.name,
+        metrics=metrics,
+        errors=len(assessments),
+        flag_key=method.flag_key,
+    )
+    run.summary = summarize(assessments, metrics)
+    return run
 
 
 def _with_overlong(
