@@ -15,6 +15,13 @@ os.environ.setdefault("ELITR_BENCH_DATA_DIR", str(ROOT.parent / "shared" / "data
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Under xdist (make test: -n auto) every core already runs a worker. torch's own thread pool
+# in each worker and in every lm_eval process it starts would oversubscribe the cores, and
+# OpenMP threads spin while they wait: on 2 cores the real-model tests took twice the CPU
+# time and twice the wall time with it. Results do not depend on it: each test compares
+# back ends run under the same setting.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 @pytest.fixture(autouse=True)
