@@ -161,23 +161,30 @@ def test_lm_eval_over_the_cap_sends_nothing_keeps_answers_and_score_finishes(
     assert [row["judge_score"] for row in final] == [6.0, 6.0]
 
 
-@pytest.mark.slow
-def test_lm_eval_under_the_cap_is_the_run_without_one(tmp_path: Path) -> None:
+def test_a_cap_the_run_stays_under_changes_nothing(
+    loopback: LoopbackOpenAI, finish_lines: list[str]
+) -> None:
+    """The same requests, byte for byte, and the same judgements, identity included.
+
+    In process, through the filter lm_eval calls: the CLI path of a cap is the over-cap
+    test's; what a cap must not change is decided here.
+    """
+    from elitr_bench.judges.qa.lm_eval_filter import judge_responses, last_run
+
+    loopback.handler = boxed_by_response(lambda r: len(r) % 10)
     runs = []
-    with LoopbackOpenAI(boxed_by_response(lambda r: len(r) % 10), model="gpt-4-0613") as server:
-        for name, cap in (("plain", ""), ("capped", ",max_cost=5")):
-            judge = f"openai:gpt-4-0613,base_url={server.base_url},preflight=false{cap}"
-            before = len(server.requests)
-            proc = _qa_run(tmp_path / name, judge, tmp_path / f"cache-{name}")
-            assert proc.returncode == 0, proc.stderr[-3000:]
-            prompts = _judge_prompts(server.requests[before:])
-            [rows] = _samples(tmp_path / name).values()
-            results = json.loads(next((tmp_path / name).rglob("results_*.json")).read_text())
-            runs.append((prompts, [r["filtered_resps"] for r in rows], results))
-    (plain, plain_rows, plain_res), (capped, capped_rows, capped_res) = runs
-    assert len(plain) == 2 and capped == plain  # the same requests, byte for byte
-    assert capped_rows == plain_rows  # the same judgements, identity included
-    assert capped_res["results"] == plain_res["results"]
+    for cap in ("", ",max_cost=5"):
+        config = parse_judge_spec(_judge(loopback, f",price=10:30,cache=memory{cap}"))
+        before = len(loopback.requests)
+        out = judge_responses(["a0", "an answer 1"], _docs(2), config)
+        run = last_run()
+        assert run is not None
+        runs.append((_judge_prompts(loopback.requests[before:]), out, run.usage["requests"]))
+    (plain, plain_out, plain_sent), (capped, capped_out, capped_sent) = runs
+    assert len(plain) == 2 and capped == plain and plain_sent == capped_sent == 2
+    assert capped_out == plain_out
+    assert [s for _, s in _statuses(capped_out)] == ["scored", "scored"]
+    assert finish_lines == []
 
 
 @pytest.mark.slow
