@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -54,3 +55,14 @@ def loopback() -> Iterator[LoopbackOpenAI]:
     """A started loopback server (default reply ``ok``; set ``.handler`` to script it)."""
     with LoopbackOpenAI() as server:
         yield server
+
+
+def chat_qa_args(chat_url: str, judge: str, out: Path) -> list[str]:
+    """``lm_eval`` arguments: the loopback as the tested chat model on two ELITR questions."""
+    return [
+        "--model", "local-chat-completions",
+        "--model_args", f"model=loopback,base_url={chat_url},num_concurrent=1",
+        "--tasks", "elitr_qa_dev", "--apply_chat_template", "--limit", "2",
+        "--log_samples", "--output_path", str(out),
+        "--metadata", json.dumps({"judge": judge}),
+    ]  # fmt: skip

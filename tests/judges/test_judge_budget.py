@@ -18,13 +18,13 @@ from typing import Any
 import pytest
 
 from elitr_bench.cli.score import main as score_main
-from elitr_bench.data.run_files import parse_samples_name
 from elitr_bench.judges import parse_judge_spec
 from elitr_bench.judges.metrics import parse_filtered
 from elitr_bench.judges.qa.engine import JudgeItem
 from elitr_bench.judges.qa.plan import plan_items
 from tests.conftest import run_lm_eval
 from tests.judges.conftest import boxed_by_response, response_in
+from tests.judges.test_judge_failure_cli import _samples
 from tests.judges.test_lm_eval_integration import _docs
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest
 
@@ -99,15 +99,6 @@ def test_the_cap_is_the_runs_each_tasks_plan_adds_up(
 
 
 # --- through the real lm_eval CLI ---------------------------------------------------------
-def _samples(out: Path, rescored: bool = False) -> dict[str, list[dict[str, Any]]]:
-    found = {}
-    for path in out.rglob("samples_*.jsonl"):
-        name = parse_samples_name(path)
-        if name is not None and name.rescored == rescored:
-            found[name.task] = [json.loads(line) for line in path.read_text().splitlines()]
-    return found
-
-
 def _qa_run(out: Path, judge: str, cache: Path) -> Any:
     args = [
         *REPLAY_QA, "--tasks", "elitr_qa_dev", "--limit", "2",

@@ -23,6 +23,7 @@ from elitr_bench.judges import parse_judge_spec
 from elitr_bench.judges.qa.engine import JudgeItem
 from elitr_bench.judges.qa.plan import plan_items
 from elitr_bench.judges.rubrics import RUBRICS
+from tests.judges.conftest import chat_qa_args
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest
 
 ITEMS = [
@@ -145,13 +146,7 @@ def test_lm_eval_prints_the_plan_before_the_first_judge_request(tmp_path: Path) 
     out = tmp_path / "out"
     with LoopbackOpenAI(server) as loop:
         judge = f"openai:judge-model,price=10:30,base_url={loop.base_url},preflight=false"
-        args = [
-            "--model", "local-chat-completions",
-            "--model_args", f"model=loopback,base_url={loop.chat_url},num_concurrent=1",
-            "--tasks", "elitr_qa_dev", "--apply_chat_template", "--limit", "2",
-            "--log_samples", "--output_path", str(out),
-            "--metadata", json.dumps({"judge": judge}),
-        ]  # fmt: skip
+        args = chat_qa_args(loop.chat_url, judge, out)
         exe = Path(sys.executable).with_name("lm_eval")
         cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "lm_eval"]
         env = {**os.environ, "OPENAI_API_KEY": "sk-test", "ELITR_JUDGE_CACHE": str(tmp_path / "c")}

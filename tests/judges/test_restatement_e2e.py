@@ -22,6 +22,7 @@ from elitr_bench.judges.minutes.prompts import AFGR, ART
 from elitr_bench.judges.qa.engine import JudgeItem, judge_items
 from elitr_bench.judges.rubrics import GPT4
 from tests.conftest import run_lm_eval
+from tests.judges.conftest import chat_qa_args
 from tests.judges.test_cream_arena import FAST, cream_script, write_run
 from tests.judges.test_mesa_script import PAPER_RATINGS, classify, make_script
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest, Reply
@@ -66,13 +67,7 @@ def test_qa_lm_eval_restates_prose_and_reads_a_boxed_reply_at_once(tmp_path: Pat
     out = tmp_path / "out"
     with LoopbackOpenAI(server) as loop:
         judge = f"openai:judge-model,base_url={loop.base_url},cache={tmp_path / 'c.sqlite'}"
-        args = [
-            "--model", "local-chat-completions",
-            "--model_args", f"model=loopback,base_url={loop.chat_url},num_concurrent=1",
-            "--tasks", "elitr_qa_dev", "--apply_chat_template", "--limit", "2",
-            "--log_samples", "--output_path", str(out),
-            "--metadata", json.dumps({"judge": judge}),
-        ]  # fmt: skip
+        args = chat_qa_args(loop.chat_url, judge, out)
         proc = run_lm_eval(args, env={"OPENAI_API_KEY": "sk-test"})
         assert proc.returncode == 0, proc.stderr[-3000:]
         judged = [r for r in loop.requests if "### Response to evaluate:" in str(r.body)]
