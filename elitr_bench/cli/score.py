@@ -235,7 +235,7 @@ def _cmd_judge_check(args: argparse.Namespace) -> int:
         return 0
     check_budget(plan.cost_usd, plan.calls, spending_cap(args.max_cost, config.max_cost), narrow="")
     check_judge_ready(config, network=True, command="elitr-bench", alternative=alternative)
-    report = run_judge_check(config)
+    report = run_judge_check(config, plan=plan)
     print(format_report(report))
     if args.output:
         out = Path(args.output)

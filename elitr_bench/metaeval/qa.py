@@ -133,12 +133,21 @@ def judge_check_plan(config: JudgeConfig) -> QAPlan:
     return plan_items(load_check_items()[0], config)
 
 
-def run_judge_check(config: JudgeConfig, judge: Judge | None = None) -> dict[str, Any]:
-    """Judge the 390 responses with ``config`` and analyse against the human scores."""
+def run_judge_check(
+    config: JudgeConfig, judge: Judge | None = None, plan: QAPlan | None = None
+) -> dict[str, Any]:
+    """Judge the 390 responses with ``config`` and analyse against the human scores.
+
+    Args:
+        config: The judge.
+        judge: An existing judge to reuse (else one is built here).
+        plan: The plan the command printed before the run (:func:`judge_check_plan`),
+            kept in the usage; planned here when not given.
+    """
     items, scores, systems = load_check_items()
     run: JudgeRun = judge_items(items, config, judge=judge, desc="judge-check")
-    if config.is_llm:  # the plan the command printed before the run
-        run.usage["plan"] = plan_items(items, config).to_dict()
+    if config.is_llm:
+        run.usage["plan"] = (plan or plan_items(items, config)).to_dict()
     rows = [
         CheckRow(
             system=system,
