@@ -333,7 +333,7 @@ def parse_judge_spec(spec: str, *, family: str | None = None) -> JudgeConfig:
         if not part:
             continue
         key, eq, raw = part.partition("=")
-        key = key.strip().lower().replace("-", "_")
+        key = _option_name(key)
         raw = raw.strip()
         if not eq:
             raise JudgeConfigError(f"judge spec {spec!r}: option {part!r} must be key=value")
@@ -398,10 +398,13 @@ def without_option(spec: str, name: str) -> str:
     so that the command it prints judges what the cap held back.
     """
     head, *parts = spec.split(",")
-    kept = [
-        part for part in parts if part.partition("=")[0].strip().lower().replace("-", "_") != name
-    ]
+    kept = [part for part in parts if _option_name(part.partition("=")[0]) != name]
     return ",".join([head, *kept])
+
+
+def _option_name(key: str) -> str:
+    """An option's name as the spec parser reads it: ``Max-Cost`` is ``max_cost``."""
+    return key.strip().lower().replace("-", "_")
 
 
 def _family_values(
