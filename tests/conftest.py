@@ -30,6 +30,10 @@ def _isolated_cache(
 ) -> None:
     cache = tmp_path_factory.getbasetemp() / "elitr-cache"
     monkeypatch.setenv("ELITR_BENCH_CACHE", str(cache))
+    # What judge endpoints refused is learnt per process: each test starts knowing nothing.
+    from elitr_bench.llm import structured
+
+    structured.forget()
 
 
 @pytest.fixture(scope="session")

@@ -72,6 +72,22 @@ class FatalBackendError(Exception):
         self.status = status
 
 
+class ParameterRefused(FatalBackendError):
+    """The server refused a parameter of the request (HTTP 400 naming it).
+
+    Raised for ``response_format`` only, the one parameter a request may carry that a
+    server may not take: :class:`elitr_bench.llm.client.JudgeClient` sends the request
+    once more without it and remembers the endpoint (:mod:`elitr_bench.llm.structured`).
+
+    Attributes:
+        param: The refused parameter (``response_format``).
+    """
+
+    def __init__(self, message: str, status: int | None, param: str) -> None:
+        super().__init__(message, status)
+        self.param = param
+
+
 class AuthenticationRejected(FatalBackendError):
     """The server refused the credentials (HTTP 401/403).
 

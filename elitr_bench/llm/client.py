@@ -19,6 +19,11 @@ Three rules keep a run from paying for nothing:
   in flight still land in the cache.
 * A 200 without usable text (no ``choices``, no ``message``, ``content: null``) is retried
   like any transient fault and, when retries run out, fails the item with that reason.
+* A request whose ``response_format`` the server refuses (HTTP 400 naming it) is sent once
+  more without it, and no later request to that endpoint and model carries it
+  (:mod:`elitr_bench.llm.structured`); the refusal never fails the item. While nobody
+  knows whether an endpoint takes a format, the first request carrying it is sent alone
+  and the others wait for its answer, so a refusing server refuses once per process.
 """
 
 from __future__ import annotations
@@ -32,12 +37,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from typing import Any, TypeVar, cast
 
-from elitr_bench.llm import interrupt
+from elitr_bench.llm import interrupt, structured
 from elitr_bench.llm.base import (
     AuthenticationRejected,
     CompletionBackend,
     CompletionRequest,
     FatalBackendError,
+    ParameterRefused,
     RetryableError,
 )
 from elitr_bench.llm.cache import Completion, JudgeCache, cache_key
@@ -100,6 +106,11 @@ class Usage:
         cached_completion_tokens: Completion tokens the cache hits saved.
         restated: Follow-up turns that asked a reply's final values again (counted by the
             caller that sends them; each is also a request or a cache hit above).
+        structured_refused: Requests the server refused for their ``response_format``
+            (HTTP 400 naming it; also under ``refused``): each was sent again without it.
+        unstructured: Completions asked without the ``response_format`` they were built
+            with, because the endpoint refuses it (learnt from a refusal in this process,
+            or OpenAI's models known to, see :mod:`elitr_bench.llm.structured`).
     """
 
     requests: int = 0
@@ -115,6 +126,8 @@ class Usage:
     cached_prompt_tokens: int = 0
     cached_completion_tokens: int = 0
     restated: int = 0
+    structured_refused: int = 0
+    unstructured: int = 0
 
     def as_dict(self, prices: tuple[float, float] | None = None) -> dict[str, Any]:
         """Counters plus the estimated cost of the tokens paid in this run."""
@@ -143,7 +156,16 @@ def usage_line(usage: dict[str, Any]) -> str:
     )
     if usage.get("not_sent"):
         line += f"; not sent after the credentials were refused: {usage['not_sent']}"
+    if usage.get("structured_refused") or usage.get("unstructured"):
+        line += (
+            f"; sent without the refused response_format: {usage.get('unstructured', 0)} "
+            f"({usage.get('structured_refused', 0)} refused with it first)"
+        )
     return line
+
+
+class _FormatRefused(Exception):
+    """The server refused the request's ``response_format`` (learnt; sent again without)."""
 
 
 @dataclass
@@ -194,6 +216,9 @@ class JudgeClient:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._flights: dict[str, _Flight] = {}
         self._pool: ThreadPoolExecutor | None = None
+        #: Per ``response_format`` type: the one request carrying it while the endpoint's
+        #: answer to it is unknown (the others wait for its outcome).
+        self._probes: dict[str, asyncio.Future[None]] = {}
         self._scope = str(getattr(backend, "auth_scope", "") or "")
         interrupt.watch_cache(cache)
 
@@ -252,16 +277,59 @@ class JudgeClient:
                 server had refused these credentials before (then nothing is sent).
             ContextWindowError: The prompt does not fit the judge's window (not sent).
         """
+        loop = asyncio.get_running_loop()
+        if self._sem is None or self._loop is not loop:
+            # asyncio primitives bind to one loop; a client reused by a later run gets new ones.
+            self._sem, self._loop = asyncio.Semaphore(self._concurrency), loop
+            self._flights, self._probes = {}, {}
+        probe: asyncio.Future[None] | None = None
+        if request.response_format:
+            request, probe = await self._formatted(request)
+        try:
+            return await self._complete(request, draw)
+        except _FormatRefused:  # learnt by now: asked again without it (once)
+            return await self.complete(replace(request, response_format=""), draw)
+        finally:
+            if probe is not None:  # answered, refused or failed: the waiters decide again
+                self._probes.pop(structured.format_type(request.response_format), None)
+                probe.set_result(None)
+
+    def _format_scope(self) -> structured.Scope:
+        return structured.Scope(self.backend.kind, self.backend.endpoint, self.backend.model)
+
+    async def _formatted(
+        self, request: CompletionRequest
+    ) -> tuple[CompletionRequest, asyncio.Future[None] | None]:
+        """The request as this endpoint takes it, and its probe when it is the first to try.
+
+        A format the endpoint refuses is dropped (counted as ``unstructured``). While its
+        answer to the format is unknown, one request carries it (the probe) and the others
+        wait for that one's outcome.
+        """
+        kind = structured.format_type(request.response_format)
+        scope = self._format_scope()
+        while True:
+            known = structured.verdict(scope, kind)
+            if known == "refused":
+                if structured.known_refusal(scope, kind):
+                    structured.note_known(scope, kind)
+                self.usage.unstructured += 1
+                return replace(request, response_format=""), None
+            if known == "accepted":
+                return request, None
+            probe = self._probes.get(kind)
+            if probe is None:
+                probe = self._probes[kind] = asyncio.get_running_loop().create_future()
+                return request, probe
+            await asyncio.shield(probe)
+
+    async def _complete(self, request: CompletionRequest, draw: int) -> Completion:
         key = self.key_for(request, draw)
         hit = await self._hit(key)
         if hit is not None:
             return hit
         if self.window is not None:  # the last check: an over-long prompt is never sent
             self.window.require(request)
-        loop = asyncio.get_running_loop()
-        if self._sem is None or self._loop is not loop:
-            # asyncio primitives bind to one loop; a client reused by a later run gets new ones.
-            self._sem, self._loop, self._flights = asyncio.Semaphore(self._concurrency), loop, {}
         flight = self._flights.get(key)
         owner = flight is None
         if flight is None:
@@ -388,6 +456,15 @@ class JudgeClient:
                 log.debug("judge request retry %d in %.2fs: %s", attempt + 1, delay, exc)
                 await asyncio.sleep(delay)
                 continue
+            except ParameterRefused as exc:
+                self.usage.refused += 1
+                if not request.response_format:  # not ours to drop: the request is at fault
+                    raise JudgeRequestError(f"{name}: {exc}") from None
+                self.usage.structured_refused += 1
+                kind = structured.format_type(request.response_format)
+                why = f" (HTTP {exc.status})" if exc.status else ""
+                structured.learn(self._format_scope(), kind, "refused", why)
+                raise _FormatRefused(str(exc)) from None
             except AuthenticationRejected as exc:
                 self.usage.refused += 1
                 reason = (
@@ -406,6 +483,9 @@ class JudgeClient:
                     self.usage.refused += 1
                 raise JudgeRequestError(f"{name}: {exc}") from None
             self.usage.answered += 1
+            if request.response_format:
+                kind = structured.format_type(request.response_format)
+                structured.learn(self._format_scope(), kind, "accepted")
             self.limiter.settle(estimate, completion.prompt_tokens + completion.completion_tokens)
             self.usage.prompt_tokens += completion.prompt_tokens
             self.usage.completion_tokens += completion.completion_tokens

@@ -21,6 +21,7 @@ from elitr_bench.llm.base import (
     AuthenticationRejected,
     CompletionRequest,
     FatalBackendError,
+    ParameterRefused,
     RetryableError,
 )
 from elitr_bench.llm.cache import Completion
@@ -76,6 +77,18 @@ def finish_reason(response: Any) -> str | None:
         return None
     reason = _field(choices[0], "finish_reason")
     return str(reason) if reason is not None else None
+
+
+def refuses_response_format(status: int, exc: Any) -> bool:
+    """Whether an error answer refuses the request's ``response_format`` (not the request).
+
+    OpenAI answers HTTP 400 with ``param: "response_format"`` and a message naming it
+    ("Invalid parameter: 'response_format' of type 'json_schema' is not supported with
+    this model"); other servers name it in the message only.
+    """
+    if status not in (400, 422):
+        return False
+    return getattr(exc, "param", None) == "response_format" or "response_format" in str(exc)
 
 
 class OpenAIBackend:
@@ -165,6 +178,8 @@ class OpenAIBackend:
                 raise RetryableError(message, parse_retry_after(headers), status) from None
             if status in _AUTH_STATUS:
                 raise AuthenticationRejected(message, status) from None
+            if request.response_format and refuses_response_format(status, exc):
+                raise ParameterRefused(message, status, "response_format") from None
             raise FatalBackendError(message, status) from None
         except openai.OpenAIError as exc:
             raise FatalBackendError(f"{type(exc).__name__}: {self._msg(exc)}") from None

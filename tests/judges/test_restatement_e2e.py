@@ -21,6 +21,8 @@ from elitr_bench.judges.metrics import parse_filtered
 from elitr_bench.judges.minutes.prompts import AFGR, ART
 from elitr_bench.judges.qa.engine import JudgeItem, judge_items
 from elitr_bench.judges.rubrics import GPT4
+from elitr_bench.llm import structured
+from elitr_bench.llm.client import usage_line
 from tests.conftest import run_lm_eval
 from tests.judges.conftest import chat_qa_args
 from tests.judges.test_cream_arena import FAST, cream_script, write_run
@@ -34,12 +36,17 @@ def restating(request: RecordedRequest) -> bool:
     return len(messages) >= 3 and messages[-1]["content"].startswith("Restate your final")
 
 
-def check_turn(request: RecordedRequest, first_reply: str) -> None:
-    """The restatement turn holds the original prompt, the reply, then the fixed message."""
+def check_turn(request: RecordedRequest, first_reply: str, schema: bool = True) -> None:
+    """The restatement turn holds the original prompt, the reply, then the fixed message.
+
+    ``schema``: the judge takes structured output, so the turn carries its JSON schema
+    (``structured=auto``); a judge that refuses it gets the same turn without.
+    """
     messages = request.body["messages"]
     assert [m["role"] for m in messages[-3:]] == ["user", "assistant", "user"]
     assert messages[-2]["content"] == first_reply
-    assert request.body["response_format"]["type"] == "json_schema"  # structured=auto
+    fmt = request.body.get("response_format")
+    assert (fmt or {}).get("type") == ("json_schema" if schema else None)
 
 
 # --- QA: elitr_qa_dev through lm_eval -----------------------------------------------------
@@ -129,7 +136,8 @@ def test_minutes_lm_eval_restates_and_reads_clean_lines_at_once(
 
     def server(request: RecordedRequest) -> str:
         if restating(request):
-            check_turn(request, first)
+            # gpt-4-32k refuses json_schema like the API: only the turn without it gets here
+            check_turn(request, first, schema=False)
             assert request.body["messages"][-1]["content"] == prompt.grammar.restatement.message
             return json.dumps(restated)
         if "on a scale 0 to 10" not in request.prompt:  # a readiness probe of the endpoint
@@ -150,7 +158,9 @@ def test_minutes_lm_eval_restates_and_reads_clean_lines_at_once(
         proc = run_lm_eval(args, env={"OPENAI_API_KEY": "sk-test"})
         assert proc.returncode == 0, proc.stderr[-3000:]
         requests = [r for r in loop.requests if "on a scale 0 to 10" in json.dumps(r.body)]
-        assert len(requests) == 3 and sum(map(restating, requests)) == 1
+        # the restatement is refused with its schema once, then sent without it
+        assert len(requests) == 4 and sum(map(restating, requests)) == 2
+        assert [r.body["response_format"]["type"] for r in loop.refused] == ["json_schema"]
     assert "2 restatements included" in proc.stderr  # the preflight counts them
     text = next(out.rglob("samples_*.jsonl")).read_text()
     samples = [json.loads(x) for x in text.split("\n") if x.strip()]
@@ -262,16 +272,43 @@ def test_structured_option_sends_the_schema_or_not(
     loopback: LoopbackOpenAI, option: str, sent: bool
 ) -> None:
     loopback.handler = lambda r: '{"score": 9}' if restating(r) else "Looks right: 9 of 10."
-    spec = f"openai:gpt-4-0613,base_url={loopback.base_url},cache=memory,progress=false{option}"
-    (judgement,) = judge_items([_item()], parse_judge_spec(spec)).judgements
+    # gpt-4o takes a strict json_schema: the loopback, like the API, checks the schema's rules
+    spec = f"openai:gpt-4o,base_url={loopback.base_url},cache=memory,progress=false{option}"
+    run = judge_items([_item()], parse_judge_spec(spec))
+    (judgement,) = run.judgements
     assert judgement.score == 9.0 and judgement.samples[0].restated
     first, second = loopback.requests
     assert "response_format" not in first.body
     assert ("response_format" in second.body) is sent
+    assert loopback.refused == [] and run.usage["structured_refused"] == 0
     if sent:
         schema = second.body["response_format"]["json_schema"]["schema"]
         assert schema == GPT4.grammar.restatement.schema
         assert schema["properties"]["score"] == {"type": "integer", "minimum": 1, "maximum": 10}
+
+
+def test_a_refused_schema_is_sent_once_then_never_again(
+    loopback: LoopbackOpenAI, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """gpt-4-0613, the paper's judge, refuses json_schema (HTTP 400): each turn still scores."""
+    loopback.handler = lambda r: '{"score": 8}' if restating(r) else "Looks right: 8 of 10."
+    spec = f"openai:gpt-4-0613,base_url={loopback.base_url},cache=memory,progress=false"
+    items = [_item(), JudgeItem("Who comes?", "Anna.", "Anna and Ben."), _item()]
+    run = judge_items(items, parse_judge_spec(spec + ",concurrency=4"), on_error="record")
+    assert [j.score for j in run.judgements] == [8.0, 8.0, 8.0]
+    assert [j.status for j in run.judgements] == ["scored"] * 3
+    restatements = [r for r in loopback.requests if restating(r)]
+    # identical items share their calls: two restatement turns, the first tried with the schema
+    assert [("response_format" in r.body) for r in restatements] == [True, False, False]
+    assert loopback.refused == restatements[:1]
+    usage = run.usage
+    assert usage["structured_refused"] == 1 and usage["unstructured"] == 2
+    assert usage["refused"] == 1 and usage["requests"] == usage["answered"] + 1
+    err = capsys.readouterr().err
+    assert err.count("refuses response_format json_schema") == 1
+    assert "sent without the refused response_format: 2 (1 refused with it first)" in (
+        usage_line(usage)
+    )
 
 
 def test_bad_structured_value_is_one_line() -> None:
@@ -297,12 +334,17 @@ def test_a_restatement_is_cached_and_a_rerun_resumes(
     spec = f"openai:gpt-4-0613,base_url={loopback.base_url},cache={tmp_path / 'c.db'}"
     config = parse_judge_spec(spec + ",progress=false")
     first = judge_items([_item()], config)
-    assert first.judgements[0].score == 6.0 and len(loopback.requests) == 2
+    # the prompt, the restatement refused for its schema, the restatement without it
+    assert first.judgements[0].score == 6.0 and len(loopback.requests) == 3
     loopback.reset()
-    again = judge_items([_item()], config)
+    again = judge_items([_item()], config)  # this process knows: nothing is sent
     assert again.judgements[0].score == 6.0 and loopback.requests == []
     usage: dict[str, Any] = again.usage
     assert usage["cache_hits"] == 2 and usage["restated"] == 1
+    structured.forget()  # a new process learns it again, from one refused (unbilled) request
+    resumed = judge_items([_item()], config)
+    assert resumed.judgements[0].score == 6.0 and loopback.requests == loopback.refused
+    assert len(loopback.refused) == 1 and resumed.usage["answered"] == 0
 
 
 # --- read-reply and the red-team corpus ---------------------------------------------------

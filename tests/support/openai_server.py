@@ -11,11 +11,22 @@ usable text as OpenAI-compatible servers send them under load (:func:`malformed_
 
 Usable for lm-eval's ``local-chat-completions`` / ``local-completions`` models by pointing
 ``base_url`` at :attr:`LoopbackOpenAI.chat_url` / :attr:`LoopbackOpenAI.completions_url`.
+
+By default the server refuses what OpenAI's API refuses, with the API's own HTTP 400 bodies
+(:func:`api_refusal`), before the script sees the request: a ``response_format`` the
+requested model does not take (``json_schema`` before gpt-4o-2024-08-06, ``json_object``
+before gpt-4-1106-preview), a strict ``json_schema`` that breaks the Structured Outputs
+rules, a ``json_object`` request whose messages never say "json", and the parameters the
+reasoning models refuse (``max_tokens``, a ``temperature`` or ``top_p`` other than 1). So
+no test passes against a server that accepts anything; ``rules=None`` turns it off for a
+test that needs a server of another kind, and names why. ``max_model_len`` makes
+``GET /v1/models`` answer as vLLM does.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -140,6 +151,110 @@ def malformed_ok(shape: str) -> Reply:
     return Reply(body=body)
 
 
+#: OpenAI models (the requested ``model``, dated snapshots included) and the
+#: ``response_format`` types the API refuses for them; any other model takes both.
+#: Structured Outputs came with gpt-4o-2024-08-06 and gpt-4o-mini, JSON mode with
+#: gpt-4-1106-preview and gpt-3.5-turbo-1106.
+REFUSED_FORMATS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (r"gpt-4(-0314|-0613)?", ("json_schema", "json_object")),
+    (r"gpt-4-32k(-0314|-0613)?", ("json_schema", "json_object")),
+    (r"gpt-3\.5-turbo-(0301|0613|16k|16k-0613)", ("json_schema", "json_object")),
+    (r"gpt-4-turbo.*|gpt-4-(1106|0125)-preview|gpt-4-.*vision.*", ("json_schema",)),
+    (r"gpt-3\.5-turbo(-0125|-1106)?", ("json_schema",)),
+    (r"gpt-4o-2024-05-13|chatgpt-4o-latest", ("json_schema",)),
+)
+
+#: Reasoning models: no ``max_tokens`` (``max_completion_tokens`` instead), and only the
+#: default ``temperature`` and ``top_p`` (1).
+REASONING_MODELS = r"o1.*|o3.*|o4.*|gpt-5.*"
+
+
+def _api_error(message: str, param: str | None, code: str | None = None) -> Reply:
+    """HTTP 400 with the body OpenAI's API sends for an invalid request."""
+    error = {"message": message, "type": "invalid_request_error", "param": param, "code": code}
+    return Reply(status=400, body={"error": error})
+
+
+def _schema_problem(schema: Any, context: tuple[str, ...] = ()) -> str | None:
+    """The first strict-mode rule a JSON schema breaks (OpenAI's wording), else None."""
+    if not isinstance(schema, dict):
+        return None
+    where = f"In context=({', '.join(repr(c) for c in context)}{',' if len(context) == 1 else ''})"
+    if schema.get("type") == "object" or "properties" in schema:
+        props = schema.get("properties") or {}
+        if schema.get("additionalProperties") is not False:
+            return f"{where}, 'additionalProperties' is required to be supplied and to be false."
+        missing = [k for k in props if k not in (schema.get("required") or [])]
+        if missing:
+            return (
+                f"{where}, 'required' is required to be supplied and to be an array "
+                f"including every key in properties. Missing '{missing[0]}'."
+            )
+        for name, sub in props.items():
+            problem = _schema_problem(sub, (*context, "properties", name))
+            if problem:
+                return problem
+    if isinstance(schema.get("items"), dict):
+        return _schema_problem(schema["items"], (*context, "items"))
+    return None
+
+
+def api_refusal(request: RecordedRequest) -> Reply | None:
+    """OpenAI's HTTP 400 for a chat request its API refuses (None: it would be taken)."""
+    body = request.body if isinstance(request.body, dict) else {}
+    model = str(body.get("model", ""))
+    name = model.split(":")[1] if model.startswith("ft:") else model
+    if re.fullmatch(REASONING_MODELS, name):
+        if "max_tokens" in body:
+            return _api_error(
+                "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                "Use 'max_completion_tokens' instead.",
+                "max_tokens",
+                "unsupported_parameter",
+            )
+        for param in ("temperature", "top_p"):
+            if param in body and body[param] != 1:
+                return _api_error(
+                    f"Unsupported value: '{param}' does not support {body[param]} with this "
+                    "model. Only the default (1) value is supported.",
+                    param,
+                    "unsupported_value",
+                )
+    fmt = body.get("response_format")
+    if not isinstance(fmt, dict):
+        return None
+    kind = str(fmt.get("type", ""))
+    refused = any(kind in types and re.fullmatch(p, name) for p, types in REFUSED_FORMATS)
+    if refused:
+        return _api_error(
+            f"Invalid parameter: 'response_format' of type '{kind}' is not supported with "
+            "this model. Learn more about supported models at the Structured Outputs guide: "
+            "https://platform.openai.com/docs/guides/structured-outputs",
+            "response_format",
+        )
+    if kind == "json_object":
+        said = " ".join(str(m.get("content", "")) for m in body.get("messages") or [])
+        if "json" not in said.lower():
+            return _api_error(
+                "'messages' must contain the word 'json' in some form, to use "
+                "'response_format' of type 'json_object'.",
+                "messages",
+            )
+    if kind == "json_schema":
+        spec = fmt.get("json_schema") or {}
+        problem = _schema_problem(spec.get("schema")) if spec.get("strict") else None
+        if problem:
+            return _api_error(
+                f"Invalid schema for response_format '{spec.get('name', '')}': {problem}",
+                "response_format",
+            )
+    return None
+
+
+#: What a server refuses before its script sees a request: a refusal, or None.
+Rules = Callable[[RecordedRequest], "Reply | None"]
+
+
 class _Server(ThreadingHTTPServer):
     """Threaded server with a listen backlog large enough for concurrent clients."""
 
@@ -156,14 +271,27 @@ class LoopbackOpenAI:
         model: Model name echoed in responses.
         max_requests: Hard bound on requests served (later ones get HTTP 503), so a
             runaway client loop cannot spin forever.
+        rules: What the server refuses before the script sees a request (default: what
+            OpenAI's API refuses, :func:`api_refusal`); None takes anything.
+        max_model_len: Context window ``GET /v1/models`` reports for ``model``, as vLLM
+            does (None: OpenAI's listing, which has none).
     """
 
     def __init__(
-        self, handler: Handler | None = None, model: str = "loopback", max_requests: int = 100_000
+        self,
+        handler: Handler | None = None,
+        model: str = "loopback",
+        max_requests: int = 100_000,
+        rules: Rules | None = api_refusal,
+        max_model_len: int | None = None,
     ) -> None:
         self.handler: Handler = handler or (lambda req: "ok")
         self.model = model
         self.max_requests = max_requests
+        self.rules = rules
+        self.max_model_len = max_model_len
+        #: Requests refused by ``rules`` (also in ``requests``).
+        self.refused: list[RecordedRequest] = []
         self.requests: list[RecordedRequest] = []
         self.completed: list[RecordedRequest] = []
         #: Paths of GET requests (the preflight's model listing); not in ``requests``.
@@ -188,11 +316,11 @@ class LoopbackOpenAI:
                 with owner._lock:
                     owner.listings.append(self.path)
                 if self.path.rstrip("/") == "/v1/models":
-                    self._send(
-                        200,
-                        {"object": "list", "data": [{"id": owner.model, "object": "model"}]},
-                        {},
-                    )
+                    entry: dict[str, Any] = {"id": owner.model, "object": "model"}
+                    if owner.max_model_len is not None:  # vLLM's listing
+                        entry.update(owned_by="vllm", root=owner.model, parent=None)
+                        entry["max_model_len"] = owner.max_model_len
+                    self._send(200, {"object": "list", "data": [entry]}, {})
                 else:
                     self._send(404, {"error": {"message": "not found"}}, {})
 
@@ -284,6 +412,7 @@ class LoopbackOpenAI:
             self.requests.clear()
             self.completed.clear()
             self.listings.clear()
+            self.refused.clear()
 
     # serving -----------------------------------------------------------------------
     def _serve(self, http: Any, body: Any) -> None:
@@ -304,6 +433,12 @@ class LoopbackOpenAI:
         path = http.path.rstrip("/")
         if path not in ("/v1/chat/completions", "/v1/completions"):
             http._send(404, {"error": {"message": f"unknown path {http.path}"}}, {})
+            return
+        refusal = self.rules(rec) if self.rules is not None else None
+        if refusal is not None:
+            with self._lock:
+                self.refused.append(rec)
+            http._send(refusal.status, refusal.body, refusal.headers)
             return
         try:
             reply = self.handler(rec)
