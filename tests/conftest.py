@@ -30,10 +30,13 @@ def _isolated_cache(
 ) -> None:
     cache = tmp_path_factory.getbasetemp() / "elitr-cache"
     monkeypatch.setenv("ELITR_BENCH_CACHE", str(cache))
-    # What judge endpoints refused is learnt per process: each test starts knowing nothing.
+    # What judge endpoints refused, or named as their window, is learnt per process: each
+    # test starts knowing nothing.
     from elitr_bench.llm import structured
+    from elitr_bench.llm.context_window import forget_served_windows
 
     structured.forget()
+    forget_served_windows()
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from elitr_bench.judges.config import JudgeConfig
@@ -58,6 +58,36 @@ class Asked:
     def last(self) -> str:
         """The text of the last attempt."""
         return self.raws[-1] if self.raws else ""
+
+    @property
+    def reply(self) -> str:
+        """The judge's own reply: the one a restatement turn restated, else :attr:`raw`.
+
+        What a logged record keeps as the judge's words (its feedback, its reasoning),
+        next to :attr:`restatement`.
+        """
+        return self.raws[-2] if self.restated and len(self.raws) > 1 else self.raw
+
+    @property
+    def restatement(self) -> str:
+        """The restatement turn's text (``""`` when there was none)."""
+        return self.raws[-1] if self.restated and self.raws else ""
+
+    @property
+    def answer(self) -> str:
+        """What a later step reads of this ask: the reply, then the restated values.
+
+        A debate's challengers, a synthesis or a later CREAM step argue over the judge's
+        reasoning, which a restatement (values only) does not hold.
+        """
+        return with_restatement(self.reply, self.restatement)
+
+
+def with_restatement(reply: str, restatement: str) -> str:
+    """A reply followed by the values restated from it (the reply alone without any)."""
+    if not restatement:
+        return reply
+    return f"{reply}\n\nFinal values (restated): {restatement.strip()}"
 
 
 class _Sampling(Protocol):
@@ -179,11 +209,18 @@ async def ask(
             except ContextWindowError as exc:  # the chat grew past the window: not sent
                 why = f"{reading.reason}; the restatement was not sent ({exc})"
                 kept = Reading(reading.values, dict.fromkeys(reading.reasons, why))
-                return Asked(kept, tuple(raws), len(raws), len(raws) - 1, tuple(reasons))
+                return Asked(
+                    explained(kept, len(raws)),
+                    tuple(raws),
+                    len(raws),
+                    len(raws) - 1,
+                    tuple(reasons),
+                )
             client.usage.restated += 1
             raws.append(second.text or "")
             reasons.append(second.finish_reason)
             restated = read_restatement(grammar, reading, second.text, second.finish_reason)
+            restated = explained(restated, len(raws))
             return Asked(restated, tuple(raws), len(raws), len(raws) - 1, tuple(reasons), True)
         if best is None or reading.n_scored > best.n_scored:
             best, best_at = reading, len(raws) - 1
@@ -192,7 +229,21 @@ async def ask(
         if restatement is not None and not reading.reask:
             break
     assert best is not None
-    return Asked(best, tuple(raws), len(raws), best_at, tuple(reasons))
+    return Asked(explained(best, len(raws)), tuple(raws), len(raws), best_at, tuple(reasons))
+
+
+def explained(reading: Reading, attempts: int) -> Reading:
+    """The reading with a reason for every field left without a value.
+
+    The grammars say why a field is unscored; this is the net under them, so that no
+    item ends unscored with an empty reason, whatever the reply.
+    """
+    silent = [k for k, v in reading.values.items() if v is None and not reading.reasons.get(k)]
+    if not silent:
+        return reading
+    times = f"{attempts} completion{'s' if attempts != 1 else ''}"
+    why = {k: f"no {k} read from the judge's {times}" for k in silent}
+    return replace(reading, reasons={**reading.reasons, **why})
 
 
 def make_client(

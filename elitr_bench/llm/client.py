@@ -288,6 +288,7 @@ class JudgeClient:
         try:
             return await self._complete(request, draw)
         except _FormatRefused:  # learnt by now: asked again without it (once)
+            self.usage.unstructured += 1
             return await self.complete(replace(request, response_format=""), draw)
         finally:
             if probe is not None:  # answered, refused or failed: the waiters decide again

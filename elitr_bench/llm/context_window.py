@@ -8,8 +8,10 @@ that slipped through (:class:`ContextWindowError`, nothing sent).
 
 Where the window comes from, in order: ``context=N`` in the judge spec (any backend; it
 overrides everything else), the table :data:`OPENAI_MODELS` for OpenAI's own models, the
-model's config for ``hf:`` judges (as lm-eval's ``hf`` model reads it). Any other API
-model is not checked, and says so once.
+model's config for ``hf:`` judges (as lm-eval's ``hf`` model reads it), and for any other
+API model the ``max_model_len`` its server names in ``GET /v1/models`` (vLLM does), which
+the preflight reads (:func:`note_served_window`). Any other API model is not checked, and
+says so once.
 
 How tokens are counted:
 
@@ -345,18 +347,37 @@ def judge_label(config: EndpointSpec) -> str:
 
 _NOTED: set[str] = set()
 
+#: Windows servers named for their models (``max_model_len`` of ``GET /v1/models``), by
+#: (endpoint key, model); filled by the preflight of this process.
+_SERVED: dict[tuple[str, str], int] = {}
+
+
+def note_served_window(endpoint: str, model: str, tokens: Any) -> None:
+    """Remember the window a server names for a model (vLLM's ``max_model_len``).
+
+    Anything but a positive integer is ignored (OpenAI's listing names none).
+    """
+    if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens > 0:
+        _SERVED[(endpoint, model)] = tokens
+
+
+def forget_served_windows() -> None:
+    """Forget the windows servers named in this process (tests, notebooks)."""
+    _SERVED.clear()
+
 
 def judge_window(config: EndpointSpec) -> JudgeWindow:
     """The context window of a judge config (see the module docstring for the order).
 
-    An API model that is neither in the table nor given ``context=`` is not checked; a
-    warning says so once per process and model.
+    An API model that is neither in the table nor given ``context=`` nor named with a
+    window by its server is not checked; a warning says so once per process and model.
     """
-    return _window(config.backend, config.model, config.context)
+    served = _SERVED.get((endpoint_key(config), config.model), 0)
+    return _window(config.backend, config.model, config.context, served)
 
 
 @lru_cache(maxsize=64)
-def _window(backend: str, model: str, context: int) -> JudgeWindow:
+def _window(backend: str, model: str, context: int, served: int = 0) -> JudgeWindow:
     label = f"{backend}:{model}" if model else backend
     given = f"context={context}"
     if backend == "openai":
@@ -371,6 +392,8 @@ def _window(backend: str, model: str, context: int) -> JudgeWindow:
             )
         if context:
             return JudgeWindow(label, context, given, ESTIMATE)
+        if served:
+            return JudgeWindow(label, served, "max_model_len of the server's /v1/models", ESTIMATE)
         return _unchecked(
             label,
             "its context window is unknown (not an OpenAI model in our table); add "

@@ -25,6 +25,7 @@ from elitr_bench.llm.base import (
     RetryableError,
 )
 from elitr_bench.llm.cache import Completion
+from elitr_bench.llm.context_window import note_served_window
 from elitr_bench.llm.endpoint import EndpointSpec, effective_base_url, endpoint_key
 from elitr_bench.llm.ratelimit import parse_retry_after
 from elitr_bench.llm.redact import redact_text, split_userinfo
@@ -202,7 +203,9 @@ class OpenAIBackend:
     async def preflight(self) -> str | None:
         """Check key, endpoint and model with one minimal authenticated request.
 
-        First the free model listing: when it names our model, that is enough. Otherwise
+        First the free model listing: when it names our model, that is enough (and the
+        window it names for it, vLLM's ``max_model_len``, is kept for the judge's prompt
+        checks: :func:`~elitr_bench.llm.context_window.judge_window`). Otherwise
         (model not listed, listing not served, Azure deployments) one completion of at
         most 1 token with the judge's own parameters decides, so whatever would reject
         the real calls (key, URL, model, unsupported parameter, exhausted quota) rejects
@@ -219,7 +222,10 @@ class OpenAIBackend:
         if not self._config.azure:
             try:
                 page = await client.models.list()
-                if any(getattr(m, "id", None) == self.model for m in page.data):
+                listed = [m for m in page.data if getattr(m, "id", None) == self.model]
+                if listed:  # vLLM names the window it serves: the judge's prompts are checked
+                    served = getattr(listed[0], "max_model_len", None)
+                    note_served_window(self.endpoint, self.model, served)
                     return None
             except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
                 return self._rejected(exc)

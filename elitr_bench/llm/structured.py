@@ -1,4 +1,4 @@
-"""Which judge endpoints take OpenAI's structured output (``response_format``), learnt as a run goes.
+"""Which judge endpoints take structured output (``response_format``), learnt as a run goes.
 
 A restatement turn asks for the final values as one JSON object and, where the server
 takes it, sends the object's schema as ``response_format`` (``json_schema``). Many servers

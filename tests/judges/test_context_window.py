@@ -284,6 +284,43 @@ def test_minutes_filter_keeps_over_long_minutes_unjudged(
     assert "filler=true in the judge spec" in line and "finish with: elitr-bench score out" in line
 
 
+def test_the_window_a_vllm_server_names_checks_the_prompts(
+    loopback: LoopbackOpenAI, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The window vLLM's /v1/models names (``max_model_len``) is read by the preflight."""
+    from elitr_bench.judges.config import check_judge_ready
+
+    loopback.model, loopback.max_model_len = "smol-judge", 1500
+    config = parse_judge_spec(
+        f"openai:smol-judge,base_url={loopback.base_url},max_tokens=200,progress=false"
+    )
+    with caplog.at_level(logging.WARNING):
+        check_judge_ready(config, network=True)
+        window = judge_window(config)
+    assert loopback.listings == ["/v1/models"] and loopback.snapshot() == []
+    assert window.limit == 1500 and window.source == "max_model_len of the server's /v1/models"
+    assert not window.exact  # no tokenizer of the served model: counted as an estimate
+    assert "context window is unknown" not in caplog.text
+    fits = JudgeItem("Who?", "Alice.", "Alice.")
+    check_items_fit([fits], config, "judge")  # no error: it fits
+    with pytest.raises(ContextWindowError, match=r"1,500-token window of judge openai:smol-judge"):
+        check_items_fit([fits, JudgeItem("Who?", "Alice said " * 500, "Alice.")], config, "judge")
+    assert loopback.snapshot() == []  # nothing was sent
+
+
+def test_a_server_that_names_no_window_is_still_unknown(
+    loopback: LoopbackOpenAI, caplog: pytest.LogCaptureFixture
+) -> None:
+    from elitr_bench.judges.config import check_judge_ready
+
+    loopback.model = "plain-judge"  # OpenAI's listing shape: no max_model_len
+    config = parse_judge_spec(f"openai:plain-judge,base_url={loopback.base_url}")
+    with caplog.at_level(logging.WARNING):
+        check_judge_ready(config, network=True)
+        assert not judge_window(config).checked
+    assert "context window is unknown" in caplog.text
+
+
 @pytest.mark.slow
 def test_lm_eval_minutes_task_stops_before_generation(
     loopback: LoopbackOpenAI, tmp_path: Path

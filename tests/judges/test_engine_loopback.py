@@ -133,8 +133,10 @@ def test_unscored_items_are_reasked_restated_counted_and_never_averaged(
     assert run.summary["judge_score"] == pytest.approx(expected_mean)
     assert (run.summary["judge_unscored"], run.summary["judge_scored"]) == (3, 7)
     assert run.summary["judge_restated"] == 4 and run.usage["restated"] == 4
-    assert len(loopback.requests) == 10 + 3 + 4  # items 0-2 asked again, 0-3 restated
+    assert len(loopback.taken()) == 10 + 3 + 4  # items 0-2 asked again, 0-3 restated
     assert {r.seed for r in loopback.requests} == {2023, 2024}
+    # gpt-4-0613 refuses the schema: the first restatement tried it, none after
+    assert len(loopback.refused) == 1 and run.usage["structured_refused"] == 1
 
 
 def test_no_reask_when_disabled(loopback: LoopbackOpenAI) -> None:

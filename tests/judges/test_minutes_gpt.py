@@ -104,7 +104,8 @@ def item(system: str = "gpt4", minutes: str = "- Release on Friday.") -> Minutes
 
 
 def judge_requests(server: LoopbackOpenAI) -> list[RecordedRequest]:
-    return [r for r in server.requests if not is_classification(r)]
+    """The judge's requests the server took (gpt-4-0613 refuses a restatement's schema)."""
+    return [r for r in server.taken() if not is_classification(r)]
 
 
 # --- prompts as printed ------------------------------------------------------------------
@@ -422,7 +423,7 @@ def test_ambiguous_reply_is_reasked_then_logged_unscored_with_its_reason(
     config = parse_judge_spec(text)
     docs = [{"meeting_id": "meeting_en_test2023_999", "transcript": TRANSCRIPT}]
     [[logged]] = judge_minutes(["- Release on Friday."], docs, config, system="gpt4")
-    assert len(loopback.requests) == 2  # the reply, then its restatement
+    assert len(loopback.taken()) == 2  # the reply, then its restatement (without a schema)
     found = assessment_of(logged)
     assert found is not None
     minutes, assessment = found
@@ -460,7 +461,7 @@ def test_minutes_in_the_judges_format_score_the_minimum_where_they_confuse_it(
     found = assessment_of(logged)
     assert found is not None
     _, assessment = found
-    assert len(loopback.requests) == 2  # asked again before the rule applied
+    assert len(loopback.taken()) == 2  # asked again before the rule applied
     assert dict(assessment.scores) == {
         "art_adequacy": 0.0,
         "art_relevance": 6.0,
@@ -551,7 +552,7 @@ def test_samples_are_averaged_per_criterion(loopback: LoopbackOpenAI) -> None:
     text = spec(loopback, ",cache=memory,filler=false,samples=2,reask=0")
     config = parse_judge_spec(text.replace("gpt-afgr", "gpt-art"))
     [result] = asyncio.run(assess_items([item()], config))
-    assert sorted(r.seed for r in loopback.requests) == [2023, 2024, 2024]
+    assert sorted(r.seed for r in loopback.taken()) == [2023, 2024, 2024]
     assert dict(result.scores) == {"art_adequacy": 7.5, "art_relevance": 8.0, "art_topicality": 7.0}
     assert result.details["samples"]["art_relevance"] == [8.0, None]
     assert result.status == "ok"

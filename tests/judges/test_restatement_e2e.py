@@ -214,9 +214,12 @@ def test_cream_arena_restates_a_grouped_key_fact_list(
     rows = [json.loads(x) for x in (out / "comparisons.jsonl").read_text().splitlines()]
     assert all(r["status"] == "ok" for r in rows)
     for row in rows:
-        assert row["key_facts"] and json.loads(row["extraction_raw"]) == {
+        # the judge's grouped reply is logged as it came, the restated list apart from it
+        assert row["extraction_raw"].startswith("- **Key facts:**\n")
+        assert row["key_facts"] and json.loads(row["extraction_restatement"]) == {
             "key_facts": row["key_facts"]
         }
+        assert all("restatement" not in side for side in row["sides"])  # read at once
 
 
 # --- MESA: elitr-bench mesa ---------------------------------------------------------------
@@ -302,11 +305,11 @@ def test_a_refused_schema_is_sent_once_then_never_again(
     assert [("response_format" in r.body) for r in restatements] == [True, False, False]
     assert loopback.refused == restatements[:1]
     usage = run.usage
-    assert usage["structured_refused"] == 1 and usage["unstructured"] == 2
+    assert usage["structured_refused"] == 1 and usage["unstructured"] == 3
     assert usage["refused"] == 1 and usage["requests"] == usage["answered"] + 1
     err = capsys.readouterr().err
     assert err.count("refuses response_format json_schema") == 1
-    assert "sent without the refused response_format: 2 (1 refused with it first)" in (
+    assert "sent without the refused response_format: 3 (1 refused with it first)" in (
         usage_line(usage)
     )
 

@@ -401,6 +401,12 @@ class LoopbackOpenAI:
         with self._lock:
             return list(self.requests)
 
+    def taken(self) -> list[RecordedRequest]:
+        """Requests the rules let through to the script (those it refused left out)."""
+        with self._lock:
+            refused = {r.index for r in self.refused}
+            return [r for r in self.requests if r.index not in refused]
+
     def completed_snapshot(self) -> list[RecordedRequest]:
         """Requests whose 200 reply was fully written to the client."""
         with self._lock:

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from elitr_bench.judges.asking import ask, policy_of, request_for
+from elitr_bench.judges.asking import Asked, ask, policy_of, request_for
 from elitr_bench.judges.config import JudgeConfig, judge_endpoint
 from elitr_bench.judges.cream.parse import KEY_FACTS, AlignmentGrammar
 from elitr_bench.judges.cream.prompts import (
@@ -136,11 +136,12 @@ class CreamJudge:
 
     async def _extract(
         self, prompt: str, evaluated: Sequence[str]
-    ) -> tuple[tuple[str, ...], str, str, tuple[tuple[str, str], ...]]:
-        """Key facts, their reply, the reason if there are none, and the chat so far.
+    ) -> tuple[tuple[str, ...], Asked, str, tuple[tuple[str, str], ...]]:
+        """Key facts, the ask, the reason if there are none, and the chat so far.
 
         The alignments follow that chat: the extraction turn, and its restatement turn if
-        it had one (the key facts the alignment prompt refers to are its answer).
+        it had one (the alignment prompt refers to the key facts of the judge's reply,
+        which the restatement lists).
         """
         asked = await ask(
             self.client,
@@ -160,10 +161,10 @@ class CreamJudge:
                 ("assistant", asked.raws[-1]),
             )
         if facts is not None:
-            return tuple(facts), asked.raw, "", history
+            return tuple(facts), asked, "", history
         n = asked.attempts
         reason = f"{asked.reading.reason} (asked {n} time{'s' if n > 1 else ''})"
-        return (), asked.last, reason, history
+        return (), asked, reason, history
 
     async def _align(
         self,
@@ -181,16 +182,18 @@ class CreamJudge:
             self.config.reask + 1,
             policy=policy_of(self.config),
         )
+        read = asked.reading.complete or asked.restated
         return score_side(
             entrant.system,
             len(summary.lines),
             key_facts,
-            asked.raw if asked.reading.complete else asked.last,
+            asked.reply if read else asked.last,
             attempts=asked.attempts,
             n_sentences=len(summary.sentences),
             unit=self.unit,
             finish_reason=asked.finish_reasons[asked.best if asked.reading.complete else -1],
             reading=asked.reading,
+            restatement=asked.restatement,
         )
 
     async def compare(self, meeting_id: str, first: Entrant, second: Entrant) -> Comparison:
@@ -209,7 +212,11 @@ class CreamJudge:
                 judge=self.identity(),
             )
         prompt = extraction_prompt(paragraph_of(first.lines, second.lines), self.max_key_facts)
-        key_facts, raw, reason, history = await self._extract(prompt, (*first.lines, *second.lines))
+        key_facts, extracted, reason, history = await self._extract(
+            prompt, (*first.lines, *second.lines)
+        )
+        raw = extracted.reply if extracted.restated or key_facts else extracted.last
+        restatement = extracted.restatement
         if not key_facts:
             sides = (self.unscored(first, reason), self.unscored(second, reason))
             return Comparison(
@@ -222,6 +229,7 @@ class CreamJudge:
                 reason,
                 raw,
                 self.identity(),
+                restatement,
             )
         # Both alignments finish (or fail) before the comparison does: no request is left
         # running behind a failed sibling, so call counts and the cache stay exact.
@@ -245,4 +253,5 @@ class CreamJudge:
             "; ".join(reasons),
             raw,
             self.identity(),
+            restatement,
         )

@@ -55,12 +55,13 @@ class SideScore:
         scores: ``completeness`` / ``conciseness`` -> value, None = unscored.
         alignments: One entry per key fact (empty when the alignment was unusable).
         reason: Why a metric is unscored ("" when both are scored).
-        raw: The judge's alignment reply (last attempt).
+        raw: The judge's alignment reply: the one read or restated (else the last attempt).
         attempts: Alignment requests made (1 + re-asks used).
         n_sentences: Its number of sentences (None in records made before sentences
             were counted, which were all judged by lines).
         unit: What the alignment numbered and conciseness divided by: ``sentence`` or
             ``line`` (the default only for those older records).
+        restatement: The restatement turn's reply whose values were read (``""``: none).
     """
 
     system: str
@@ -72,6 +73,7 @@ class SideScore:
     attempts: int = 0
     n_sentences: int | None = None
     unit: str = "line"
+    restatement: str = ""
 
     @property
     def n_units(self) -> int:
@@ -102,6 +104,7 @@ class SideScore:
             "reason": self.reason,
             "raw": self.raw,
             "attempts": self.attempts,
+            **({"restatement": self.restatement} if self.restatement else {}),
         }
 
     @classmethod
@@ -125,6 +128,7 @@ class SideScore:
             attempts=int(data.get("attempts", 0)),
             n_sentences=None if data.get("n_sentences") is None else int(data["n_sentences"]),
             unit=str(data.get("unit", "line")),
+            restatement=str(data.get("restatement") or ""),
         )
 
 
@@ -163,6 +167,7 @@ def score_side(
     unit: str = "line",
     finish_reason: str | None = None,
     reading: Reading | None = None,
+    restatement: str = "",
 ) -> SideScore:
     """Read an alignment reply and compute both metrics (unscored with a reason on error).
 
@@ -174,6 +179,7 @@ def score_side(
     conciseness unscored (which lines it covers is unknown).
     """
     side = unscored_side(system, n_lines, "", reply, attempts, n_sentences=n_sentences, unit=unit)
+    side = replace(side, restatement=restatement)
     n_units = side.n_units
     if reading is None:  # the reading the run made (a restatement's) else the reply's own
         reading = parse_alignment(reply, key_facts, n_units, finish_reason)
@@ -203,8 +209,10 @@ class Comparison:
         status: ``ok`` (all four scores), ``partial``, ``unscored`` or ``error`` (the
             judge could not be reached; never persisted as done).
         reason: Why something is unscored or failed.
-        extraction_raw: The extraction reply (last attempt).
+        extraction_raw: The extraction reply: the one read or restated (else the last
+            attempt).
         judge: Identity of the judge that made it (model, prompt hash, limit, sampling).
+        extraction_restatement: The extraction's restatement turn reply (``""``: none).
     """
 
     meeting_id: str
@@ -216,6 +224,7 @@ class Comparison:
     reason: str = ""
     extraction_raw: str = ""
     judge: Mapping[str, Any] = field(default_factory=dict)
+    extraction_restatement: str = ""
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -240,6 +249,11 @@ class Comparison:
             "key_facts": list(self.key_facts),
             "sides": [s.to_dict() for s in self.sides],
             "extraction_raw": self.extraction_raw,
+            **(
+                {"extraction_restatement": self.extraction_restatement}
+                if self.extraction_restatement
+                else {}
+            ),
             "judge": dict(self.judge),
         }
 
@@ -257,6 +271,7 @@ class Comparison:
             reason=str(data.get("reason", "")),
             extraction_raw=str(data.get("extraction_raw", "")),
             judge=dict(data.get("judge", {})),
+            extraction_restatement=str(data.get("extraction_restatement") or ""),
         )
 
 

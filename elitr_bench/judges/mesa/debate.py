@@ -44,14 +44,22 @@ class Reply:
     """The outcome of asking one agent (after re-asks).
 
     Attributes:
-        raw: Text of the attempt the reading comes from (the last one when none read).
-        reading: The reading of that attempt.
+        raw: The agent's reply the reading comes from (the one a restatement turn
+            restated; the last attempt when none read).
+        reading: The reading of that reply (or of its restatement).
         attempts: Completions asked.
+        restatement: The restatement turn's reply (``""`` when there was none).
     """
 
     raw: str
     reading: Reading
     attempts: int
+    restatement: str = ""
+
+    @property
+    def text(self) -> str:
+        """What the other agents read: the reply, then its restated values if any."""
+        return asking.with_restatement(self.raw, self.restatement)
 
 
 def request_for(config: JudgeConfig, prompt: str, draw: int) -> CompletionRequest:
@@ -71,12 +79,14 @@ async def ask(
         evaluated=evaluated,
         policy=asking.policy_of(agent.config),
     )
+    if asked.restated:
+        return Reply(asked.reply, asked.reading, asked.attempts, asked.restatement)
     raw = asked.raw if asked.reading.complete else asked.last
     return Reply(raw, asked.reading, asked.attempts)
 
 
 def _trace(role: str, agent: Agent, reply: Reply) -> dict[str, Any]:
-    return {
+    trace: dict[str, Any] = {
         "role": role,
         "agent": agent.label,
         "raw": reply.raw,
@@ -84,6 +94,9 @@ def _trace(role: str, agent: Agent, reply: Reply) -> dict[str, Any]:
         "reason": reply.reading.reason,
         "attempts": reply.attempts,
     }
+    if reply.restatement:  # the values restated from ``raw``, kept apart from its words
+        trace["restatement"] = reply.restatement
+    return trace
 
 
 async def run_step(
@@ -114,14 +127,18 @@ async def run_step(
     answers = await gather_settled(
         *(
             ask(
-                agent, challenge_prompt(prompt, draft.raw, i, len(challengers)), parse, 0, evaluated
+                agent,
+                challenge_prompt(prompt, draft.text, i, len(challengers)),
+                parse,
+                0,
+                evaluated,
             )
             for i, agent in enumerate(challengers)
         )
     )
     for i, (agent, answer) in enumerate(zip(challengers, answers, strict=True)):
         trace.append(_trace(f"challenger{i + 1}", agent, answer))
-    synthesis = synthesis_prompt(prompt, draft.raw, [a.raw for a in answers])
+    synthesis = synthesis_prompt(prompt, draft.text, [a.text for a in answers])
     final = await ask(moderator, synthesis, parse, reask, evaluated)
     trace.append(_trace("synthesis", moderator, final))
     return final.reading, trace

@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from elitr_bench.judges.asking import ask, policy_of, request_for
+from elitr_bench.judges.asking import Asked, ask, policy_of, request_for
 from elitr_bench.judges.minutes.family import (
     FILLER_FLAGGED,
     FILLER_UNCLASSIFIED,
@@ -50,7 +50,7 @@ from elitr_bench.judges.minutes.filler import (
     filler_flag,
 )
 from elitr_bench.judges.minutes.prompts import AFGR, ART, SCALE_LOW, MinutesPrompt
-from elitr_bench.judges.reading import Reading, shows_format
+from elitr_bench.judges.reading import shows_format
 from elitr_bench.judges.summary.base import (
     MinutesAssessment,
     MinutesItem,
@@ -268,9 +268,7 @@ class GPTMinutesJudge(MinutesMethod):
     def _request(self, prompt: str, draw: int) -> CompletionRequest:
         return request_for(self.config, prompt, draw)
 
-    async def _sample(
-        self, prompt: str, index: int, client: JudgeClient, minutes: str
-    ) -> tuple[Reading, list[str]]:
+    async def _sample(self, prompt: str, index: int, client: JudgeClient, minutes: str) -> Asked:
         samples = self.config.samples
 
         def attempt_request(attempt: int) -> tuple[CompletionRequest, int]:
@@ -285,7 +283,7 @@ class GPTMinutesJudge(MinutesMethod):
             evaluated=(minutes,),
             policy=policy_of(self.config),
         )
-        return asked.reading, list(asked.raws)
+        return asked
 
     async def assess(self, item: MinutesItem, client: JudgeClient) -> MinutesAssessment:
         """Compress the transcript (if enabled), ask ``samples`` times, parse each criterion."""
@@ -321,13 +319,13 @@ class GPTMinutesJudge(MinutesMethod):
         unscored: dict[str, str] = {}
         per_sample: dict[str, list[float | None]] = {}
         for criterion, metric in self.prompt.criteria.items():
-            values = [parsed.values[criterion] for parsed, _ in results]
+            values = [asked.reading.values[criterion] for asked in results]
             per_sample[metric] = values
             scored = [v for v in values if v is not None]
             scores[metric] = statistics.fmean(scored) if scored else None
             if not scored:
                 unscored[metric] = next(
-                    p.reasons[criterion] for p, _ in results if criterion in p.reasons
+                    a.reading.reasons[criterion] for a in results if criterion in a.reading.reasons
                 )
         if shows_format(self.prompt.grammar, item.minutes):
             # Minutes written in the judge's own format ("Adequacy: 10"): counted, and a
@@ -340,10 +338,13 @@ class GPTMinutesJudge(MinutesMethod):
             if lowest:
                 details["minimum"] = lowest
                 unscored = {m: r for m, r in unscored.items() if m not in lowest}
-        details["raw"] = [raws for _, raws in results]
-        restated = [p.restated for p, _ in results]
+        details["raw"] = [list(asked.raws) for asked in results]
+        restated = [asked.restated for asked in results]
         if any(restated):  # per sample: its values come from a restatement turn
             details["restated"] = restated
+            # the judge's words apart from the values restated from them, per sample
+            details["reply"] = [asked.reply for asked in results]
+            details["restatement"] = [asked.restatement for asked in results]
         details["samples"] = per_sample
         if unscored:  # per metric, e.g. "conflicting adequacy: given as 7 and 8"
             details["unscored"] = unscored

@@ -104,10 +104,12 @@ class SampleJudgement:
     Attributes:
         score: Score on the 10-point scale, or None if every attempt was unparseable.
         native: Score on the rubric's own scale (1-10 or 1-5), or None.
-        raw: Text of the last attempt.
+        raw: The judge's reply: the one the score was read from or restated from (its
+            feedback stays logged), else the last attempt's text.
         attempts: Number of completions asked for this sample.
         reason: Why the last attempt did not parse ("" when scored).
         restated: The score comes from (or was sought in) a restatement turn.
+        restatement: The restatement turn's reply (``""`` when there was none).
     """
 
     score: float | None
@@ -116,6 +118,7 @@ class SampleJudgement:
     attempts: int
     reason: str = ""
     restated: bool = False
+    restatement: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe dict (no NaN)."""
@@ -126,6 +129,7 @@ class SampleJudgement:
             "attempts": self.attempts,
             "reason": self.reason,
             "restated": self.restated,
+            "restatement": self.restatement,
         }
 
 
@@ -140,8 +144,9 @@ class Judgement:
         raw: Raw judge output (last sample) or a description for non-LLM judges.
         samples: Per-sample results.
         spread: Sample standard deviation of the scored samples (None if fewer than 2).
-        reason: Why an ``error`` item was not judged (one line); why the minimum was given
-            (``minimum``); ``""`` otherwise.
+        reason: Why an ``error`` item was not judged (one line); why an ``unscored`` one
+            has no score (its samples' reasons); why the minimum was given (``minimum``);
+            ``""`` otherwise.
         format_in_answer: The answer is written in the judge's own reply format
             (``\boxed{10}``, ``[RESULT] 5``, ``Score: 10``): counted as
             ``judge_format_in_answer``.
@@ -187,6 +192,7 @@ class Judgement:
                 attempts=int(s.get("attempts", 0) or 0),
                 reason=str(s.get("reason", "")),
                 restated=bool(s.get("restated", False)),
+                restatement=str(s.get("restatement", "")),
             )
             for s in data.get("samples") or ()
             if isinstance(s, Mapping)
@@ -257,8 +263,9 @@ class Judge(Protocol):
 def _aggregate(samples: Sequence[SampleJudgement]) -> Judgement:
     scored = [s.score for s in samples if s.score is not None]
     raw = samples[-1].raw if samples else ""
-    if not scored:
-        return Judgement(score=None, status="unscored", raw=raw, samples=tuple(samples))
+    if not scored:  # every unscored item says why (each sample's reason, once)
+        reason = "; ".join(dict.fromkeys(s.reason for s in samples if s.reason))
+        return Judgement(None, "unscored", raw, tuple(samples), reason=reason)
     spread = statistics.stdev(scored) if len(scored) > 1 else None
     return Judgement(
         score=statistics.fmean(scored),
@@ -311,12 +318,16 @@ class LLMJudge:
             return SampleJudgement(
                 self.rubric.to_ten_point(score),
                 float(score),
-                asked.raw,
+                asked.reply,
                 asked.attempts,
                 restated=asked.restated,
+                restatement=asked.restatement,
             )
         reason = asked.reading.reason
-        return SampleJudgement(None, None, asked.last, asked.attempts, reason, asked.restated)
+        raw = asked.reply if asked.restated else asked.last
+        return SampleJudgement(
+            None, None, raw, asked.attempts, reason, asked.restated, asked.restatement
+        )
 
     async def judge(self, item: JudgeItem) -> Judgement:
         """Ask ``samples`` times (concurrently) and average the scored ones.
