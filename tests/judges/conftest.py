@@ -57,12 +57,12 @@ def loopback() -> Iterator[LoopbackOpenAI]:
         yield server
 
 
-def chat_qa_args(chat_url: str, judge: str, out: Path) -> list[str]:
-    """``lm_eval`` arguments: the loopback as the tested chat model on two ELITR questions."""
+def chat_qa_args(chat_url: str, judge: str, out: Path, limit: int = 2) -> list[str]:
+    """``lm_eval`` arguments: the loopback as the tested chat model on ``limit`` ELITR questions."""
     return [
         "--model", "local-chat-completions",
         "--model_args", f"model=loopback,base_url={chat_url},num_concurrent=1",
-        "--tasks", "elitr_qa_dev", "--apply_chat_template", "--limit", "2",
+        "--tasks", "elitr_qa_dev", "--apply_chat_template", "--limit", str(limit),
         "--log_samples", "--output_path", str(out),
         "--metadata", json.dumps({"judge": judge}),
     ]  # fmt: skip

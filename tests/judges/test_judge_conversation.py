@@ -1,0 +1,249 @@
+"""The judge conversation against a server that refuses what OpenAI's API refuses (issue 39).
+
+The paper's judge, ``openai:gpt-4-0613``, takes no ``response_format`` of type
+``json_schema``: its restatement turns are sent once with it (refused with the API's HTTP
+400), then without it, and no item is lost. The logged record keeps the judge's reply
+apart from its restatement, later steps read both, and every unscored item says why.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from elitr_bench.judges import parse_judge_spec
+from elitr_bench.judges.asking import with_restatement
+from elitr_bench.judges.mesa.prompts import challenge_prompt
+from elitr_bench.judges.qa.engine import JudgeItem, judge_items
+from elitr_bench.llm.base import CompletionRequest, FatalBackendError
+from elitr_bench.llm.cache import Completion, open_cache
+from elitr_bench.llm.client import JudgeClient
+from elitr_bench.llm.structured import Scope, known_refusal
+from tests.conftest import run_lm_eval
+from tests.judges.conftest import chat_qa_args, response_in
+from tests.judges.test_mesa_loopback import ITEM, run
+from tests.judges.test_mesa_script import classify, make_script
+from tests.judges.test_restatement_e2e import restating
+from tests.support.openai_server import LoopbackOpenAI, RecordedRequest, Reply, api_refusal
+
+
+# --- the proof: the paper's judge through the real lm_eval ---------------------------------
+def _kind(index: int) -> str:
+    return ("prose", "asked", "conflicting")[index % 3]
+
+
+def _score(index: int) -> int:
+    return 2 + index % 8
+
+
+def _first_reply(index: int) -> str:
+    s = _score(index)
+    if _kind(index) == "prose":
+        return f"Feedback: it names the right people and day. I would give it a {s} out of 10."
+    if _kind(index) == "asked":
+        return f"Feedback: correct and concise.\n\\boxed{{{s}}}"
+    return f"Feedback: mostly right.\n\\boxed{{{s - 1}}}\nOn reflection, more.\n\\boxed{{{s}}}"
+
+
+@pytest.mark.slow
+def test_the_papers_judge_loses_no_item_on_a_server_that_refuses_structured_output(
+    tmp_path: Path,
+) -> None:
+    """12 QA items judged by gpt-4-0613 at a loopback that refuses json_schema like the API."""
+    lock = threading.Lock()
+    answered: list[str] = []
+
+    def server(request: RecordedRequest) -> str:
+        if request.body.get("model") == "loopback":  # the tested model: one answer per item
+            with lock:
+                answered.append(f"Answer number {len(answered)}.")
+                return answered[-1]
+        if "### Response to evaluate:" not in json.dumps(request.body):  # preflight probe
+            return "OK"
+        if restating(request):
+            assert "response_format" not in request.body  # the API refuses it: never here
+            index = int(response_in_chat(request).rsplit(" ", 1)[1].rstrip("."))
+            return json.dumps({"score": _score(index)})
+        index = int(response_in(request).rsplit(" ", 1)[1].rstrip("."))
+        return _first_reply(index)
+
+    out = tmp_path / "out"
+    with LoopbackOpenAI(server) as loop:
+        judge = f"openai:gpt-4-0613,base_url={loop.base_url},cache={tmp_path / 'c.sqlite'}"
+        args = chat_qa_args(loop.chat_url, judge, out, limit=12)
+        proc = run_lm_eval(args, env={"OPENAI_API_KEY": "sk-test"})
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        judged = [r for r in loop.requests if "### Response to evaluate:" in json.dumps(r.body)]
+        refused = list(loop.refused)
+    restated = [r for r in judged if restating(r)]
+    # 12 first replies; 8 restated (prose, conflicting); the first restatement was tried
+    # with its schema and refused, every later one was sent once, without it
+    assert len(judged) == 12 + 8 + 1 and len(restated) == 9
+    assert [r.body["response_format"]["type"] for r in refused] == ["json_schema"]
+    assert refused[0] is restated[0]
+    assert proc.stderr.count("refuses response_format json_schema") == 1
+    results = json.loads(next(out.rglob("results_*.json")).read_text())
+    metrics = results["results"]["elitr_qa_dev"]
+    assert metrics["judge_errors,openai:gpt-4-0613"] == 0.0  # no item lost, no breaker
+    assert metrics["judge_unscored,openai:gpt-4-0613"] == 0.0
+    rows = [json.loads(x) for p in out.rglob("samples_*.jsonl") for x in p.read_text().splitlines()]
+    assert len(rows) == 12
+    for row in rows:
+        judgement = json.loads(row["filtered_resps"][0][0])["judge"]
+        index = int(row["resps"][0][0].rsplit(" ", 1)[1].rstrip("."))
+        [sample] = judgement["samples"]
+        assert judgement["status"] == "scored" and sample["native"] == _score(index)
+        assert sample["raw"] == _first_reply(index)  # the judge's feedback is logged
+        assert sample["restated"] == (_kind(index) != "asked")
+        restatement = json.dumps({"score": _score(index)}) if sample["restated"] else ""
+        assert sample["restatement"] == restatement
+    usage = results["configs"]["elitr_qa_dev"]["metadata"]["judge_usage"]
+    assert usage["restated"] == 8 and usage["structured_refused"] == 1
+    assert usage["unstructured"] == 8 and usage["refused"] == 1 and usage["failed"] == 0
+
+
+def response_in_chat(request: RecordedRequest) -> str:
+    """The response under judgement in a restatement turn (its first message)."""
+    first = request.body["messages"][0]["content"]
+    return response_in(RecordedRequest("POST", "", {}, {"prompt": first}, 0.0, 0))
+
+
+# --- the table of OpenAI's models, at OpenAI's own endpoint --------------------------------
+class _Recording:
+    """A backend at OpenAI's own endpoint that records what it is sent."""
+
+    kind = "openai"
+    endpoint = ""
+
+    def __init__(self, model: str, refuse: str = "") -> None:
+        self.model = model
+        self.sent: list[CompletionRequest] = []
+        self.refuse = refuse
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        self.sent.append(request)
+        if self.refuse and request.response_format:
+            raise FatalBackendError(self.refuse, 400)
+        if len(request.messages) > 1:
+            return Completion('{"score": 6}', 1, 1, finish_reason="stop")
+        return Completion("Partly right, a 6 out of 10.", 1, 1, finish_reason="stop")
+
+    async def aclose(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize(
+    ("model", "json_schema", "json_object"),
+    [("gpt-4-0613", True, True), ("gpt-4", True, True), ("gpt-4-32k-0613", True, True),
+     ("gpt-4-turbo-2024-04-09", True, False), ("gpt-4o-2024-05-13", True, False),
+     ("chatgpt-4o-latest", True, False), ("gpt-3.5-turbo-0125", True, False),
+     ("gpt-3.5-turbo-0613", True, True), ("gpt-4o", False, False),
+     ("gpt-4o-2024-08-06", False, False), ("gpt-4o-mini", False, False), ("gpt-4.1", False, False)],
+)  # fmt: skip
+def test_the_table_agrees_with_the_loopback_api(model: str, json_schema: bool, json_object: bool):
+    scope = Scope("openai", "", model)
+    assert known_refusal(scope, "json_schema") is json_schema
+    assert known_refusal(scope, "json_object") is json_object
+    for kind, refused in (("json_schema", json_schema), ("json_object", json_object)):
+        fmt: dict[str, Any] = {"type": kind}
+        if kind == "json_schema":
+            schema = {
+                "type": "object",
+                "properties": {},
+                "required": [],
+                "additionalProperties": False,
+            }
+            fmt["json_schema"] = {"name": "x", "strict": True, "schema": schema}
+        body = {
+            "model": model,
+            "messages": [{"role": "user", "content": "json"}],
+            "response_format": fmt,
+        }
+        reply = api_refusal(RecordedRequest("POST", "", {}, body, 0.0, 0))
+        assert (reply is not None) is refused
+    assert not known_refusal(Scope("openai", "http://127.0.0.1:8000/v1", model), "json_schema")
+
+
+def test_a_known_model_is_never_sent_the_schema(capsys: pytest.CaptureFixture[str]) -> None:
+    backend = _Recording("gpt-4-0613")
+    client = JudgeClient(backend, open_cache("memory"))
+    spec = parse_judge_spec("openai:gpt-4-0613,cache=memory,progress=false")
+    from elitr_bench.judges.qa.engine import LLMJudge
+
+    items = [JudgeItem("Q?", "A.", "A."), JudgeItem("R?", "B.", "B.")]
+    run = judge_items(items, spec, judge=LLMJudge(spec, client))
+    assert [j.score for j in run.judgements] == [6.0, 6.0]
+    assert len(backend.sent) == 4 and not any(r.response_format for r in backend.sent)
+    assert run.usage["unstructured"] == 2 and run.usage["structured_refused"] == 0
+    assert capsys.readouterr().err.count("takes no response_format json_schema") == 1
+
+
+def test_a_400_that_names_another_parameter_still_fails_the_item() -> None:
+    """Only a refused response_format is dropped; any other refusal is the item's error."""
+    backend = _Recording("judge-x", refuse="HTTP 400: Unsupported parameter: 'seed'")
+    spec = parse_judge_spec("openai:judge-x,cache=memory,progress=false")
+    from elitr_bench.judges.qa.engine import LLMJudge
+
+    client = JudgeClient(backend, open_cache("memory"))
+    run = judge_items(
+        [JudgeItem("Q?", "A.", "A.")], spec, judge=LLMJudge(spec, client), on_error="record"
+    )
+    assert (
+        run.judgements[0].status == "error" and "Unsupported parameter" in run.judgements[0].reason
+    )
+
+
+# --- every unscored item says why ----------------------------------------------------------
+@pytest.mark.parametrize(
+    ("name", "reply", "reason"),
+    [
+        ("rambling", lambda r: Reply("and so on " * 40, finish_reason="length"), "cut off"),
+        ("empty", lambda r: Reply(""), "empty reply"),
+        (
+            "restated into nothing",
+            lambda r: "still no score" if restating(r) else "Fine, a 7 of sorts.",
+            "restatement",
+        ),
+    ],
+)
+def test_every_unscored_item_has_a_reason(
+    loopback: LoopbackOpenAI, name: str, reply: Any, reason: str
+) -> None:
+    loopback.handler = reply
+    spec = f"openai:judge-x,base_url={loopback.base_url},cache=memory,progress=false,reask=1"
+    run = judge_items([JudgeItem("Q?", "A.", "A.")], parse_judge_spec(spec), on_error="record")
+    [judgement] = run.judgements
+    assert judgement.status == "unscored" and reason in judgement.reason, name
+    assert judgement.to_dict()["reason"] == judgement.reason
+
+
+# --- MESA's debate reads the draft's words with its restated values --------------------------
+def test_challengers_read_the_drafts_reasoning_with_its_restated_values(
+    loopback: LoopbackOpenAI,
+) -> None:
+    script = make_script()
+    prose = "Omissions are few: the date is there, the owner is not. I rate them a 4, confidence 8."
+    restated = '{"rating": 4, "confidence": 8}'
+
+    def handler(request: RecordedRequest) -> str:
+        if restating(request):
+            return restated
+        if classify(request.prompt) == ("scoring", "OM", "single"):
+            return prose
+        return script(request)  # type: ignore[no-any-return]
+
+    loopback.handler = handler
+    (result,) = run(loopback, [ITEM], ",debate=same")
+    drafts = [r for r in loopback.requests if restating(r)]
+    assert len(drafts) == 1 and drafts[0].body["messages"][1]["content"] == prose
+    draft_prompt = drafts[0].body["messages"][0]["content"]
+    answer = with_restatement(prose, restated)
+    assert prose in answer and answer.endswith(restated)
+    sent = {r.prompt for r in loopback.requests}
+    assert all(challenge_prompt(draft_prompt, answer, i, 3) in sent for i in range(3))
+    trace = json.dumps(result.details)
+    assert json.dumps(prose)[1:-1] in trace and json.dumps(restated)[1:-1] in trace
