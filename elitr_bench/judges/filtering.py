@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shlex
 import sys
 from collections.abc import Sequence
@@ -19,6 +20,10 @@ from elitr_bench.judges.config import JudgeConfig, without_option
 from elitr_bench.judges.summary.budget import budget_problem, shown_usd, spec_cap
 from elitr_bench.llm.errors import CACHE_ERROR_PREFIX
 from elitr_bench.llm.redact import MASK
+
+#: A judge failure whose request the server refused as malformed (HTTP 400/422): sending
+#: the same request again, as ``elitr-bench score`` with the same spec would, fails again.
+_REFUSED_REQUEST = re.compile(r"\bHTTP (400|422) from\b")
 
 #: The QA judge filter's name, the default source of an exit line.
 FILTER_NAME = "elitr_judge"
@@ -102,6 +107,14 @@ def record_failures(
         # `score` reads the same cache: it would fail alike until the file is dealt with.
         spec = config.spec or config.backend
         counts["hint"] = f"first move the cache aside (or use cache=off); then {finish_hint(spec)}"
+    if not counts["hint"] and _REFUSED_REQUEST.search(counts["first"]):
+        # The server refuses the request as built from the spec: the same spec fails again.
+        # (A refused response_format never gets here: the client drops it and resends.)
+        counts["hint"] = (
+            "the judge's server refuses the requests themselves, so the same judge spec "
+            "would fail the same way: fix what the message names (model, base_url or an "
+            f"option of the spec), then {finish_hint('A_FIXED_JUDGE_SPEC')}"
+        )
     exit_with_error_after_run(
         f"{judge} failed on {counts['failed']} of {counts['total']} {items} "
         f"({counts['first']}); results and samples are still written, with status "

@@ -247,3 +247,51 @@ def test_challengers_read_the_drafts_reasoning_with_its_restated_values(
     assert all(challenge_prompt(draft_prompt, answer, i, 3) in sent for i in range(3))
     trace = json.dumps(result.details)
     assert json.dumps(prose)[1:-1] in trace and json.dumps(restated)[1:-1] in trace
+
+
+# --- the exit line of a failed run never suggests what fails the same way -------------------
+def _filter_lines(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    from elitr_bench.judges import filtering
+
+    lines: list[str] = []
+    monkeypatch.setattr(filtering, "_FAILURES", {})
+    monkeypatch.setattr(
+        filtering, "exit_with_error_after_run", lambda m, source="": lines.append(m)
+    )
+    monkeypatch.setattr("sys.argv", ["lm_eval", "--log_samples", "--output_path", "out"])
+    return lines
+
+
+_DOCS = [
+    {"question": f"Q{i}?", "answer": "r", "meeting_id": "m", "question_id": str(i)}
+    for i in range(4)
+]
+
+
+def test_a_refused_schema_leaves_no_item_for_the_finish_line(
+    loopback: LoopbackOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from elitr_bench.judges.qa.lm_eval_filter import judge_responses
+
+    lines = _filter_lines(monkeypatch)
+    loopback.handler = lambda r: '{"score": 5}' if restating(r) else "Half right: a 5 of 10."
+    spec = f"openai:gpt-4-0613,base_url={loopback.base_url},retries=0,concurrency=1,cache=memory"
+    out = judge_responses([[f"answer {i}"] for i in range(4)], _DOCS, parse_judge_spec(spec))
+    assert [json.loads(row[0])["judge"]["score"] for row in out] == [5.0] * 4
+    assert lines == [] and len(loopback.refused) == 1
+
+
+def test_a_request_the_server_refuses_is_not_suggested_again(
+    loopback: LoopbackOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """o3 refuses max_tokens (HTTP 400): `score` with the same spec would fail alike."""
+    from elitr_bench.judges.qa.lm_eval_filter import judge_responses
+
+    lines = _filter_lines(monkeypatch)
+    spec = f"openai:o3,base_url={loopback.base_url},retries=0,concurrency=1,cache=memory"
+    out = judge_responses([[f"answer {i}"] for i in range(4)], _DOCS, parse_judge_spec(spec))
+    assert {json.loads(row[0])["judge"]["status"] for row in out} == {"error"}
+    [line] = lines
+    assert "Unsupported parameter: 'max_tokens'" in line
+    assert "would fail the same way" in line and "--judge openai:o3" not in line
+    assert line.endswith("finish with: elitr-bench score out --judge A_FIXED_JUDGE_SPEC")
