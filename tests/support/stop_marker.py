@@ -36,7 +36,10 @@ def _watch(marker: Path) -> None:
     # and torch can deadlock. The judging code imports the module before it can stop.
     while True:
         interrupt = sys.modules.get("elitr_bench.llm.interrupt")
-        if interrupt is not None and interrupt.stopping():
+        # The module is in sys.modules while it is still being imported (its own imports
+        # take a while): until ``stopping`` exists, nothing can be stopping.
+        stopping = getattr(interrupt, "stopping", None)
+        if stopping is not None and stopping():
             break
         time.sleep(0.005)
     marker.write_text(str(os.getpid()), encoding="utf-8")
