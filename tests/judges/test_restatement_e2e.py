@@ -91,6 +91,10 @@ def test_qa_lm_eval_restates_prose_and_reads_a_boxed_reply_at_once(tmp_path: Pat
         (7.0, True, 2),
         (9.0, False, 1),
     ]
+    assert [(s["raw"], s["restatement"]) for s in samples] == [
+        (PROSE, '{"score": 7}'),  # the feedback stays logged
+        ("Feedback: correct and concise.\n\\boxed{9}", ""),
+    ]
     usage = results["configs"]["elitr_qa_dev"]["metadata"]["judge_usage"]
     assert usage["restated"] == 1 and usage["judge_restated"] == 1
 
@@ -167,6 +171,9 @@ def test_minutes_lm_eval_restates_and_reads_clean_lines_at_once(
     judged = [parse_filtered(s["filtered_resps"])["judge"] for s in samples]  # type: ignore[index]
     restated_item = next(j for j in judged if j["details"]["raw"][0][0] == first)
     assert restated_item["status"] == "ok" and restated_item["details"]["restated"] == [True]
+    # the judge's words and the values restated from them, apart
+    assert restated_item["details"]["reply"] == [first]
+    assert [json.loads(x) for x in restated_item["details"]["restatement"]] == [restated]
     assert {k: restated_item["scores"][k] for k in metrics} == metrics
     clean = next(j for j in judged if j is not restated_item)
     assert clean["status"] == "ok" and len(clean["details"]["raw"][0]) == 1

@@ -153,6 +153,8 @@ def malformed_ok(shape: str) -> Reply:
 
 #: OpenAI models (the requested ``model``, dated snapshots included) and the
 #: ``response_format`` types the API refuses for them; any other model takes both.
+#: Written out here, not imported from ``elitr_bench.llm.structured``: the server models
+#: the API on its own, so a wrong entry in the client's table cannot agree with itself.
 #: Structured Outputs came with gpt-4o-2024-08-06 and gpt-4o-mini, JSON mode with
 #: gpt-4-1106-preview and gpt-3.5-turbo-1106.
 REFUSED_FORMATS: tuple[tuple[str, tuple[str, ...]], ...] = (
