@@ -72,11 +72,13 @@ def test_qa_lm_eval_restates_prose_and_reads_a_boxed_reply_at_once(tmp_path: Pat
         return PROSE if prose else "Feedback: correct and concise.\n\\boxed{9}"
 
     out = tmp_path / "out"
-    with LoopbackOpenAI(server) as loop:
+    # Listed like vLLM lists its model: the preflight reads the judge's window from it.
+    with LoopbackOpenAI(server, model="judge-model", max_model_len=8192) as loop:
         judge = f"openai:judge-model,base_url={loop.base_url},cache={tmp_path / 'c.sqlite'}"
         args = chat_qa_args(loop.chat_url, judge, out)
         proc = run_lm_eval(args, env={"OPENAI_API_KEY": "sk-test"})
         assert proc.returncode == 0, proc.stderr[-3000:]
+        assert "context window is unknown" not in proc.stderr
         judged = [r for r in loop.requests if "### Response to evaluate:" in str(r.body)]
         # two judge prompts, one restatement: the boxed reply cost no second call
         assert len(judged) == 3 and sum(map(restating, judged)) == 1
