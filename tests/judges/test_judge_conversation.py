@@ -144,7 +144,9 @@ class _Recording:
      ("gpt-3.5-turbo-0613", True, True), ("gpt-4o", False, False),
      ("gpt-4o-2024-08-06", False, False), ("gpt-4o-mini", False, False), ("gpt-4.1", False, False)],
 )  # fmt: skip
-def test_the_table_agrees_with_the_loopback_api(model: str, json_schema: bool, json_object: bool):
+def test_the_table_agrees_with_the_loopback_api(
+    model: str, json_schema: bool, json_object: bool
+) -> None:
     scope = Scope("openai", "", model)
     assert known_refusal(scope, "json_schema") is json_schema
     assert known_refusal(scope, "json_object") is json_object
@@ -229,12 +231,12 @@ def test_challengers_read_the_drafts_reasoning_with_its_restated_values(
     prose = "Omissions are few: the date is there, the owner is not. I rate them a 4, confidence 8."
     restated = '{"rating": 4, "confidence": 8}'
 
-    def handler(request: RecordedRequest) -> str:
+    def handler(request: RecordedRequest) -> Reply | str:
         if restating(request):
             return restated
         if classify(request.prompt) == ("scoring", "OM", "single"):
             return prose
-        return script(request)  # type: ignore[no-any-return]
+        return script(request)
 
     loopback.handler = handler
     (result,) = run(loopback, [ITEM], ",debate=same")
