@@ -28,6 +28,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from elitr_bench.cli_errors import debug_enabled
 from elitr_bench.judges.errors import JudgeConfigError
 
 T = TypeVar("T")
@@ -110,8 +111,8 @@ def plugin_error(name: str, holder: Placeholder, module: str, exc: Exception) ->
     """The one line saying why plugin ``name`` cannot be loaded, and the way on.
 
     Names the plugin, its entry point, its distribution and the error (its first line:
-    a plugin's exception text is not ours to print in full; ``ELITR_BENCH_DEBUG=1``
-    logs the traceback).
+    a plugin's exception text is not ours to print in full; with ``ELITR_BENCH_DEBUG=1``
+    the warning carries its traceback).
     """
     dist = holder.distribution.split(" ")[0] if holder.distribution else ""
     uninstall = f"pip uninstall {dist}" if dist and dist != "unknown" else "uninstall it"
@@ -256,8 +257,7 @@ class Registry(Generic[T]):
             error = plugin_error(name, holder, module, exc)
             self._broken[name] = error
             self._placeholders.pop(name, None)
-            log.debug("plugin %r failed to import", name, exc_info=True)
-            raise error from exc
+            raise error from exc  # its __cause__: the traceback ELITR_BENCH_DEBUG=1 shows
 
     def broken(self, name: str) -> JudgeConfigError | None:
         """The error of the broken plugin called ``name`` (its entry point), if it is one.
@@ -295,7 +295,8 @@ class Registry(Generic[T]):
         for name, error in self._broken.items():
             if name not in self._warned:
                 self._warned.add(name)
-                log.warning("%s", error)
+                cause = error.__cause__  # the plugin's own exception: its traceback on request
+                log.warning("%s", error, exc_info=cause if debug_enabled() else None)
         return iter([e.value for e in self._entries.values()])
 
     def broken_note(self) -> str:
