@@ -1,8 +1,10 @@
 """The out-of-tree judge family of ``examples/judge_family`` installs and runs untouched.
 
 It proves the registry's promise: installed with ``pip install --no-deps --target DIR``
-(no edit of elitr_bench, which never names it), its own tests pass against the installed
-copy, and ``method=geval,steps=3`` judges AutoMin minutes through the real ``lm_eval``.
+(or, where pip cannot build, its package and ``dist-info`` written as pip would: the
+tests never skip; no edit of elitr_bench, which never names it), its own tests pass
+against the installed copy, and ``method=geval,steps=3`` judges AutoMin minutes through
+the real ``lm_eval``.
 """
 
 from __future__ import annotations

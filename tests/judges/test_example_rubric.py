@@ -1,8 +1,9 @@
 """The out-of-tree QA rubric of ``examples/qa_rubric`` installs and runs untouched (issue 34).
 
-Installed with ``pip install --no-deps --target DIR`` (no edit of elitr_bench, which never
-names it), its own tests pass against the installed copy, ``rubric=strict4-rubric``
-judges ELITR-Bench answers through the real ``lm_eval`` on ``elitr_qa_dev``, and
+Installed with ``pip install --no-deps --target DIR`` (or as pip would, where pip cannot
+build it: the tests never skip; no edit of elitr_bench, which never names it), its own
+tests pass against the installed copy, ``rubric=strict4-rubric`` judges ELITR-Bench
+answers through the real ``lm_eval`` on ``elitr_qa_dev``, and
 ``elitr-bench judge-check`` and ``read-reply`` take it like a built-in rubric.
 """
 
