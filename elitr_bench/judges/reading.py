@@ -339,18 +339,45 @@ _WORD |= {"nine": 9, "ten": 10, "zero": 0, "one": 1}
 NUMBER = r"\d+(?:\.\d+)?|" + "|".join(_WORD)
 """A number in digits or words (zero to ten); :func:`number` gives its value."""
 _MENTION = re.compile(
-    rf"(?<![\w.\[/])(?P<a>{NUMBER})(?:[ \t]*(?:-|–|to)[ \t]*(?P<b>{NUMBER}))?(?P<pct>[ \t]*%)?"
-    r"(?P<den>[ \t]*(?:/|out[ \t]+of)[ \t]*(?P<top>\d+(?:\.\d+)?|ten|five))?(?![\w])",
+    rf"(?<![\w.\[/:$€£])(?P<a>{NUMBER})(?:[ \t]*(?:-|–|to)[ \t]*(?P<b>{NUMBER}))?(?P<pct>[ \t]*%)?"
+    r"(?P<den>[ \t]*(?:/|out[ \t]+of)[ \t]*(?P<top>\d+(?:\.\d+)?|ten|five))?"
+    r"(?![\w%]|[.,:]\d|-[A-Za-z])",
     re.I,
 )
 _SENTENCES = re.compile(r"(?<=[.!?;])[ \t]+|\n")
 _ABBREVIATION = re.compile(r"\b(?:i\.e|e\.g|vs|cf|approx)\.", re.I)
-#: "a 4.", "an 8", "lower it to 6", "final: 5": a value in any such sentence may be a score.
-_ARTICLE_VALUE = re.compile(
-    r"\ban?[ \t]+\d+(?:\.\d+)?(?![\w%]|\.\d)|\b(?:revis|lower|rais|adjust|reduc|increas|"
-    r"reconsider|downgrad|upgrad|bump|instead|second thought|reflection|settle|final answer)",
+
+SCORE_WORDS = (
+    r"scor\w*|rat(?:e|es|ed|ing)|grad(?:e|es|ed|ing)|mark(?:s|ed)?|result|boxed|"
+    r"deserv\w*|earn\w*|award\w*|merit\w*|giv(?:e|es|ing)|gave|final|verdict|settl\w*|"
+    r"revis\w*|lower\w*|rais(?:e|es|ed|ing)|adjust\w*|downgrad\w*|upgrad\w*|bump\w*|"
+    r"reconsider\w*|instead|reflection|thought"
+)
+"""The score words: one just before a number ties it to a score (see :func:`vetoes`)."""
+#: Words that may stand between a cue and its number ("I'd rate it a solid 7").
+_FILLER = (
+    r"it|it's|this|that|the|its|my|our|i|i'd|i'll|i'm|me|a|an|is|was|be|would|will|should|"
+    r"could|can|of|at|to|as|with|go|going|say|call|put|give|gives|given|get|gets|got|"
+    r"receives?|deserves?|earns?|merits?|lands?|sits?|stays?|remains?|comes?|stands?|"
+    r"down|up|around|about|roughly|approximately|maybe|perhaps|probably|here|now|still|"
+    r"then|therefore|thus|so|also|only|just|solid|strong|fair|firm|clear|generous|low|high|"
+    r"full|perfect|final|overall|decent|good|weak|modest|reasonable|response|answer|"
+    r"summary|minutes|output"
+)
+_SEP = r"[\s:=|*()\[\]{}\\\-–—>\"'`~,]"
+#: After a number, the words that keep it a possible score; any other word makes it a
+#: quantity ("2 hours", "three months", "3 pm", "two of the three points").
+_LINK = re.compile(
+    r"[ \t]*(?:(?:for|on|in|at|overall|and|or|but|because|as|since|here|which|so|with|too|"
+    r"also|though|however|then|now|instead|rather|not|from|than|given|points?|pts|stars?|scale|rating|score|"
+    r"grade|this|that|it|i|is|would|seems?|fits?)\b|[^\w \t]|$)",
     re.I,
 )
+#: Another field's label a few words before a number makes it that field's ("severity 7").
+_FOREIGN = re.compile(
+    r"(?<![A-Za-z])(?:severit(?:y|ies)|certaint(?:y|ies))(?:\W+\w+){0,3}\W*$", re.I
+)
+_ENUMERATOR = re.compile(r"^[\s>*#|]*$")  # "1. ..." / "2) ...": a list marker, no number
 
 
 def number(token: str) -> float:
@@ -358,33 +385,82 @@ def number(token: str) -> float:
     return float(_WORD[token.lower()]) if token.lower() in _WORD else float(token)
 
 
+def _word(cue: str) -> str:
+    """``cue`` as whole words ("rate" is no cue in "accurate", nor "mark" in "market")."""
+    return rf"(?<![A-Za-z])(?:{cue})(?![A-Za-z])"
+
+
+def _before(cue: str) -> re.Pattern[str]:
+    """A cue, then at most five filler words, ending where the number starts."""
+    return re.compile(rf"{_word(cue)}(?:{_SEP}*\b(?:{_FILLER})\b){{0,5}}{_SEP}*$", re.I)
+
+
+def _after(cue: str) -> re.Pattern[str]:
+    """Right after the number: "for"/"on"/"in" and the cue, or a dash, colon or bar and it."""
+    link = r"[ \t]+(?:for|on|in)(?:[ \t]+(?:the|its|my))?[ \t]+|[ \t]*[-–—:|][ \t]*"
+    return re.compile(rf"^(?:{link}){_word(cue)}", re.I)
+
+
 def vetoes(
     text: str, specs: Sequence[Field], labels: Mapping[str, str], generic: str
 ) -> dict[str, list[tuple[float, float, str]]]:
-    """Every other statement of a value per field: ``(low, high, as written)``.
+    r"""Every score statement outside the asked format, per field: ``(low, high, as written)``.
 
-    Each number of a sentence (line, table row) that names the field, or speaks of a score
-    (``generic``: every field); a range gives its ends, a percentage or another scale
-    ``nan`` (never agrees); "one"/"zero" only as "one out of ten"; "[PERSON4]" is no number.
+    A number is a score statement only where a cue ties it to a score:
+
+    * just before it (at most five filler words between, "I'd rate it a solid 7"): a score
+      word (``generic``, e.g. :data:`SCORE_WORDS`: score, rate, grade, give, final, a
+      revision, ``\boxed{``, ``[RESULT]``) or the field's label ("adequacy would be 6",
+      "| Relevance | 7 |");
+    * just after it: the field's label or "rating"/"score"/"grade" ("7 for adequacy",
+      "7 - Adequacy", "a 7 rating");
+    * a scale after it, "/H" or "out of H" where H is the field's top ("7/10", "4 out of 10");
+    * an article just before it ("I'd give it a 7.", "a 4 at first glance").
+
+    A label ties the number to its field; another cue to the fields the sentence names, or
+    to every field. Never a statement (content numbers):
+
+    * a number followed by another word: a count, an amount, a duration ("2 hours", "three
+      months", "3 pm", "two of the three points");
+    * a time or a compound ("2:30", "the 2-hour"), a percentage, a list marker, "one" or
+      "zero" without a scale;
+    * another field's value: a severity or a certainty a few words before it;
+    * for one field, a number off its scale ("7" for MESA's 0-5 rating).
+
+    A tied number written on another scale ("adequacy 4/5", "rate on a 1-5 scale", on 0-10)
+    gives ``nan``: it never agrees. A range gives its ends ("Score 7-8" agrees with 8).
     """
     out: dict[str, list[tuple[float, float, str]]] = {s.name: [] for s in specs}
     text = _ABBREVIATION.sub(lambda m: m.group(0).replace(".", " "), text)
+    before = {s.name: _before(labels[s.name]) for s in specs}
+    after = {s.name: _after(labels[s.name]) for s in specs}
+    before_any = _before(generic)
+    after_any = re.compile(r"^[ \t]+(?:rating|score|grade)\b", re.I)
     for sentence in _SENTENCES.split(text):
-        named = [s for s in specs if re.search(labels[s.name], sentence, re.I)]
-        scored = re.search(generic, sentence, re.I) or _ARTICLE_VALUE.search(sentence)
-        if not named and not scored:
-            continue
         for m in _MENTION.finditer(sentence):
-            if m.group("a").lower() in ("zero", "one") and not m.group("den"):
-                continue
+            head, tail = sentence[max(0, m.start() - 120) : m.start()], sentence[m.end() :]
+            word_only = m.group("a").lower() in ("zero", "one") and not m.group("den")
+            marker = _ENUMERATOR.match(head) and re.match(r"[.)][ \t]", tail)
+            if m.group("pct") or word_only or marker or not _LINK.match(tail):
+                continue  # a percentage, a list marker, a quantity ("2 hours")
+            if _FOREIGN.search(head):
+                continue  # another field's value (MESA's severities and certainties)
+            top = number(m.group("top")) if m.group("top") else None
+            labelled = [
+                s for s in specs if before[s.name].search(head) or after[s.name].match(tail)
+            ]
+            worded = bool(before_any.search(head)) or bool(after_any.match(tail))
+            article = re.search(r"\ban?[ \t]+$", head, re.I)
+            named = [s for s in specs if re.search(_word(labels[s.name]), sentence, re.I)]
+            tied = labelled or (named or list(specs) if worded or article else [])
+            scaled = [s for s in named or specs if top is not None and top == s.high]
             low = number(m.group("a"))
             high = number(m.group("b")) if m.group("b") else low
-            for spec in named or specs:
-                other = m.group("top") is not None and number(m.group("top")) != spec.high
-                other = other or (m.group("b") is not None and low in (0, 1) and high != spec.high)
-                if m.group("pct") or other:
+            for spec in tied or scaled:
+                scale = m.group("b") and low in (0, 1) and high not in (low, spec.high)  # "1-5"
+                if scale or (top is not None and top != spec.high):
                     out[spec.name].append((math.nan, math.nan, m.group(0).strip()))
-                elif named or spec.low <= low <= spec.high:
+                elif spec.low <= low <= high <= spec.high:
                     out[spec.name].append((low, high, m.group(0).strip()))
     return out
 
