@@ -46,12 +46,42 @@ class Field:
         )
 
 
+class Statement(Protocol):
+    """A value a reply stated for a field, in the asked format or in a veto."""
+
+    def holds(self, value: Any) -> bool:
+        """Whether a restated ``value`` agrees with this statement."""
+
+    def show(self, value: Any) -> str:
+        """``value`` (a restated one) written the way this statement is written."""
+
+
+@dataclass(frozen=True)
+class Span:
+    """A number a reply stated (a range, "7-8", holds both ends and what lies between)."""
+
+    low: float
+    high: float
+
+    def holds(self, value: Any) -> bool:
+        """Whether ``value`` lies in the span."""
+        return isinstance(value, (int, float)) and self.low <= value <= self.high
+
+    def show(self, value: Any) -> str:
+        """``value`` as a number (``7``, ``7.5``)."""
+        return f"{value:g}" if isinstance(value, (int, float)) else str(value)
+
+    def __str__(self) -> str:
+        return f"{self.low:g}" if self.low == self.high else f"{self.low:g}-{self.high:g}"
+
+
 @dataclass(frozen=True)
 class Reading:
     """What one reply says: per field a value or None (``reasons`` says why).
 
-    ``strict`` holds the values stated in the asked format, vetoed or not (a restatement
-    must agree with them); ``restate`` says why a restatement is asked ("" for none);
+    ``strict`` holds the values stated in the asked format, vetoed or not; ``stated`` every
+    value the reply stated per field, in the asked format or in a veto (a restatement must
+    agree with one of them); ``restate`` says why a restatement is asked ("" for none);
     ``restated``: the values come from a restatement.
     """
 
@@ -60,6 +90,7 @@ class Reading:
     strict: Mapping[str, Any] = field(default_factory=dict)
     restate: str = ""
     restated: bool = False
+    stated: Mapping[str, tuple[Statement, ...]] = field(default_factory=dict)
 
     @classmethod
     def unscored(cls, names: Iterable[str], reason: str) -> Reading:
@@ -227,7 +258,12 @@ def read_reply(
 def read_restatement(
     grammar: Grammar, first: Reading, raw: str | None, finish_reason: str | None = None
 ) -> Reading:
-    """Read the answer to a restatement strictly; the first reply's asked format must agree."""
+    """Read the answer to a restatement strictly; it must agree with what the reply stated.
+
+    A restated value must equal a value the first reply stated for that field (in the asked
+    format or in a veto: ``first.stated``) whenever it stated one; otherwise the field stays
+    unscored: "restatement disagrees with the reply (7 in the reply, 3 restated)".
+    """
     assert grammar.restatement is not None
     names = grammar.fields
     if finish_reason == "length":
@@ -238,21 +274,20 @@ def read_restatement(
     second = grammar.restatement.read(answer)
     values, reasons = dict(second.values), dict(second.reasons)
     for name in names:
-        before = first.strict.get(name)
+        said = first.stated.get(name, ())
         if values.get(name) is None and first.values.get(name) is not None:
             values[name] = first.values[name]  # read in the asked format, never vetoed
             reasons.pop(name, None)
         elif values.get(name) is None:
             reasons[name] = f"{first.reasons.get(name) or 'no value'}; then {reasons.get(name)}"
-        elif before is not None and values[name] != before:
-            shown = [
-                f"{v:g}" if isinstance(v, float | int) else str(v) for v in (values[name], before)
-            ]
-            values[name] = None
+        elif said and not any(s.holds(values[name]) for s in said):
+            before = " or ".join(dict.fromkeys(str(s) for s in said))
             reasons[name] = (
-                f"restatement gives {name}={shown[0]}, the reply's asked format {shown[1]}"
+                f"restatement disagrees with the reply ({before} in the reply, "
+                f"{said[0].show(values[name])} restated)"
             )
-    return Reading(values, reasons, first.strict, first.restate, restated=True)
+            values[name] = None
+    return Reading(values, reasons, first.strict, first.restate, True, first.stated)
 
 
 def shows_format(grammar: Grammar, text: str) -> bool:
@@ -495,8 +530,12 @@ class NumericGrammar:
         values: dict[str, Any] = {}
         reasons: dict[str, str] = {}
         strict: dict[str, Any] = {}
+        said: dict[str, tuple[Statement, ...]] = {}
         for spec in self.specs:
             mine = [s.value for s in stated if s.field == spec.name]
+            spans = [(v, v) for v in mine if not spec.problem(v)]
+            spans += [(lo, hi) for lo, hi, _ in others[spec.name] if not math.isnan(lo)]
+            said[spec.name] = tuple(Span(lo, hi) for lo, hi in dict.fromkeys(spans))
             problem = spec.problem(mine[0]) if len(mine) == 1 else ""
             if not mine:
                 problem = f"no {spec.name} in the asked format"
@@ -513,7 +552,8 @@ class NumericGrammar:
             if problem:
                 reasons[spec.name] = problem
         restate = "; ".join(dict.fromkeys(reasons.values()))
-        return Reading(values, reasons, strict, restate and f"{restate} ({self.shape})")
+        restate = restate and f"{restate} ({self.shape})"
+        return Reading(values, reasons, strict, restate, stated=said)
 
     @property
     def restatement(self) -> Restatement:
