@@ -57,8 +57,16 @@ def test_corpus_covers_every_kind_with_hard_shapes() -> None:
         "echo",
         "notes-section",
         "sub-bullets",
+        "content-numbers",
+        "restatement-disagrees",
     ):
         assert shape in shapes, shape
+    # Issue 39: clean replies full of content numbers (dates, counts, amounts, another
+    # field's value), in every family, and restatements that contradict their first reply.
+    numbers = [e for e in ENTRIES if e["shape"] == "content-numbers"]
+    assert len(numbers) >= 40
+    assert {e["kind"] for e in numbers} == kinds_seen
+    assert all(e.get("turn") == "restatement" for e in ENTRIES if "first_reply" in e)
     cut = [e for e in ENTRIES if e.get("finish_reason") == "length"]
     assert len(cut) >= 10
     for entry in cut:  # a cut-off reply never gives a value and is asked again, not restated
