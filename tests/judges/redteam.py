@@ -55,6 +55,7 @@ def record(entry: dict[str, Any]) -> Record:
         entry.get("units"),
         (),
         entry.get("turn") or "first",
+        entry.get("first_reply"),
     )
 
 

@@ -94,6 +94,8 @@ def test_read_reply_cli_is_the_same_reader(tmp_path: Path) -> None:
             row = {"reply": e["reply"], "finish_reason": e.get("finish_reason")}
             if e.get("turn"):  # an answer to the restatement message
                 row["turn"] = e["turn"]
+            if e.get("first_reply"):  # the reply it answers
+                row["first_reply"] = e["first_reply"]
             if kind == "cream-alignment":
                 row |= {"key_facts": e["key_facts"], "units": e["units"]}
             lines.append(json.dumps(row))

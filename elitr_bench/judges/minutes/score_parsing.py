@@ -26,10 +26,13 @@ SCALE_LOW, SCALE_HIGH = 0.0, 10.0
 """Both prompts ask for "a scale 0 to 10" (Figs. 17-18)."""
 
 _B = r"(?:\*\*|__)?"
+#: After "N - ", a number that starts a count ("6 - 3 of the 7 conclusions"), not a range.
+_COUNTED = r"[ \t]*%|[ \t]+(?:out[ \t]+)?of\b"
 _LINE = (
     r"^[ \t]*(?:(?:[-*+•]|\d{1,2}[.)])[ \t]+)?" + _B + r"[ \t]*(?:{names})[ \t]*" + _B
     + r"[ \t]*:[ \t]*" + _B + r"[ \t]*(?P<num>\d+(?:\.\d+)?)(?!\.?\d)(?:[ \t]*/[ \t]*10(?:\.0)?)?"
-    + _B + r"(?![ \t]*(?:[-–—,;/]|to\b|and\b|or\b)[ \t]*\d)(?=[ \t]*(?:$|[-–—:.,;(]))"
+    + _B + r"(?![ \t]*(?:[-–—,;/]|to\b|and\b|or\b)[ \t]*\d+(?:\.\d+)?(?!\.?\d|" + _COUNTED + "))"
+    + r"(?=[ \t]*(?:$|[-–—:.,;(]))"
 )  # fmt: skip
 
 
