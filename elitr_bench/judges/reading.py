@@ -386,18 +386,18 @@ SCORE_WORDS = (
     r"scor\w*|rat(?:e|es|ed|ing)|grad(?:e|es|ed|ing)|mark(?:s|ed)?|result|boxed|"
     r"deserv\w*|earn\w*|award\w*|merit\w*|giv(?:e|es|ing)|gave|final|verdict|settl\w*|"
     r"revis\w*|lower\w*|rais(?:e|es|ed|ing)|adjust\w*|downgrad\w*|upgrad\w*|bump\w*|"
-    r"reconsider\w*|instead|reflection|thought"
+    r"reconsider\w*|instead|reflection|thought|say|go(?:ing)? with|call it"
 )
 """The score words: one just before a number ties it to a score (see :func:`vetoes`)."""
 #: Words that may stand between a cue and its number ("I'd rate it a solid 7").
 _FILLER = (
-    r"it|it's|this|that|the|its|my|our|i|i'd|i'll|i'm|me|a|an|is|was|be|would|will|should|"
-    r"could|can|of|at|to|as|with|go|going|say|call|put|give|gives|given|get|gets|got|"
-    r"receives?|deserves?|earns?|merits?|lands?|sits?|stays?|remains?|comes?|stands?|"
-    r"down|up|around|about|roughly|approximately|maybe|perhaps|probably|here|now|still|"
-    r"then|therefore|thus|so|also|only|just|solid|strong|fair|firm|clear|generous|low|high|"
-    r"full|perfect|final|overall|decent|good|weak|modest|reasonable|response|answer|"
-    r"summary|minutes|output"
+    r"it|it's|this|that|the|its|my|our|i|i'd|i'll|i'm|me|them|these|they|a|an|is|was|be|"
+    r"would|will|should|could|can|of|at|to|as|with|go|going|say|call|put|give|gives|given|"
+    r"get|gets|got|receives?|deserves?|earns?|merits?|lands?|sits?|stays?|remains?|comes?|"
+    r"stands?|down|up|around|about|roughly|approximately|maybe|perhaps|probably|here|now|"
+    r"still|then|therefore|thus|so|also|only|just|solid|strong|fair|firm|clear|generous|"
+    r"low|high|full|perfect|final|overall|decent|good|weak|modest|reasonable|response|"
+    r"answer|summary|minutes|output"
 )
 _SEP = r"[\s:=|*()\[\]{}\\\-–—>\"'`~,]"
 #: After a number, the words that keep it a possible score; any other word makes it a
