@@ -397,7 +397,7 @@ _FILLER = (
     r"stands?|down|up|around|about|roughly|approximately|maybe|perhaps|probably|here|now|"
     r"still|then|therefore|thus|so|also|only|just|solid|strong|fair|firm|clear|generous|"
     r"low|high|full|perfect|final|overall|decent|good|weak|modest|reasonable|response|"
-    r"answer|summary|minutes|output"
+    r"answer|summary|minutes|output|on|like|more|really|closer|nearer|somewhere"
 )
 _SEP = r"[\s:=|*()\[\]{}\\\-–—>\"'`~,]"
 #: After a number, the words that keep it a possible score; any other word makes it a
@@ -431,8 +431,9 @@ def _before(cue: str) -> re.Pattern[str]:
 
 
 def _after(cue: str) -> re.Pattern[str]:
-    """Right after the number: "for"/"on"/"in" and the cue, or a dash, colon or bar and it."""
-    link = r"[ \t]+(?:for|on|in)(?:[ \t]+(?:the|its|my))?[ \t]+|[ \t]*[-–—:|][ \t]*"
+    """After the number: "for"/"on"/"in" and the cue (two words before), or a dash and it."""
+    words = r"(?:[ \t]+[a-z']+){0,2}"  # "6 seems fairer for adequacy"
+    link = rf"{words}[ \t]+(?:for|on|in)(?:[ \t]+(?:the|its|my))?[ \t]+|[ \t]*[-–—:|][ \t]*"
     return re.compile(rf"^(?:{link}){_word(cue)}", re.I)
 
 

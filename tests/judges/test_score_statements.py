@@ -97,6 +97,21 @@ CONFLICTING = [
     ),
     (ART, "Adequacy: 8\nRelevance: 7\nTopicality: 7\n\n| Adequacy | 5 |", "adequacy"),
     (ART, "Adequacy: 8\nRelevance: 7\nTopicality: 7\n\n6 - Relevance", "relevance"),
+    (
+        ART,
+        "Adequacy: 8\nRelevance: 7\nTopicality: 7\n\nRelevance is really more like 5.",
+        "relevance",
+    ),
+    (
+        ART,
+        "Adequacy: 8\nRelevance: 7\nTopicality: 7\n\nIn the end, 6 seems fair for adequacy.",
+        "adequacy",
+    ),
+    (
+        ART,
+        "Adequacy: 8\nRelevance: 7\nTopicality: 7\n\nA gap in adequacy, so I'd go with 6.",
+        "adequacy",
+    ),
     (SCORING, _mesa("The omissions are minor; I would rate this a 2."), "rating"),
     (SCORING, _mesa("My confidence is 5 out of 10 at most."), "confidence"),
 ]
