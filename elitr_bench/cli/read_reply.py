@@ -22,7 +22,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +56,8 @@ def _read(grammar: Grammar, record: Record) -> Reading:
         first = Reading({})
         if record.first_reply is not None:  # the reply the restatement answers
             first = read_reply(grammar, record.first_reply, None, record.evaluated)
-        return read_restatement(grammar, first, record.reply, record.finish_reason)
+        restated = read_restatement(grammar, first, record.reply, record.finish_reason)
+        return replace(restated, restate="")  # a run asks no second restatement
     return read_reply(grammar, record.reply, record.finish_reason, record.evaluated)
 
 
