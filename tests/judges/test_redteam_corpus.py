@@ -75,6 +75,14 @@ def test_corpus_covers_every_kind_with_hard_shapes() -> None:
         assert "restate" not in got, entry["id"]
 
 
+def test_clean_content_number_replies_cost_no_extra_call() -> None:
+    """Issue 39: dates, counts, amounts, durations and another field's value never veto."""
+    clean = [e for e in ENTRIES if e["shape"] == "content-numbers"]
+    for entry in clean:
+        got = read_record(entry["kind"], record(entry))
+        assert "restate" not in got, f"{entry['id']}: {got['restate']}"
+
+
 def test_accepted_losses_are_still_lost() -> None:
     """An accepted loss the reader now scores right is removed from the list (kept honest)."""
     by_id = {e["id"]: e for e in ENTRIES}
@@ -94,6 +102,8 @@ def test_read_reply_cli_is_the_same_reader(tmp_path: Path) -> None:
             row = {"reply": e["reply"], "finish_reason": e.get("finish_reason")}
             if e.get("turn"):  # an answer to the restatement message
                 row["turn"] = e["turn"]
+            if e.get("first_reply"):  # the reply it answers
+                row["first_reply"] = e["first_reply"]
             if kind == "cream-alignment":
                 row |= {"key_facts": e["key_facts"], "units": e["units"]}
             lines.append(json.dumps(row))
