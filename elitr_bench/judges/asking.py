@@ -27,6 +27,7 @@ from elitr_bench.llm.client import JudgeClient
 from elitr_bench.llm.context_window import ContextWindowError, judge_window
 from elitr_bench.llm.factory import make_backend
 from elitr_bench.llm.ratelimit import RateLimiter
+from elitr_bench.llm.structured import available as structured_available
 
 
 @dataclass(frozen=True)
@@ -112,9 +113,13 @@ class Policy:
 
 
 def policy_of(config: JudgeConfig) -> Policy:
-    """The config's policy: ``structured=auto`` sends schemas to openai-compatible backends."""
+    """The config's policy: ``structured=auto`` sends schemas to openai-compatible backends.
+
+    An hf judge decodes under the schema itself where xgrammar imports (``llm/structured.py``).
+    """
     structured = config.structured == "on" or (
-        config.structured == "auto" and config.backend == "openai"
+        config.structured == "auto"
+        and (config.backend == "openai" or (config.backend == "hf" and structured_available()))
     )
     return Policy(greedy=config.temperature == 0, structured=structured)
 
