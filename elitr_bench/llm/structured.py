@@ -20,7 +20,7 @@ from typing import Any
 from elitr_bench.llm.base import FatalBackendError
 
 #: What to run where schema-constrained decoding of a local judge needs xgrammar.
-INSTALL_HINT = 'pip install xgrammar (or the extra: pip install "lm-eval-elitr[structured]")'
+INSTALL_HINT = 'pip install xgrammar (or, in the clone, the extra: pip install ".[structured]")'
 
 
 def available() -> bool:

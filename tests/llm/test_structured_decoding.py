@@ -162,4 +162,4 @@ def test_structured_on_for_hf_needs_xgrammar(monkeypatch: pytest.MonkeyPatch) ->
     with pytest.raises(JudgeConfigError) as err:
         parse_judge_spec("hf:gpt2,structured=on")
     assert "pip install xgrammar" in str(err.value) and "\n" not in str(err.value)
-    assert "lm-eval-elitr[structured]" in str(err.value)
+    assert '".[structured]"' in str(err.value)
