@@ -24,6 +24,7 @@ from elitr_bench.judges.reading import Grammar, Reading, Restatement, read_reply
 from elitr_bench.llm.base import CompletionBackend, CompletionRequest
 from elitr_bench.llm.cache import JudgeCache, open_cache
 from elitr_bench.llm.client import JudgeClient
+from elitr_bench.llm.constrained import available as structured_available
 from elitr_bench.llm.context_window import ContextWindowError, judge_window
 from elitr_bench.llm.factory import make_backend
 from elitr_bench.llm.ratelimit import RateLimiter
@@ -142,9 +143,13 @@ class Policy:
 
 
 def policy_of(config: JudgeConfig) -> Policy:
-    """The config's policy: ``structured=auto`` sends schemas to openai-compatible backends."""
+    """The config's policy: ``structured=auto`` sends schemas to openai-compatible backends.
+
+    An hf judge decodes under the schema itself where xgrammar imports (``llm/constrained.py``).
+    """
     structured = config.structured == "on" or (
-        config.structured == "auto" and config.backend == "openai"
+        config.structured == "auto"
+        and (config.backend == "openai" or (config.backend == "hf" and structured_available()))
     )
     return Policy(greedy=config.temperature == 0, structured=structured)
 

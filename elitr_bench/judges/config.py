@@ -33,6 +33,8 @@ from elitr_bench.judges.family import (
 )
 from elitr_bench.judges.option_types import Converter, option_converters
 from elitr_bench.judges.rubrics import DEFAULT_RUBRIC, RUBRICS, Rubric
+from elitr_bench.llm.constrained import INSTALL_HINT
+from elitr_bench.llm.constrained import available as structured_available
 from elitr_bench.llm.endpoint import effective_base_url, endpoint_key
 from elitr_bench.llm.redact import (
     MASK,
@@ -109,7 +111,8 @@ class JudgeConfig:
             0 = known from the OpenAI model table or an hf judge's config, else not
             checked (see ``llm/context_window.py``); a value overrides both.
         structured: Send a restatement turn's JSON schema as OpenAI's
-            ``response_format``: ``on``, ``off`` or ``auto`` (openai-compatible backends).
+            ``response_format``: ``on``, ``off`` or ``auto`` (openai-compatible backends,
+            and hf judges where xgrammar imports: they decode under the schema).
         family: The judge family's registered name (:mod:`elitr_bench.judges.family`).
         options: The family's own options record; read it with :meth:`options_of`.
     """
@@ -503,11 +506,13 @@ def _validate(config: JudgeConfig, spec: str) -> None:
         _max_cost(str(config.max_cost), spec)  # set by with_options: the same rule
     if config.structured not in ("auto", "on", "off"):
         raise bad(f"structured={config.structured} must be auto, on or off")
-    if config.structured == "on" and config.backend != "openai":
-        # Only an OpenAI-compatible endpoint takes a response_format; saying "on" to a judge
-        # that cannot honour it would be a promise silently broken.
+    if config.structured == "on" and config.backend == "hf" and not structured_available():
+        raise bad(f"structured=on for an hf judge decodes with xgrammar: {INSTALL_HINT}")
+    if config.structured == "on" and config.backend not in ("openai", "hf"):
+        # Only an OpenAI-compatible endpoint takes a response_format and only an hf judge
+        # decodes one itself; saying "on" to another would be a promise silently broken.
         raise bad(
-            f"structured=on needs an openai judge (it sends response_format); the "
+            f"structured=on needs an openai or hf judge (it sends response_format); the "
             f"{config.backend} backend has no schema-constrained decoding: use structured=auto"
         )
     if config.backend != "openai" and (config.azure or config.base_url):

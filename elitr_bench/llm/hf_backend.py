@@ -8,6 +8,10 @@ A batch of a local judge can run for minutes on a CPU before any item is judged,
 batch that lasts longer than :data:`PROGRESS_DELAY_S` shows its own bar: the batch's
 size and prompt tokens, one step per generated token, and how many of its replies have
 ended.
+
+A request with a ``response_format`` (a restatement turn's JSON schema) is decoded under
+that schema (:mod:`.structured`, xgrammar): the rows of one batch each keep their own
+grammar, and rows without one decode freely.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any
 
 from elitr_bench.llm.base import CompletionRequest, FatalBackendError
 from elitr_bench.llm.cache import Completion
+from elitr_bench.llm.constrained import SchemaDecoding
 from elitr_bench.llm.endpoint import EndpointSpec
 
 #: A batch's bar appears only once it has run this long (quick batches stay quiet).
@@ -88,6 +93,7 @@ class HFBackend:
         self._batch_size = config.batch_size
         self._lm: Any = None
         self._tok: Any = None
+        self._schemas: SchemaDecoding | None = None  # built on the first response_format
         self._queue: asyncio.Queue[tuple[CompletionRequest, asyncio.Future[Completion]]] | None = (
             None
         )
@@ -120,6 +126,18 @@ class HFBackend:
         """
         return chat_text(self._tok, prompt, messages)
 
+    def _processors(self, requests: list[CompletionRequest]) -> list[Any]:
+        """The batch's logits processors: the rows' schemas, when any row carries one."""
+        formats = [r.response_format for r in requests]
+        if not any(formats):
+            return []
+        if self._schemas is None:  # once per tokenizer: its vocabulary's grammar tables
+            out = self._lm.get_output_embeddings()
+            width = out.weight.shape[0] if out is not None else self._lm.config.vocab_size
+            self._schemas = SchemaDecoding(self._tok, int(width), _eos_ids(self._lm, self._tok))
+        processor = self._schemas.processor(formats)
+        return [] if processor is None else [processor]
+
     def _generate(self, requests: list[CompletionRequest]) -> list[Completion]:
         import torch
 
@@ -141,7 +159,9 @@ class HFBackend:
         width = enc["input_ids"].shape[1]
         eos = _eos_ids(self._lm, self._tok)
         from tqdm.auto import tqdm
-        from transformers import StoppingCriteriaList
+        from transformers import LogitsProcessorList, StoppingCriteriaList
+
+        constrain = LogitsProcessorList(self._processors(requests))
 
         prompt_tokens = int(enc["attention_mask"].sum())
         name = Path(self.model).name
@@ -156,7 +176,9 @@ class HFBackend:
             torch.no_grad(),
         ):
             progress = StoppingCriteriaList([_decode_progress(bar, eos, width)])
-            out = self._lm.generate(**enc, **gen, stopping_criteria=progress)
+            out = self._lm.generate(
+                **enc, **gen, stopping_criteria=progress, logits_processor=constrain
+            )
         results = []
         for row, mask in zip(out, enc["attention_mask"], strict=True):
             new = row[width:]

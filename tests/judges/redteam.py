@@ -7,9 +7,10 @@ Prometheus, a 135M chat model), with the values a careful reader takes from each
 
 An entry with ``turn: restatement`` is the judge's answer to the restatement message and
 is read with the restatement reader; its ``first_reply``, when given, is the reply it
-answers, whose stated values it must agree with (batch F). ``python -m tests.judges.redteam`` prints the tally
-per kind: right (the value, with no extra call), restated (no value; the run asks the
-judge to restate), unscored (no value and no restatement: cut off, empty, refused, or a
+answers, whose stated values it must agree with (batch F).
+``python -m tests.judges.redteam`` prints the tally per kind: right (the value, with no
+extra call), restated (no value; the run asks the judge to restate), unscored (no value
+and no restatement: cut off, empty, refused, or a
 restatement answer that is not strict) and wrong (another value).
 
 ``python -m tests.judges.redteam --first-contact`` prints, for each batch, the tally the

@@ -57,7 +57,8 @@ def test_paper_defaults() -> None:
         ("lexical,system=GPT-4", "replay backend only"),
         ("openai:gpt-4,price=3", "price must be IN:OUT"),
         ("", "empty judge spec"),
-        ("hf:gpt2,structured=on", "structured=on needs an openai judge"),
+        ("lexical,structured=on", "structured=on needs an openai or hf judge"),
+        ("replay,structured=on", "replay backend has no schema-constrained decoding"),
     ],
 )
 def test_spec_errors_are_one_clear_line(spec: str, fragment: str) -> None:
