@@ -25,7 +25,8 @@ from elitr_bench.judges.summary.lm_eval_filter import (
     item_from_doc,
     run_sync,
 )
-from elitr_bench.judges.summary.registry import get_method, plan
+from elitr_bench.judges.summary.registry import get_method
+from elitr_bench.judges.summary.run import plan
 
 
 def minutes_text(sample: Mapping[str, Any]) -> str:
@@ -55,7 +56,7 @@ def check_minutes_fit(paths: Iterable[str | Path], config: JudgeConfig) -> None:
         ContextWindowError: One line naming the meetings, their tokens and the way out.
     """
     from elitr_bench.data.minutes import run_results, run_system_name
-    from elitr_bench.judges.summary.registry import check_context
+    from elitr_bench.judges.summary.run import check_context
     from elitr_bench.scoring.qa import find_samples, read_samples
 
     method = get_method(config)
@@ -82,7 +83,7 @@ def plan_minutes_files(
 ) -> list[tuple[str, int, dict[str, Any]]]:
     """Per samples file: its task, its minutes and the minutes judge's plan for them.
 
-    The plan is :func:`elitr_bench.judges.summary.registry.plan`, the one the lm_eval
+    The plan is :func:`elitr_bench.judges.summary.run.plan`, the one the lm_eval
     filter logs; ``score`` prints it and checks ``--max-cost`` and ``--dry-run`` against
     it before any request (the preflight included).
     """

@@ -62,13 +62,12 @@ from elitr_bench.judges.summary.base import (
     MinutesMethod,
     error_assessment,
 )
-from elitr_bench.judges.summary.registry import (
+from elitr_bench.judges.summary.registry import get_method, metric_entries
+from elitr_bench.judges.summary.run import (
     MinutesRun,
     assess_items_run,
     context_line,
     context_over,
-    get_method,
-    metric_entries,
     plan,
     warn_unsure,
 )
@@ -263,7 +262,7 @@ def _refused_run(
     items: Sequence[MinutesItem], config: JudgeConfig, method: MinutesMethod, reason: str
 ) -> MinutesRun:
     """The run of minutes a spec's ``max_cost=`` held back: an ``error`` each, nothing sent."""
-    from elitr_bench.judges.summary.registry import identity_of, summarize
+    from elitr_bench.judges.summary.run import identity_of, summarize
 
     metrics = tuple(method.metrics)
     assessments = [error_assessment(item, method.name, metrics, reason) for item in items]
@@ -289,7 +288,7 @@ def _with_overlong(
     method: str,
 ) -> MinutesRun:
     """The run's assessments with an ``error`` for every item that was not sent, in order."""
-    from elitr_bench.judges.summary.registry import summarize
+    from elitr_bench.judges.summary.run import summarize
 
     window = judge_window(config)
     judged = iter(run.assessments)
