@@ -251,6 +251,7 @@ def _write_report(
     return 0
 
 
+# Long by nature: one add_argument per flag, read top to bottom as the --help they print.
 def register(subparsers: Any) -> None:
     """Add ``arena`` to the ``elitr-bench`` parser."""
     p = subparsers.add_parser(
