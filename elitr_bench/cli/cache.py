@@ -6,7 +6,9 @@ per judge model, when its oldest and newest entries were written; ``prune`` dele
 entries older than some days and/or of one model; ``clear`` deletes them all, after
 asking (``--yes`` skips the question; without a terminal to ask, it refuses). Each command
 opens the file the runs use (``--cache``, else ``ELITR_JUDGE_CACHE``, else the default
-location) and never creates one.
+location) and never creates one. They touch nothing but a judge cache: any other file
+(another program's SQLite file, results, a mistyped path) is refused in one line and left
+as it was; with ``ELITR_JUDGE_CACHE=off`` or ``memory`` the runs keep no file to look after.
 """
 
 from __future__ import annotations
@@ -18,28 +20,70 @@ import time
 from pathlib import Path
 
 from elitr_bench.data.errors import ElitrBenchError
-from elitr_bench.llm.cache import ENV_MAX_MB, SQLiteCache, default_cache_path, max_cache_bytes
+from elitr_bench.llm.cache import (
+    ENV_MAX_MB,
+    SQLiteCache,
+    cache_location,
+    inspect_cache_file,
+    max_cache_bytes,
+    not_our_cache,
+)
 
 
 class CacheCommandError(ElitrBenchError):
     """Bad input to ``elitr-bench cache`` (one line naming the flag and the fix)."""
 
 
-def _path(args: argparse.Namespace) -> Path:
-    return Path(args.cache).expanduser() if args.cache else default_cache_path()
+def _path(args: argparse.Namespace, doing: str) -> Path | None:
+    """The file to look after, or None (one line said why there is none)."""
+    if args.cache:
+        return Path(args.cache).expanduser()
+    where = cache_location()
+    if isinstance(where, Path):
+        return where
+    kept = "no cache" if where == "off" else "their cache in memory only"
+    print(
+        f"ELITR_JUDGE_CACHE={os.environ.get('ELITR_JUDGE_CACHE', '').strip()}: judged runs "
+        f"keep {kept}, so there is nothing {doing}; name a file with --cache PATH"
+    )
+    return None
 
 
-def _open(path: Path) -> SQLiteCache | None:
-    """The cache at ``path``, or None (one line said so) when there is none yet."""
-    if not path.exists():
+def _open(args: argparse.Namespace, doing: str) -> SQLiteCache | None:
+    """The cache the command names, or None (one line said so) when there is none yet.
+
+    Only our own file is opened (:func:`~elitr_bench.llm.cache.inspect_cache_file`):
+    another program's, or any file that is not a judge cache, is refused untouched.
+    """
+    path = _path(args, doing)
+    if path is None:
+        return None
+    flag = f"--cache {args.cache}" if args.cache else "ELITR_JUDGE_CACHE"
+    found = inspect_cache_file(path)
+    if found.kind == "missing":
+        if args.cache:  # named on purpose: a mistyped path, not a cache yet to be made
+            raise CacheCommandError(
+                f"--cache {path}: no such file; check the path (without --cache the "
+                f"command looks after the runs' cache, {_default()})"
+            )
         print(
             f"no judge cache at {path} yet (the first judged run creates it); name another "
             "file with --cache PATH or ELITR_JUDGE_CACHE"
         )
         return None
-    if path.is_dir():
-        raise CacheCommandError(f"--cache {path} is a folder; name the cache file inside it")
+    if found.kind == "folder":
+        raise CacheCommandError(f"{flag} names a folder ({path}); name the cache file inside it")
+    if found.kind == "foreign":
+        raise CacheCommandError(not_our_cache(path, found, flag))
+    if found.kind == "empty":
+        print(f"{path} holds no judge replies yet (an empty file); nothing {doing}")
+        return None
     return SQLiteCache(path, max_bytes=0)  # 0: no eviction while looking after it
+
+
+def _default() -> str:
+    where = cache_location()
+    return str(where) if isinstance(where, Path) else f"none: ELITR_JUDGE_CACHE={where}"
 
 
 def _mb(size: int) -> str:
@@ -54,7 +98,7 @@ def _when(stamp: float) -> str:
 
 def _info(args: argparse.Namespace) -> int:
     limit = max_cache_bytes()
-    cache = _open(_path(args))
+    cache = _open(args, "to show")
     if cache is None:
         return 0
     try:
@@ -104,7 +148,7 @@ def _prune(args: argparse.Namespace) -> int:
             "cache prune: say what to delete: --older-than DAYS, --model NAME, or both "
             "(elitr-bench cache info lists the models)"
         )
-    cache = _open(_path(args))
+    cache = _open(args, "to prune")
     if cache is None:
         return 0
     try:
@@ -144,7 +188,7 @@ def _confirm(count: int, path: Path) -> bool:
 
 
 def _clear(args: argparse.Namespace) -> int:
-    cache = _open(_path(args))
+    cache = _open(args, "to clear")
     if cache is None:
         return 0
     try:

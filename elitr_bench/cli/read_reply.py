@@ -9,9 +9,11 @@ value or reason. ``--jsonl FILE`` reads one JSON object per line::
 
 (``key_facts`` and ``units`` for ``cream-alignment``; ``evaluated``, optional, is the text
 the judge evaluated, whose lines quoted in the reply never supply a value; ``"turn":
-"restatement"`` reads the reply as the judge's answer to the restatement message) and prints
-one result per line, in order. A reply that a run would ask to restate its values carries
-``"restate": "<why>"`` (and, for one FILE, a ``restate: <why>`` line on standard error).
+"restatement"`` reads the reply as the judge's answer to the restatement message, and
+``"first_reply"`` gives the first reply it answers, whose stated values the restatement must
+agree with) and prints one result per line, in order. A reply that a run would ask to
+restate its values carries ``"restate": "<why>"`` (and, for one FILE, a ``restate: <why>``
+line on standard error).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -46,11 +48,16 @@ class Record:
     units: int | None = None
     evaluated: tuple[str, ...] = ()
     turn: str = "first"
+    first_reply: str | None = None
 
 
 def _read(grammar: Grammar, record: Record) -> Reading:
     if record.turn == "restatement" and grammar.restatement is not None:
-        return read_restatement(grammar, Reading({}), record.reply, record.finish_reason)
+        first = Reading({})
+        if record.first_reply is not None:  # the reply the restatement answers
+            first = read_reply(grammar, record.first_reply, None, record.evaluated)
+        restated = read_restatement(grammar, first, record.reply, record.finish_reason)
+        return replace(restated, restate="")  # a run asks no second restatement
     return read_reply(grammar, record.reply, record.finish_reason, record.evaluated)
 
 
@@ -123,6 +130,9 @@ def _record(data: Any, where: str) -> Record:
     evaluated = data.get("evaluated") or ()
     if isinstance(evaluated, str):
         evaluated = (evaluated,)
+    first = data.get("first_reply")
+    if first is not None and not isinstance(first, str):
+        raise ReadReplyError(f"{where}: first_reply must be a string")
     return Record(
         str(data.get("reply") or ""),
         finish,
@@ -130,6 +140,7 @@ def _record(data: Any, where: str) -> Record:
         units,
         tuple(str(e) for e in evaluated),
         turn,
+        first,
     )
 
 
@@ -164,8 +175,9 @@ def _records(args: argparse.Namespace) -> Sequence[Record]:
         facts = tuple(f.strip() for f in _read_text(args.key_facts).splitlines() if f.strip())
     evaluated = (_read_text(args.evaluated),) if args.evaluated else ()
     reply = _read_text(args.file or "-")
-    turn = "restatement" if args.restatement else "first"
-    return [Record(reply, args.finish_reason, facts, args.units, evaluated, turn)]
+    turn = "restatement" if args.restatement or args.first_reply else "first"
+    first = _read_text(args.first_reply) if args.first_reply else None
+    return [Record(reply, args.finish_reason, facts, args.units, evaluated, turn, first)]
 
 
 def _handler(args: argparse.Namespace) -> int:
@@ -213,5 +225,10 @@ def register(subparsers: Any) -> None:
         "--restatement",
         action="store_true",
         help="read the reply as the judge's answer to the restatement message (strict JSON)",
+    )
+    parser.add_argument(
+        "--first-reply",
+        metavar="FILE",
+        help="with --restatement: the first reply it answers (the values must agree)",
     )
     parser.set_defaults(handler=_handler)

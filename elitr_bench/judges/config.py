@@ -469,6 +469,9 @@ def _validate(config: JudgeConfig, spec: str) -> None:
     family_rubrics = [(f.name, f.rubric_names()) for f in registered if not f.default]
     family_rubrics = [(name, r) for name, r in family_rubrics if r]
     if config.rubric not in RUBRICS and not any(config.rubric in r for _, r in family_rubrics):
+        broken = FAMILIES.broken(config.rubric)
+        if broken is not None:  # the plugin that would register it cannot be loaded
+            raise bad(str(broken))
         others = " or ".join(f"{', '.join(r)} ({family})" for family, r in family_rubrics)
         raise bad(
             f"unknown rubric {config.rubric!r}; installed rubrics: {', '.join(RUBRICS)} "

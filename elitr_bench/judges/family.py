@@ -293,7 +293,8 @@ def select_family(options: Mapping[str, Any]) -> JudgeFamily:
 
     Raises:
         JudgeConfigError: ``method=`` names a method no family declares (the message
-            lists the installed ones).
+            lists the installed ones), or one of a plugin that cannot be loaded (its
+            error).
     """
     registered = families()
     method = str(options.get("method") or "").strip().lower()
@@ -305,6 +306,9 @@ def select_family(options: Mapping[str, Any]) -> JudgeFamily:
         for family in registered:
             if method in family.method_names():
                 return family
+        broken = FAMILIES.broken(method)
+        if broken is not None:  # the plugin that would declare it cannot be loaded
+            raise broken
         installed = method_selectors()
         raise JudgeConfigError(
             f"unknown method {method!r}: no installed judge family declares it; installed "

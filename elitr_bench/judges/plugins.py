@@ -8,6 +8,14 @@ There is one collision rule for every registry: a name registered again from the
 module replaces the old value (a module reload), and from another module it is an
 error naming both modules, since two plugins silently shadowing each other would change
 what a spec means without anyone noticing.
+
+An installed plugin is someone else's code, written against some release of ours: any
+exception while importing it (an ``ImportError`` from a name we no longer export, a
+``SyntaxError``, a :class:`JudgeConfigError` from its own registration) makes it *broken*,
+not fatal. Listing what is installed leaves it out with one warning naming the plugin, its
+distribution and the error, and what it registered before failing is withdrawn; a spec
+that names it (its entry point's name as a method or rubric) gets that error as its own.
+A spec that does not name it never notices, so one stale plugin costs one warning.
 """
 
 from __future__ import annotations
@@ -15,10 +23,12 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import logging
+import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from elitr_bench.cli_errors import debug_enabled
 from elitr_bench.judges.errors import JudgeConfigError
 
 T = TypeVar("T")
@@ -67,10 +77,78 @@ class Placeholder:
         modules: Module paths; the first whose import registers the name wins. A module
             that does not exist is skipped, one whose own imports fail raises.
         origin: Where the placeholder came from (``built-in``, an entry point).
+        distribution: The installed distribution that declares the entry point
+            (``name version``; ``""`` for a built-in placeholder).
     """
 
     modules: tuple[str, ...]
     origin: str
+    distribution: str = ""
+
+    @property
+    def is_plugin(self) -> bool:
+        """Whether an installed package declared it (its failures are isolated)."""
+        return self.origin.startswith("entry point")
+
+
+def _distribution(ep: importlib.metadata.EntryPoint) -> str:
+    """``name version`` of the distribution declaring ``ep`` (``"unknown"`` if unreadable)."""
+    dist = getattr(ep, "dist", None)
+    try:
+        name = dist.metadata["Name"] if dist is not None else None
+        version = dist.version if dist is not None else None
+    except Exception:  # a malformed METADATA must not break the scan
+        name = version = None
+    return f"{name} {version}" if name else "unknown"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def plugin_error(name: str, holder: Placeholder, module: str, exc: Exception) -> JudgeConfigError:
+    """The one line saying why plugin ``name`` cannot be loaded, and the way on.
+
+    Names the plugin, its entry point, its distribution and the error (its first line:
+    a plugin's exception text is not ours to print in full; with ``ELITR_BENCH_DEBUG=1``
+    the warning carries its traceback).
+    """
+    dist = holder.distribution.split(" ")[0] if holder.distribution else ""
+    uninstall = f"pip uninstall {dist}" if dist and dist != "unknown" else "uninstall it"
+    what = f"plugin {name!r} ({holder.origin}, distribution {holder.distribution or 'unknown'})"
+    if isinstance(exc, ModuleNotFoundError) and not is_missing_module(exc, module):
+        missing = exc.name or str(exc)
+        return JudgeConfigError(
+            f"{what} cannot be loaded: its module {module} imports {missing!r}, which is not "
+            f"installed; install the package that provides it, or {uninstall}"
+        )
+    if isinstance(exc, (ImportError, AttributeError)):  # a name this release lacks
+        fix = f"it may be written for another release of lm-eval-elitr: update it, or {uninstall}"
+    else:
+        fix = f"fix or update it, or {uninstall}"
+    return JudgeConfigError(f"{what} cannot be loaded: {_first_line(exc)}; {fix}")
+
+
+#: Every registry made, so that a plugin failing half way through its import leaves no
+#: entry it registered before failing in any of them.
+_REGISTRIES: weakref.WeakSet[Registry[object]] = weakref.WeakSet()
+
+
+def _snapshot() -> dict[Registry[object], set[str]]:
+    return {registry: set(registry._entries) for registry in list(_REGISTRIES)}
+
+
+def _withdraw_since(before: dict[Registry[object], set[str]]) -> None:
+    """Forget what a failed plugin import registered (anything not from ``elitr_bench``).
+
+    A built-in module the plugin imported registers its own entries, which stay: their
+    module is imported now and would not register them again.
+    """
+    for registry, names in before.items():
+        for name in set(registry._entries) - names:
+            if not registry._entries[name].origin.startswith("elitr_bench."):
+                del registry._entries[name]
 
 
 class Registry(Generic[T]):
@@ -86,9 +164,12 @@ class Registry(Generic[T]):
         self.group = group
         self._entries: dict[str, _Entry[T]] = {}
         self._placeholders: dict[str, Placeholder] = {}
-        #: Plugins whose own imports failed, by name: the one-line error naming what is missing.
+        #: Plugins whose import failed, by name: the one-line error naming plugin and cause.
         self._broken: dict[str, JudgeConfigError] = {}
+        #: Broken plugins already warned about (once per process).
+        self._warned: set[str] = set()
         self._scanned = group is None
+        _REGISTRIES.add(self)  # type: ignore[arg-type]
 
     def register(self, name: str, value: T, origin: str, *, replace: bool = False) -> None:
         """Add ``value`` under ``name``, registered by module ``origin``.
@@ -121,7 +202,9 @@ class Registry(Generic[T]):
         self._scanned = True
         assert self.group is not None
         for ep in importlib.metadata.entry_points(group=self.group):
-            self.add_placeholder(ep.name, (ep.module,), f"entry point {ep.value} ({ep.group})")
+            if ep.name not in self._placeholders:
+                origin = f"entry point {ep.name} = {ep.value} in {ep.group}"
+                self._placeholders[ep.name] = Placeholder((ep.module,), origin, _distribution(ep))
 
     def names(self) -> tuple[str, ...]:
         """Every name known now, registered or placeholder, without importing anything."""
@@ -129,8 +212,16 @@ class Registry(Generic[T]):
         return tuple(dict.fromkeys([*self._entries, *self._placeholders]))
 
     def resolve(self, name: str) -> T | None:
-        """The value of ``name``, importing its placeholder module(s) if needed."""
+        """The value of ``name``, importing its placeholder module(s) if needed.
+
+        Raises:
+            JudgeConfigError: ``name`` is a plugin that cannot be loaded (its error, also
+                on every later call), or a built-in module's own import of another
+                module failed.
+        """
         self._scan()
+        if name in self._broken:
+            raise self._broken[name]
         if name in self._entries:
             return self._entries[name].value
         holder = self._placeholders.get(name)
@@ -139,20 +230,44 @@ class Registry(Generic[T]):
         for module in holder.modules:
             if name in self._entries:
                 break
+            if holder.is_plugin:
+                self._import_plugin(name, holder, module)
+                continue
             try:
                 importlib.import_module(module)
             except ModuleNotFoundError as exc:
                 if not is_missing_module(exc, module):  # it exists; one of its imports not
-                    origin = "" if holder.origin == "built-in" else f" ({holder.origin})"
-                    error = missing_dependency(exc, module, f"{self.kind} {name!r}{origin}")
+                    error = missing_dependency(exc, module, f"{self.kind} {name!r}")
                     self._broken[name] = error
                     raise error from exc
         entry = self._entries.get(name)
-        if entry is None and holder.origin.startswith("entry point"):
+        if entry is None and holder.is_plugin:
             # A plugin of the group that registers something else under its name (a QA
             # rubric): imported now, it is not one of ours.
             del self._placeholders[name]
         return entry.value if entry is not None else None
+
+    def _import_plugin(self, name: str, holder: Placeholder, module: str) -> None:
+        """Import an installed plugin's module; any failure makes it broken, not fatal."""
+        before = _snapshot()
+        try:
+            importlib.import_module(module)
+        except Exception as exc:
+            _withdraw_since(before)
+            error = plugin_error(name, holder, module, exc)
+            self._broken[name] = error
+            self._placeholders.pop(name, None)
+            raise error from exc  # its __cause__: the traceback ELITR_BENCH_DEBUG=1 shows
+
+    def broken(self, name: str) -> JudgeConfigError | None:
+        """The error of the broken plugin called ``name`` (its entry point), if it is one.
+
+        A spec naming a method or rubric the same as a plugin that cannot be loaded
+        gets this error instead of "unknown name".
+        """
+        self._scan()
+        wanted = name.strip().lower()
+        return next((e for n, e in self._broken.items() if n.lower() == wanted), None)
 
     def placeholder(self, name: str) -> Placeholder | None:
         """The placeholder of ``name``, if one was declared."""
@@ -166,9 +281,10 @@ class Registry(Generic[T]):
     def values(self) -> Iterator[T]:
         """Every value, resolving all placeholders (registration order, placeholders first).
 
-        A plugin whose own imports fail is left out with one warning, so that it breaks
-        no spec that does not use it; naming it (:meth:`resolve`) raises its error, and
-        :meth:`broken_note` adds it to "unknown name" messages.
+        A plugin that cannot be loaded is left out with one warning (once per process),
+        so that it breaks no spec that does not use it; naming it (:meth:`resolve`,
+        :meth:`broken`) raises its error, and :meth:`broken_note` adds it to "unknown
+        name" messages.
         """
         for name in self.names():
             try:
@@ -176,8 +292,11 @@ class Registry(Generic[T]):
             except JudgeConfigError:
                 if name not in self._broken:
                     raise
-                if self._placeholders.pop(name, None) is not None:  # warned once
-                    log.warning("%s", self._broken[name])
+        for name, error in self._broken.items():
+            if name not in self._warned:
+                self._warned.add(name)
+                cause = error.__cause__  # the plugin's own exception: its traceback on request
+                log.warning("%s", error, exc_info=cause if debug_enabled() else None)
         return iter([e.value for e in self._entries.values()])
 
     def broken_note(self) -> str:

@@ -46,12 +46,42 @@ class Field:
         )
 
 
+class Statement(Protocol):
+    """A value a reply stated for a field, in the asked format or in a veto."""
+
+    def holds(self, value: Any) -> bool:
+        """Whether a restated ``value`` agrees with this statement."""
+
+    def show(self, value: Any) -> str:
+        """``value`` (a restated one) written the way this statement is written."""
+
+
+@dataclass(frozen=True)
+class Span:
+    """A number a reply stated (a range, "7-8", holds both ends and what lies between)."""
+
+    low: float
+    high: float
+
+    def holds(self, value: Any) -> bool:
+        """Whether ``value`` lies in the span."""
+        return isinstance(value, (int, float)) and self.low <= value <= self.high
+
+    def show(self, value: Any) -> str:
+        """``value`` as a number (``7``, ``7.5``)."""
+        return f"{value:g}" if isinstance(value, (int, float)) else str(value)
+
+    def __str__(self) -> str:
+        return f"{self.low:g}" if self.low == self.high else f"{self.low:g}-{self.high:g}"
+
+
 @dataclass(frozen=True)
 class Reading:
     """What one reply says: per field a value or None (``reasons`` says why).
 
-    ``strict`` holds the values stated in the asked format, vetoed or not (a restatement
-    must agree with them); ``restate`` says why a restatement is asked ("" for none);
+    ``strict`` holds the values stated in the asked format, vetoed or not; ``stated`` every
+    value the reply stated per field, in the asked format or in a veto (a restatement must
+    agree with one of them); ``restate`` says why a restatement is asked ("" for none);
     ``restated``: the values come from a restatement.
     """
 
@@ -60,6 +90,7 @@ class Reading:
     strict: Mapping[str, Any] = field(default_factory=dict)
     restate: str = ""
     restated: bool = False
+    stated: Mapping[str, tuple[Statement, ...]] = field(default_factory=dict)
 
     @classmethod
     def unscored(cls, names: Iterable[str], reason: str) -> Reading:
@@ -227,7 +258,12 @@ def read_reply(
 def read_restatement(
     grammar: Grammar, first: Reading, raw: str | None, finish_reason: str | None = None
 ) -> Reading:
-    """Read the answer to a restatement strictly; the first reply's asked format must agree."""
+    """Read the answer to a restatement strictly; it must agree with what the reply stated.
+
+    A restated value must equal a value the first reply stated for that field (in the asked
+    format or in a veto: ``first.stated``) whenever it stated one; otherwise the field stays
+    unscored: "restatement disagrees with the reply (7 in the reply, 3 restated)".
+    """
     assert grammar.restatement is not None
     names = grammar.fields
     if finish_reason == "length":
@@ -238,21 +274,20 @@ def read_restatement(
     second = grammar.restatement.read(answer)
     values, reasons = dict(second.values), dict(second.reasons)
     for name in names:
-        before = first.strict.get(name)
+        said = first.stated.get(name, ())
         if values.get(name) is None and first.values.get(name) is not None:
             values[name] = first.values[name]  # read in the asked format, never vetoed
             reasons.pop(name, None)
         elif values.get(name) is None:
             reasons[name] = f"{first.reasons.get(name) or 'no value'}; then {reasons.get(name)}"
-        elif before is not None and values[name] != before:
-            shown = [
-                f"{v:g}" if isinstance(v, float | int) else str(v) for v in (values[name], before)
-            ]
-            values[name] = None
+        elif said and not any(s.holds(values[name]) for s in said):
+            before = " or ".join(dict.fromkeys(str(s) for s in said))
             reasons[name] = (
-                f"restatement gives {name}={shown[0]}, the reply's asked format {shown[1]}"
+                f"restatement disagrees with the reply ({before} in the reply, "
+                f"{said[0].show(values[name])} restated)"
             )
-    return Reading(values, reasons, first.strict, first.restate, restated=True)
+            values[name] = None
+    return Reading(values, reasons, first.strict, first.restate, True, first.stated)
 
 
 def shows_format(grammar: Grammar, text: str) -> bool:
@@ -339,18 +374,45 @@ _WORD |= {"nine": 9, "ten": 10, "zero": 0, "one": 1}
 NUMBER = r"\d+(?:\.\d+)?|" + "|".join(_WORD)
 """A number in digits or words (zero to ten); :func:`number` gives its value."""
 _MENTION = re.compile(
-    rf"(?<![\w.\[/])(?P<a>{NUMBER})(?:[ \t]*(?:-|–|to)[ \t]*(?P<b>{NUMBER}))?(?P<pct>[ \t]*%)?"
-    r"(?P<den>[ \t]*(?:/|out[ \t]+of)[ \t]*(?P<top>\d+(?:\.\d+)?|ten|five))?(?![\w])",
+    rf"(?<![\w.\[/:$€£])(?P<a>{NUMBER})(?:[ \t]*(?:-|–|to)[ \t]*(?P<b>{NUMBER}))?(?P<pct>[ \t]*%)?"
+    r"(?P<den>[ \t]*(?:/|out[ \t]+of)[ \t]*(?P<top>\d+(?:\.\d+)?|ten|five))?"
+    r"(?![\w%]|[.,:]\d|-[A-Za-z])",
     re.I,
 )
 _SENTENCES = re.compile(r"(?<=[.!?;])[ \t]+|\n")
 _ABBREVIATION = re.compile(r"\b(?:i\.e|e\.g|vs|cf|approx)\.", re.I)
-#: "a 4.", "an 8", "lower it to 6", "final: 5": a value in any such sentence may be a score.
-_ARTICLE_VALUE = re.compile(
-    r"\ban?[ \t]+\d+(?:\.\d+)?(?![\w%]|\.\d)|\b(?:revis|lower|rais|adjust|reduc|increas|"
-    r"reconsider|downgrad|upgrad|bump|instead|second thought|reflection|settle|final answer)",
+
+SCORE_WORDS = (
+    r"scor\w*|rat(?:e|es|ed|ing)|grad(?:e|es|ed|ing)|mark(?:s|ed)?|result|boxed|"
+    r"deserv\w*|earn\w*|award\w*|merit\w*|giv(?:e|es|ing)|gave|final|verdict|settl\w*|"
+    r"revis\w*|lower\w*|rais(?:e|es|ed|ing)|adjust\w*|downgrad\w*|upgrad\w*|bump\w*|"
+    r"reconsider\w*|instead|reflection|thought|say|go(?:ing)? with|call it"
+)
+"""The score words: one just before a number ties it to a score (see :func:`vetoes`)."""
+#: Words that may stand between a cue and its number ("I'd rate it a solid 7").
+_FILLER = (
+    r"it|it's|this|that|the|its|my|our|i|i'd|i'll|i'm|me|them|these|they|a|an|is|was|be|"
+    r"would|will|should|could|can|of|at|to|as|with|go|going|say|call|put|give|gives|given|"
+    r"get|gets|got|receives?|deserves?|earns?|merits?|lands?|sits?|stays?|remains?|comes?|"
+    r"stands?|down|up|around|about|roughly|approximately|maybe|perhaps|probably|here|now|"
+    r"still|then|therefore|thus|so|also|only|just|solid|strong|fair|firm|clear|generous|"
+    r"low|high|full|perfect|final|overall|decent|good|weak|modest|reasonable|response|"
+    r"answer|summary|minutes|output|on|like|more|really|closer|nearer|somewhere"
+)
+_SEP = r"[\s:=|*()\[\]{}\\\-–—>\"'`~,]"
+#: After a number, the words that keep it a possible score; any other word makes it a
+#: quantity ("2 hours", "three months", "3 pm", "two of the three points").
+_LINK = re.compile(
+    r"[ \t]*(?:(?:for|on|in|at|overall|and|or|but|because|as|since|here|which|so|with|too|"
+    r"also|though|however|then|now|instead|rather|not|from|than|given|points?|pts|stars?|scale|rating|score|"
+    r"grade|this|that|it|i|is|would|seems?|fits?)\b|[^\w \t]|$)",
     re.I,
 )
+#: Another field's label a few words before a number makes it that field's ("severity 7").
+_FOREIGN = re.compile(
+    r"(?<![A-Za-z])(?:severit(?:y|ies)|certaint(?:y|ies))(?:\W+\w+){0,3}\W*$", re.I
+)
+_ENUMERATOR = re.compile(r"^[\s>*#|]*$")  # "1. ..." / "2) ...": a list marker, no number
 
 
 def number(token: str) -> float:
@@ -358,33 +420,83 @@ def number(token: str) -> float:
     return float(_WORD[token.lower()]) if token.lower() in _WORD else float(token)
 
 
+def _word(cue: str) -> str:
+    """``cue`` as whole words ("rate" is no cue in "accurate", nor "mark" in "market")."""
+    return rf"(?<![A-Za-z])(?:{cue})(?![A-Za-z])"
+
+
+def _before(cue: str) -> re.Pattern[str]:
+    """A cue, then at most five filler words, ending where the number starts."""
+    return re.compile(rf"{_word(cue)}(?:{_SEP}*\b(?:{_FILLER})\b){{0,5}}{_SEP}*$", re.I)
+
+
+def _after(cue: str) -> re.Pattern[str]:
+    """After the number: "for"/"on"/"in" and the cue (two words before), or a dash and it."""
+    words = r"(?:[ \t]+[a-z']+){0,2}"  # "6 seems fairer for adequacy"
+    link = rf"{words}[ \t]+(?:for|on|in)(?:[ \t]+(?:the|its|my))?[ \t]+|[ \t]*[-–—:|][ \t]*"
+    return re.compile(rf"^(?:{link}){_word(cue)}", re.I)
+
+
 def vetoes(
     text: str, specs: Sequence[Field], labels: Mapping[str, str], generic: str
 ) -> dict[str, list[tuple[float, float, str]]]:
-    """Every other statement of a value per field: ``(low, high, as written)``.
+    r"""Every score statement outside the asked format, per field: ``(low, high, as written)``.
 
-    Each number of a sentence (line, table row) that names the field, or speaks of a score
-    (``generic``: every field); a range gives its ends, a percentage or another scale
-    ``nan`` (never agrees); "one"/"zero" only as "one out of ten"; "[PERSON4]" is no number.
+    A number is a score statement only where a cue ties it to a score:
+
+    * just before it (at most five filler words between, "I'd rate it a solid 7"): a score
+      word (``generic``, e.g. :data:`SCORE_WORDS`: score, rate, grade, give, final, a
+      revision, ``\boxed{``, ``[RESULT]``) or the field's label ("adequacy would be 6",
+      "| Relevance | 7 |");
+    * just after it: the field's label or "rating"/"score"/"grade" ("7 for adequacy",
+      "7 - Adequacy", "a 7 rating");
+    * a scale after it, "/H" or "out of H" where H is the field's top ("7/10", "4 out of 10");
+    * an article just before it ("I'd give it a 7.", "a 4 at first glance").
+
+    A label ties the number to its field; another cue to the fields the sentence names, or
+    to every field. Never a statement (content numbers):
+
+    * a number followed by another word: a count, an amount, a duration ("2 hours", "three
+      months", "3 pm", "two of the three points");
+    * a time or a compound ("2:30", "the 2-hour"), a percentage, a list marker, "one" or
+      "zero" without a scale;
+    * another field's value: a severity or a certainty a few words before it;
+    * for one field, a number off its scale ("7" for MESA's 0-5 rating).
+
+    A tied number written on another scale ("adequacy 4/5", "rate on a 1-5 scale", on 0-10)
+    gives ``nan``: it never agrees. A range gives its ends ("Score 7-8" agrees with 8).
     """
     out: dict[str, list[tuple[float, float, str]]] = {s.name: [] for s in specs}
     text = _ABBREVIATION.sub(lambda m: m.group(0).replace(".", " "), text)
+    before = {s.name: _before(labels[s.name]) for s in specs}
+    after = {s.name: _after(labels[s.name]) for s in specs}
+    before_any = _before(generic)
+    after_any = re.compile(r"^[ \t]+(?:rating|score|grade)\b", re.I)
     for sentence in _SENTENCES.split(text):
-        named = [s for s in specs if re.search(labels[s.name], sentence, re.I)]
-        scored = re.search(generic, sentence, re.I) or _ARTICLE_VALUE.search(sentence)
-        if not named and not scored:
-            continue
         for m in _MENTION.finditer(sentence):
-            if m.group("a").lower() in ("zero", "one") and not m.group("den"):
-                continue
+            head, tail = sentence[max(0, m.start() - 120) : m.start()], sentence[m.end() :]
+            word_only = m.group("a").lower() in ("zero", "one") and not m.group("den")
+            marker = _ENUMERATOR.match(head) and re.match(r"[.)][ \t]", tail)
+            if m.group("pct") or word_only or marker or not _LINK.match(tail):
+                continue  # a percentage, a list marker, a quantity ("2 hours")
+            if _FOREIGN.search(head):
+                continue  # another field's value (MESA's severities and certainties)
+            top = number(m.group("top")) if m.group("top") else None
+            labelled = [
+                s for s in specs if before[s.name].search(head) or after[s.name].match(tail)
+            ]
+            worded = bool(before_any.search(head)) or bool(after_any.match(tail))
+            article = re.search(r"\ban?[ \t]+$", head, re.I)
+            named = [s for s in specs if re.search(_word(labels[s.name]), sentence, re.I)]
+            tied = labelled or (named or list(specs) if worded or article else [])
+            scaled = [s for s in named or specs if top is not None and top == s.high]
             low = number(m.group("a"))
             high = number(m.group("b")) if m.group("b") else low
-            for spec in named or specs:
-                other = m.group("top") is not None and number(m.group("top")) != spec.high
-                other = other or (m.group("b") is not None and low in (0, 1) and high != spec.high)
-                if m.group("pct") or other:
+            for spec in tied or scaled:
+                scale = m.group("b") and low in (0, 1) and high not in (low, spec.high)  # "1-5"
+                if scale or (top is not None and top != spec.high):
                     out[spec.name].append((math.nan, math.nan, m.group(0).strip()))
-                elif named or spec.low <= low <= spec.high:
+                elif spec.low <= low <= high <= spec.high:
                     out[spec.name].append((low, high, m.group(0).strip()))
     return out
 
@@ -419,8 +531,12 @@ class NumericGrammar:
         values: dict[str, Any] = {}
         reasons: dict[str, str] = {}
         strict: dict[str, Any] = {}
+        said: dict[str, tuple[Statement, ...]] = {}
         for spec in self.specs:
             mine = [s.value for s in stated if s.field == spec.name]
+            spans = [(v, v) for v in mine if not spec.problem(v)]
+            spans += [(lo, hi) for lo, hi, _ in others[spec.name] if not math.isnan(lo)]
+            said[spec.name] = tuple(Span(lo, hi) for lo, hi in dict.fromkeys(spans))
             problem = spec.problem(mine[0]) if len(mine) == 1 else ""
             if not mine:
                 problem = f"no {spec.name} in the asked format"
@@ -437,7 +553,8 @@ class NumericGrammar:
             if problem:
                 reasons[spec.name] = problem
         restate = "; ".join(dict.fromkeys(reasons.values()))
-        return Reading(values, reasons, strict, restate and f"{restate} ({self.shape})")
+        restate = restate and f"{restate} ({self.shape})"
+        return Reading(values, reasons, strict, restate, stated=said)
 
     @property
     def restatement(self) -> Restatement:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.plugins import Registry
-from elitr_bench.judges.reading import Field, NumericGrammar, Stated
+from elitr_bench.judges.reading import SCORE_WORDS, Field, NumericGrammar, Stated
 
 PLACEHOLDERS = ("question", "response", "reference", "rubric")
 
@@ -131,11 +131,6 @@ PROMETHEUS_RUBRIC = (
 # its line (Fig. 8). Any other box, result or score statement can only veto.
 _BOXED = re.compile(r"\\boxed\s*\{[ \t]*(\d+)[ \t]*\}")
 _RESULT = re.compile(r"\[RESULT\][ \t]*(\d+)(?=[ \t]*(?:</s>)?[ \t]*\.?[ \t]*$)", re.M)
-#: Words that make a sentence speak of the score (each such sentence may veto).
-SCORE_WORDS = (
-    r"scor|rat(?:e|ed|ing)\b|grade|mark|points?\b|result|boxed|deserv|earn|award|"
-    r"out\s+of|\d\s*/\s*\d"
-)
 
 
 def rubric_grammar(marker: str, low: int, high: int) -> NumericGrammar:

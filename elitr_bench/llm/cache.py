@@ -15,6 +15,13 @@ process and file; the lm-eval start-up check opens it before the model loads) an
 explained in one line that names the file and the way on, instead of failing every lookup
 after hours of generation.
 
+Only our own file is ever written: it carries a marker (SQLite's ``application_id``,
+:data:`APPLICATION_ID`, set when we create the file; a cache of ours written before the
+marker is recognised by its tables and columns and stamped). Anything else named as the
+cache (another tool's SQLite file, which may well have a ``completions`` table, a JSON
+file, a mistyped path) is refused in one line before a byte of it changes
+(:func:`inspect_cache_file`).
+
 Upkeep: ``elitr-bench cache info|prune|clear`` reads and trims the file
 (:meth:`SQLiteCache.stats`, :meth:`SQLiteCache.prune`, :meth:`SQLiteCache.clear`), and
 ``ELITR_JUDGE_CACHE_MAX_MB`` caps its size: past it the least recently used entries go
@@ -43,6 +50,19 @@ from elitr_bench.llm.errors import JudgeCacheError, JudgeConfigError
 
 CACHE_SCHEMA_VERSION = 1
 
+#: SQLite ``application_id`` of our cache files (``ELJC``), written when we create one.
+APPLICATION_ID = 0x454C4A43
+
+#: How every SQLite file begins (its header is 100 bytes; ``application_id`` at 68).
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+#: The columns of ``completions`` since the first release, those added since, and
+#: ``pending``'s: a file without the marker is ours only if its tables are exactly these.
+_BASE_COLUMNS = frozenset(
+    {"key", "backend", "model", "params", "text", "prompt_tokens", "completion_tokens", "created"}
+)
+_LATER_COLUMNS = frozenset({"finish_reason", "used"})
+_PENDING_COLUMNS = frozenset({"key", "host", "pid", "since"})
+
 log = logging.getLogger(__name__)
 
 #: Seconds a "being sent" mark holds before another process may send the same request.
@@ -66,6 +86,108 @@ def damaged_cache_fix(path: Path) -> str:
         f"move it aside (mv {path} {aside}) and re-run, which starts a new cache and pays "
         "again only for what the damaged pages held, or run without a cache with cache=off "
         "in the judge spec"
+    )
+
+
+@dataclass(frozen=True)
+class CacheFile:
+    """What is at a cache path, found without writing to it (:func:`inspect_cache_file`).
+
+    Attributes:
+        kind: ``missing``; ``folder``; ``empty`` (no bytes, or an SQLite file with no
+            table and no marker: a new cache may be made in it); ``ours`` (the marker);
+            ``unmarked`` (a cache of ours written before the marker: our tables and
+            columns, nothing else); ``foreign`` (any other file: never written);
+            ``damaged`` (an SQLite file whose tables cannot be read).
+        detail: For ``foreign`` and ``damaged``, what was found, for the one-line message.
+    """
+
+    kind: Literal["missing", "folder", "empty", "ours", "unmarked", "foreign", "damaged"]
+    detail: str = ""
+
+    @property
+    def is_ours(self) -> bool:
+        """Whether the file is a judge cache of ours (marked or not)."""
+        return self.kind in ("ours", "unmarked")
+
+
+def inspect_cache_file(path: Path) -> CacheFile:
+    """Whether ``path`` is our cache, read-only: nothing in or beside the file is written.
+
+    The header is read as bytes; only an SQLite file without our marker in it is opened,
+    read-only (``mode=ro``), to read its marker (which a write-ahead log may hold) and its
+    tables; with no log beside it, as immutable, so that not even a ``-shm`` file appears.
+    """
+    if not path.exists():
+        return CacheFile("missing")
+    if path.is_dir():
+        return CacheFile("folder")
+    try:
+        with path.open("rb") as handle:
+            header = handle.read(100)
+    except OSError as exc:
+        return CacheFile("damaged", f"cannot read it: {exc.strerror or exc}")
+    if not header:
+        return CacheFile("empty")
+    if not header.startswith(_SQLITE_MAGIC):
+        return CacheFile("foreign", "not an SQLite file")
+    marker = int.from_bytes(header[68:72], "big")
+    if marker == APPLICATION_ID:
+        return CacheFile("ours")
+    if marker:
+        return CacheFile(
+            "foreign", f"an SQLite file of another program, application_id {marker:#x}"
+        )
+    # Without a write-ahead log beside it the file is complete: read it as immutable, which
+    # makes SQLite create no -wal/-shm file beside another program's file either.
+    live = Path(f"{path}-wal").exists()
+    uri = f"{path.resolve().as_uri()}?mode=ro{'' if live else '&immutable=1'}"
+    try:
+        conn = sqlite3.connect(uri, uri=True)
+        try:
+            marker = conn.execute("PRAGMA application_id").fetchone()[0]
+            tables = {
+                name: frozenset(row[1] for row in conn.execute(f"PRAGMA table_info('{name}')"))
+                for (name,) in conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table'"
+                    " AND name NOT LIKE 'sqlite_%'"
+                )
+            }
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        return CacheFile("damaged", str(exc))
+    if marker == APPLICATION_ID:
+        return CacheFile("ours")
+    if marker:
+        return CacheFile(
+            "foreign", f"an SQLite file of another program, application_id {marker:#x}"
+        )
+    if not tables:
+        return CacheFile("empty")
+    completions = tables.get("completions", frozenset())
+    if (
+        set(tables) <= {"completions", "pending"}
+        and _BASE_COLUMNS <= completions <= _BASE_COLUMNS | _LATER_COLUMNS
+        and tables.get("pending", _PENDING_COLUMNS) == _PENDING_COLUMNS
+    ):
+        return CacheFile("unmarked")
+    return CacheFile(
+        "foreign", f"an SQLite file of another program, with tables {', '.join(sorted(tables))}"
+    )
+
+
+def not_our_cache(path: Path, found: CacheFile, setting: str) -> str:
+    """The one line refusing a file that is not a judge cache (it stays untouched).
+
+    Args:
+        path: The file.
+        found: What :func:`inspect_cache_file` found there.
+        setting: Where the path came from (``cache=``, ``--cache``, ...), for the fix.
+    """
+    return (
+        f"judge cache {path}: not a judge cache of lm-eval-elitr ({found.detail}); left "
+        f"untouched: check the path in {setting}, or name a new file for the cache"
     )
 
 
@@ -275,6 +397,14 @@ class SQLiteCache:
         self.path = Path(path).expanduser()
         limit = max_cache_bytes() if max_bytes is None else max_bytes
         self.max_bytes = limit or None  # 0: no limit
+        found = inspect_cache_file(self.path)  # before anything could write to the file
+        if found.kind == "foreign":
+            raise JudgeCacheError(not_our_cache(self.path, found, "cache= or ELITR_JUDGE_CACHE"))
+        if found.kind == "damaged":
+            raise JudgeCacheError(
+                f"judge cache {self.path} is damaged ({found.detail}); "
+                f"{damaged_cache_fix(self.path)}"
+            )
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = sqlite3.connect(
@@ -283,6 +413,9 @@ class SQLiteCache:
                 check_same_thread=False,
                 isolation_level=None,
             )
+            if found.kind != "ours":  # a new file, or one of ours from before the marker
+                with contextlib.suppress(sqlite3.OperationalError):  # a read-only file
+                    self._conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")

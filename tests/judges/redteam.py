@@ -6,7 +6,8 @@ Prometheus, a 135M chat model), with the values a careful reader takes from each
 ``accepted_unscored.yaml`` lists the values the reader leaves unscored on purpose.
 
 An entry with ``turn: restatement`` is the judge's answer to the restatement message and
-is read with the restatement reader. ``python -m tests.judges.redteam`` prints the tally
+is read with the restatement reader; its ``first_reply``, when given, is the reply it
+answers, whose stated values it must agree with (batch F). ``python -m tests.judges.redteam`` prints the tally
 per kind: right (the value, with no extra call), restated (no value; the run asks the
 judge to restate), unscored (no value and no restatement: cut off, empty, refused, or a
 restatement answer that is not strict) and wrong (another value).
@@ -55,6 +56,7 @@ def record(entry: dict[str, Any]) -> Record:
         entry.get("units"),
         (),
         entry.get("turn") or "first",
+        entry.get("first_reply"),
     )
 
 

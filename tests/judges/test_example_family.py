@@ -1,13 +1,14 @@
 """The out-of-tree judge family of ``examples/judge_family`` installs and runs untouched.
 
 It proves the registry's promise: installed with ``pip install --no-deps --target DIR``
-(no edit of elitr_bench, which never names it), its own tests pass against the installed
-copy, and ``method=geval,steps=3`` judges AutoMin minutes through the real ``lm_eval``.
+(or, where pip cannot build, its package and ``dist-info`` written as pip would: the
+tests never skip; no edit of elitr_bench, which never names it), its own tests pass
+against the installed copy, and ``method=geval,steps=3`` judges AutoMin minutes through
+the real ``lm_eval``.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import pytest
 
 from tests.conftest import run_lm_eval
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest
-from tests.support.plugin_env import pip_install_copy, run_in_site, run_own_tests, site_env
+from tests.support.plugin_env import install_example, run_in_site, run_own_tests, site_env
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "judge_family"
 ROOT = EXAMPLE.parents[1]
@@ -23,13 +24,8 @@ ROOT = EXAMPLE.parents[1]
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """(site folder, source copy): the example built from a copy, installed with pip."""
-    if importlib.util.find_spec("pip") is None:
-        pytest.skip("pip is not available")
-    base = tmp_path_factory.mktemp("example_family")
-    proc = pip_install_copy(EXAMPLE, base)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return base / "site", base / "src"
+    """(site folder, source copy): the example built from a copy, installed (pip if it can)."""
+    return install_example(EXAMPLE, tmp_path_factory.mktemp("example_family"))
 
 
 def test_elitr_bench_never_names_the_example() -> None:

@@ -1,14 +1,14 @@
 """The out-of-tree QA rubric of ``examples/qa_rubric`` installs and runs untouched (issue 34).
 
-Installed with ``pip install --no-deps --target DIR`` (no edit of elitr_bench, which never
-names it), its own tests pass against the installed copy, ``rubric=strict4-rubric``
-judges ELITR-Bench answers through the real ``lm_eval`` on ``elitr_qa_dev``, and
+Installed with ``pip install --no-deps --target DIR`` (or as pip would, where pip cannot
+build it: the tests never skip; no edit of elitr_bench, which never names it), its own
+tests pass against the installed copy, ``rubric=strict4-rubric`` judges ELITR-Bench
+answers through the real ``lm_eval`` on ``elitr_qa_dev``, and
 ``elitr-bench judge-check`` and ``read-reply`` take it like a built-in rubric.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
@@ -18,7 +18,7 @@ import pytest
 
 from tests.conftest import run_lm_eval
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest
-from tests.support.plugin_env import pip_install_copy, run_in_site, run_own_tests, site_env
+from tests.support.plugin_env import install_example, run_in_site, run_own_tests, site_env
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "qa_rubric"
 ROOT = EXAMPLE.parents[1]
@@ -27,13 +27,8 @@ CLI = "import sys; from elitr_bench.cli import main; sys.exit(main(sys.argv[1:])
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """(site folder, source copy): the example built from a copy, installed with pip."""
-    if importlib.util.find_spec("pip") is None:
-        pytest.skip("pip is not available")
-    base = tmp_path_factory.mktemp("example_rubric")
-    proc = pip_install_copy(EXAMPLE, base)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return base / "site", base / "src"
+    """(site folder, source copy): the example built from a copy, installed (pip if it can)."""
+    return install_example(EXAMPLE, tmp_path_factory.mktemp("example_rubric"))
 
 
 def _cli(site: Path, *args: str) -> subprocess.CompletedProcess[str]:

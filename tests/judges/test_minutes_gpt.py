@@ -414,7 +414,7 @@ def test_ambiguous_reply_is_reasked_then_logged_unscored_with_its_reason(
     answers = iter(
         [
             "Adequacy: 7\nRelevance: 8\nTopicality: 8\n\nOn reflection, Adequacy: 6",
-            '{"adequacy": 6, "relevance": 8, "topicality": 8}',
+            '{"adequacy": 5, "relevance": 8, "topicality": 8}',  # neither 7 nor 6
         ]
     )
     loopback.handler = lambda request: next(answers)
@@ -432,7 +432,9 @@ def test_ambiguous_reply_is_reasked_then_logged_unscored_with_its_reason(
         "art_relevance": 8.0,
         "art_topicality": 8.0,
     }
-    assert assessment.reason == "restatement gives adequacy=6, the reply's asked format 7"
+    assert assessment.reason == (
+        "restatement disagrees with the reply (7 or 6 in the reply, 5 restated)"
+    )
     assert assessment.details["unscored"] == {"art_adequacy": assessment.reason}
     assert len(assessment.details["raw"][0]) == 2  # both answers kept in the log
     # The sample log's metrics: the ambiguous criterion is left out of its mean, not guessed.

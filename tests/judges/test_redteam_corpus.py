@@ -57,14 +57,30 @@ def test_corpus_covers_every_kind_with_hard_shapes() -> None:
         "echo",
         "notes-section",
         "sub-bullets",
+        "content-numbers",
+        "restatement-disagrees",
     ):
         assert shape in shapes, shape
+    # Issue 39: clean replies full of content numbers (dates, counts, amounts, another
+    # field's value), in every family, and restatements that contradict their first reply.
+    numbers = [e for e in ENTRIES if e["shape"] == "content-numbers"]
+    assert len(numbers) >= 40
+    assert {e["kind"] for e in numbers} == kinds_seen
+    assert all(e.get("turn") == "restatement" for e in ENTRIES if "first_reply" in e)
     cut = [e for e in ENTRIES if e.get("finish_reason") == "length"]
     assert len(cut) >= 10
     for entry in cut:  # a cut-off reply never gives a value and is asked again, not restated
         got = read_record(entry["kind"], record(entry))
         assert all(v is None for v in got["values"].values()), entry["id"]
         assert "restate" not in got, entry["id"]
+
+
+def test_clean_content_number_replies_cost_no_extra_call() -> None:
+    """Issue 39: dates, counts, amounts, durations and another field's value never veto."""
+    clean = [e for e in ENTRIES if e["shape"] == "content-numbers"]
+    for entry in clean:
+        got = read_record(entry["kind"], record(entry))
+        assert "restate" not in got, f"{entry['id']}: {got['restate']}"
 
 
 def test_accepted_losses_are_still_lost() -> None:
@@ -86,6 +102,8 @@ def test_read_reply_cli_is_the_same_reader(tmp_path: Path) -> None:
             row = {"reply": e["reply"], "finish_reason": e.get("finish_reason")}
             if e.get("turn"):  # an answer to the restatement message
                 row["turn"] = e["turn"]
+            if e.get("first_reply"):  # the reply it answers
+                row["first_reply"] = e["first_reply"]
             if kind == "cream-alignment":
                 row |= {"key_facts": e["key_facts"], "units": e["units"]}
             lines.append(json.dumps(row))

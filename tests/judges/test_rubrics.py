@@ -155,8 +155,12 @@ def test_restatement_is_read_strictly_and_must_agree() -> None:
     vetoed = read_reply(grammar, "I would rate it a 7. \\boxed{8}")
     assert vetoed.strict == {"score": 8} and vetoed.restate
     assert read_restatement(grammar, vetoed, '{"score": 8}').value("score") == 8
-    disagree = read_restatement(grammar, vetoed, '{"score": 7}')
-    assert disagree.value("score") is None and "asked format" in disagree.reason
+    assert read_restatement(grammar, vetoed, '{"score": 7}').value("score") == 7  # the veto's
+    disagree = read_restatement(grammar, vetoed, '{"score": 5}')
+    assert disagree.value("score") is None
+    assert (
+        disagree.reason == "restatement disagrees with the reply (8 or 7 in the reply, 5 restated)"
+    )
 
 
 def test_prometheus_scores_are_doubled_to_ten_point_scale() -> None:

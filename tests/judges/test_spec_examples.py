@@ -12,13 +12,16 @@ pages, and parsed with the judge family the command gives them (``mesa`` -> mesa
 from __future__ import annotations
 
 import argparse
+import json
 import re
+from pathlib import Path
 
 import pytest
 
 from elitr_bench.cli import build_parser
 from elitr_bench.judges.config import parse_judge_spec
 from tests.conftest import ROOT
+from tests.support.plugin_env import install_without_pip, run_in_site
 
 #: Subcommands whose ``--judge`` implies a judge family.
 FAMILY = {"mesa": "mesa", "mesa-train": "mesa", "arena": "cream"}
@@ -26,7 +29,9 @@ FAMILY = {"mesa": "mesa", "mesa-train": "mesa", "arena": "cream"}
 _IN_HELP = re.compile(r"\b(?:openai|hf):[^\s()]+")
 _FLAG = re.compile(r"--judge[ =]([\"']?)([^\s\"']+)\1")
 _METADATA = re.compile(r'"judge":\s*"([^"]+)"')
-_FENCE = re.compile(r"```(?:bash|sh|console)?\n(.*?)```", re.S)
+#: A fenced block and its language, fences paired from the top (a closing fence is never
+#: taken for an opening one).
+_FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 _COMMAND = re.compile(r"elitr-bench\s+([a-z-]+)")
 
 
@@ -47,27 +52,25 @@ def help_examples() -> list[tuple[str, str, str | None]]:
     return out
 
 
+#: Pages whose specs select the out-of-tree examples: extending.md's the example family
+#: (examples/judge_family), operations-cache-and-plugins.md's the example rubric
+#: (examples/qa_rubric). They parse only with those installed, which
+#: :func:`test_the_plugin_pages_specs_parse_with_the_examples_installed` does.
 PLUGIN_PAGES = ("extending.md", "operations-cache-and-plugins.md")
 
 
-def readme_examples() -> list[tuple[str, str, str | None]]:
-    """(where, spec, family) for each spec in the READMEs' and docs' commands and metadata."""
+def page_examples(pages: list[Path]) -> list[tuple[str, str, str | None]]:
+    """(where, spec, family) for each spec in the pages' commands and ``--metadata``."""
     out = []
-    readmes = [
-        ROOT / "README.md",
-        # extending.md's specs select the out-of-tree example family (examples/judge_family)
-        # and operations-cache-and-plugins.md's the example rubric (examples/qa_rubric), which
-        # tests/judges/test_example_family.py and test_example_rubric.py install and run.
-        *sorted(p for p in (ROOT / "docs").glob("*.md") if p.name not in PLUGIN_PAGES),
-        *sorted((ROOT / "elitr_bench").rglob("README.md")),
-    ]
-    for readme in readmes:
-        text = readme.read_text("utf-8")
-        where = str(readme.relative_to(ROOT))
+    for page in pages:
+        text = page.read_text("utf-8")
+        where = str(page.relative_to(ROOT))
         for spec in _METADATA.findall(text):  # lm_eval --metadata: the family is inferred
             if spec.lower() not in ("none", "off", "skip", "..."):  # "...": a placeholder
                 out.append((where, spec, None))
-        for block in _FENCE.findall(text):
+        for lang, block in _FENCE.findall(text):
+            if lang not in ("", "bash", "sh", "console"):
+                continue
             for line in block.replace("\\\n", " ").splitlines():
                 command = _COMMAND.search(line)
                 family = FAMILY.get(command.group(1)) if command else None
@@ -75,6 +78,17 @@ def readme_examples() -> list[tuple[str, str, str | None]]:
                     if spec.upper() != "SPEC":
                         out.append((f"{where}: {line.strip()[:60]}", spec, family))
     return out
+
+
+def readme_examples() -> list[tuple[str, str, str | None]]:
+    """(where, spec, family) for each spec in the READMEs' and docs' commands and metadata."""
+    return page_examples(
+        [
+            ROOT / "README.md",
+            *sorted(p for p in (ROOT / "docs").glob("*.md") if p.name not in PLUGIN_PAGES),
+            *sorted((ROOT / "elitr_bench").rglob("README.md")),
+        ]
+    )
 
 
 EXAMPLES = help_examples() + readme_examples()
@@ -94,3 +108,35 @@ def test_examples_were_found() -> None:
 def test_every_printed_spec_parses(where: str, spec: str, family: str | None) -> None:
     config = parse_judge_spec(spec, family=family)
     assert config.spec == spec, where
+
+
+#: Parses each (spec, family) of stdin's JSON list; prints the spec or the error of each.
+_PARSE_ALL = """
+import json, sys
+from elitr_bench.judges.config import parse_judge_spec
+out = []
+for spec, family in json.load(sys.stdin):
+    try:
+        out.append(parse_judge_spec(spec, family=family).spec)
+    except Exception as exc:
+        out.append(f"{type(exc).__name__}: {exc}")
+print(json.dumps(out))
+"""
+
+
+def test_the_plugin_pages_specs_parse_with_the_examples_installed(tmp_path: Path) -> None:
+    """The specs left out above select the examples: installed, each parses as printed."""
+    site = tmp_path / "site"
+    for example in ("judge_family", "qa_rubric"):
+        install_without_pip(ROOT / "examples" / example, site)
+    examples = page_examples([ROOT / "docs" / page for page in PLUGIN_PAGES])
+    specs = [spec for _, spec, _ in examples]
+    assert "openai:gpt-4o,method=geval,steps=3" in specs  # extending.md
+    assert "openai:gpt-4o,rubric=strict4-rubric" in specs  # operations-cache-and-plugins.md
+    pairs = json.dumps([[spec, family] for _, spec, family in examples])
+    proc = run_in_site(site, "-c", _PARSE_ALL, timeout=120, stdin=pairs)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    parsed = json.loads(proc.stdout)
+    assert [(where, got) for (where, _, _), got in zip(examples, parsed, strict=True)] == [
+        (where, spec) for where, spec, _ in examples
+    ]

@@ -138,11 +138,16 @@ def test_the_start_up_check_opens_the_cache_before_the_model_loads(tmp_path: Pat
         with pytest.raises(JudgeCacheError, match=f"judge cache {path} is damaged"):
             check_run_judges(tasks=["elitr_qa_dev"], model="hf", metadata=metadata)
         assert not server.requests
-    # Not a cache at all (another file given as cache=): named the same way.
+    # Not a cache at all (another file given as cache=): named, with no advice to move it.
     other = tmp_path / "notes.txt"
     other.write_text("these are not completions\n" * 400)
-    with pytest.raises(JudgeCacheError, match=f"judge cache {other} is not a readable cache"):
+    with pytest.raises(JudgeCacheError) as caught:
         check_cache(str(other))
+    assert str(caught.value) == (
+        f"judge cache {other}: not a judge cache of lm-eval-elitr (not an SQLite file); left "
+        "untouched: check the path in cache= or ELITR_JUDGE_CACHE, or name a new file for "
+        "the cache"
+    )
 
 
 def test_a_cache_damaged_during_a_run_is_fixed_before_score_is_advised(

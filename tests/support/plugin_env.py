@@ -10,17 +10,24 @@ distribution (the ``.pth`` files and the ``dist-info``, hence also our entry poi
 
 The out-of-tree examples' tests (``tests/judges/test_example_*.py``) use the other half:
 an example installed with ``pip install --no-deps --target DIR`` from a copy, and
-subprocesses that see it beside this checkout's ``elitr_bench``.
+subprocesses that see it beside this checkout's ``elitr_bench``. Where pip (or the
+setuptools it builds with) is absent, :func:`install_example` writes what pip would
+have: the packages and a ``dist-info`` folder whose ``entry_points.txt`` is the one
+``importlib.metadata`` reads, so the tests run the same plugin discovery instead of
+skipping. :func:`write_distribution` installs a made-up plugin the same way (the
+broken-plugin tests).
 """
 
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
 import os
 import shutil
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -173,3 +180,96 @@ def run_own_tests(site: Path, src: Path) -> subprocess.CompletedProcess[str]:
         site, "-m", "pytest", "-q", "-p", "no:xdist", "-p", "no:cacheprovider",
         str(src / "tests"), timeout=300,
     )  # fmt: skip
+
+
+def missing_prerequisite(what: str) -> None:
+    """Skip a test that lacks ``what``; in CI (``CI=true``) fail it, since nothing would run."""
+    import pytest  # the bench scripts import this module without pytest
+
+    if os.environ.get("CI", "").lower() in ("true", "1"):
+        pytest.fail(f"test prerequisite missing in CI: {what}", pytrace=False)
+    pytest.skip(f"{what} is not available")
+
+
+def write_distribution(
+    site: Path,
+    name: str,
+    version: str,
+    entry_points: Mapping[str, Mapping[str, str]],
+    files: Mapping[str, str] | None = None,
+) -> None:
+    """Install distribution ``name`` into ``site`` without pip: its files and its dist-info.
+
+    Args:
+        site: A folder the subprocesses put on ``PYTHONPATH`` (``importlib.metadata``
+            finds the ``dist-info`` of every ``sys.path`` entry, as pip's ``--target``).
+        name: The distribution's name (``METADATA``'s ``Name``).
+        version: Its version.
+        entry_points: group -> entry name -> value (``module`` or ``module:attr``).
+        files: Path in ``site`` -> text (the plugin's modules).
+    """
+    for rel, text in (files or {}).items():
+        target = site / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    info = site / f"{name.replace('-', '_')}-{version}.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n", encoding="utf-8"
+    )
+    groups = [
+        f"[{group}]\n" + "".join(f"{key} = {value}\n" for key, value in entries.items())
+        for group, entries in entry_points.items()
+    ]
+    (info / "entry_points.txt").write_text("\n".join(groups), encoding="utf-8")
+    (info / "INSTALLER").write_text("tests.support.plugin_env\n", encoding="utf-8")
+    (info / "RECORD").write_text("", encoding="utf-8")
+
+
+def _read_toml(path: Path) -> dict[str, object]:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        try:
+            import tomli as tomllib  # type: ignore[no-redef]
+        except ModuleNotFoundError:
+            missing_prerequisite("tomllib or tomli (to read an example's pyproject.toml)")
+    with path.open("rb") as handle:
+        return tomllib.load(handle)
+
+
+def install_without_pip(project: Path, site: Path) -> None:
+    """What ``pip install --no-deps --target site project`` installs, written directly.
+
+    Reads the example's ``pyproject.toml``: its name, version, entry points and the
+    packages ``[tool.setuptools]`` lists, copied into ``site``.
+    """
+    meta = _read_toml(project / "pyproject.toml")
+    proj: dict = meta["project"]  # type: ignore[assignment]
+    packages: list[str] = meta["tool"]["setuptools"]["packages"]  # type: ignore[index]
+    for package in packages:
+        shutil.copytree(
+            project / package.replace(".", "/"),
+            site / package.replace(".", "/"),
+            ignore=shutil.ignore_patterns("__pycache__"),
+            dirs_exist_ok=True,
+        )
+    write_distribution(site, proj["name"], proj["version"], proj.get("entry-points", {}))
+
+
+def install_example(project: Path, base: Path) -> tuple[Path, Path]:
+    """(site, source copy): ``project`` installed from a copy, with pip where it can build.
+
+    With pip and setuptools the install is a user's (:func:`pip_install_copy`); without
+    either, :func:`install_without_pip` writes the same packages and entry points, so the
+    tests run everywhere instead of skipping (``ELITR_TESTS_WITHOUT_PIP=1`` takes that
+    path where pip is installed, to check it).
+    """
+    without = os.environ.get("ELITR_TESTS_WITHOUT_PIP", "") == "1"
+    if not without and all(importlib.util.find_spec(m) is not None for m in ("pip", "setuptools")):
+        proc = pip_install_copy(project, base)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    else:
+        shutil.copytree(project, base / "src", ignore=shutil.ignore_patterns("build", "*.egg-info"))
+        install_without_pip(base / "src", base / "site")
+    return base / "site", base / "src"

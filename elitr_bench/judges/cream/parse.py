@@ -8,6 +8,7 @@ key fact; prose that counts otherwise vetoes it; else restated as ``{"alignment"
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import re
 from collections.abc import Sequence
@@ -20,6 +21,7 @@ from elitr_bench.judges.reading import (
     Reading,
     Reply,
     Restatement,
+    Statement,
     json_values,
     number,
     object_schema,
@@ -204,6 +206,53 @@ _COUNT = re.compile(
 )
 
 
+def _shown(found: Any) -> str:
+    """Alignments as "[Yes 1,3; No]": per key fact the answer and the lines, sorted."""
+    if not isinstance(found, tuple) or not all(isinstance(a, Alignment) for a in found):
+        return str(found)
+    each = [
+        f"Yes {','.join(map(str, sorted(a.lines)))}".strip() if a.supported else "No" for a in found
+    ]
+    return "[" + "; ".join(each) + "]"
+
+
+@dataclass(frozen=True)
+class StatedAlignments:
+    """One JSON list of alignments a reply stated: a restatement must say the same."""
+
+    found: tuple[Alignment, ...]
+
+    def holds(self, value: Any) -> bool:
+        """The same answer and the same lines for every key fact."""
+        return _shown(value) == _shown(self.found)
+
+    def show(self, value: Any) -> str:
+        """``value`` as "[Yes 1,3; No]"."""
+        return _shown(value)
+
+    def __str__(self) -> str:
+        return _shown(self.found)
+
+
+@dataclass(frozen=True)
+class StatedCount:
+    """A count of supported key facts the reply wrote ("2 of the 3 key facts")."""
+
+    yes: int
+    written: str
+
+    def holds(self, value: Any) -> bool:
+        """As many Yes answers."""
+        return isinstance(value, tuple) and sum(a.supported for a in value) == self.yes
+
+    def show(self, value: Any) -> str:
+        """``value`` as its number of Yes answers."""
+        return f"{sum(a.supported for a in value)} Yes" if isinstance(value, tuple) else str(value)
+
+    def __str__(self) -> str:
+        return repr(self.written)
+
+
 @dataclass(frozen=True)
 class AlignmentGrammar:
     """The alignment reply (App. A.2, step 2): field ``alignments``, one per key fact."""
@@ -213,21 +262,37 @@ class AlignmentGrammar:
     fields: tuple[str, ...] = ("alignments",)
 
     def read(self, reply: Reply) -> Reading:
-        """Every key fact's alignment from the one JSON list, unless prose counts otherwise."""
+        """Every key fact's alignment from the one JSON list, unless prose counts otherwise.
+
+        A vetoed or unusable reply keeps what it stated (each usable list, each count of
+        the key facts) so that its restatement must agree with one of them.
+        """
+        answers = [v for v in json_values(reply.text) if isinstance(v, list)]
+        said: list[Statement] = []
+        for answer in answers:
+            with contextlib.suppress(CreamParseError):  # an unusable list states nothing
+                said.append(StatedAlignments(alignments(answer, self.key_facts, self.n_units)))
+        counts = [
+            (m.group(0), int(number(m.group(1))))
+            for m in _COUNT.finditer(reply.answer)
+            if number(m.group(2)) == len(self.key_facts) and number(m.group(1)).is_integer()
+        ]
+        said += [StatedCount(yes, written) for written, yes in counts]
+        stated = {"alignments": tuple(said)}
         try:
-            answers = [v for v in json_values(reply.text) if isinstance(v, list)]
             if len(answers) != 1:
                 raise CreamParseError(f"alignment reply holds {len(answers)} JSON lists, not one")
             found = alignments(answers[0], self.key_facts, self.n_units)
             yes = sum(a.supported for a in found)
-            for m in _COUNT.finditer(reply.answer):
-                if number(m.group(2)) == len(found) and number(m.group(1)) != yes:
+            for written, count in counts:
+                if count != yes:
                     raise CreamParseError(
-                        f"conflicting: the reply says {m.group(0)!r}, its JSON {yes} Yes"
+                        f"conflicting: the reply says {written!r}, its JSON {yes} Yes"
                     )
         except CreamParseError as exc:
-            return Reading({"alignments": None}, {"alignments": str(exc)}, restate=str(exc))
-        return Reading({"alignments": found}, strict={"alignments": found})
+            why = str(exc)
+            return Reading({"alignments": None}, {"alignments": why}, restate=why, stated=stated)
+        return Reading({"alignments": found}, strict={"alignments": found}, stated=stated)
 
     @property
     def restatement(self) -> Restatement:

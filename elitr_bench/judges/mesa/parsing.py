@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from elitr_bench.judges.reading import (
+    SCORE_WORDS,
     Field,
     NumericGrammar,
     Reading,
@@ -160,8 +161,8 @@ def _stated(text: str) -> list[Stated]:
 SCORING = NumericGrammar(
     (RATING, CONFIDENCE),
     _stated,
-    {"rating": r"rat(?:e|ed|ing)\b|rating|scor", "confidence": r"confiden"},
-    r"out\s+of|\d\s*/\s*\d",
+    {"rating": r"rat(?:e|es|ed|ing)|scor\w*", "confidence": r"confiden\w*"},
+    SCORE_WORDS,
     'one JSON object with "rating" and "confidence"',
     "rating and confidence",
 )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from elitr_bench.judges.reading import Field, NumericGrammar, Stated
+from elitr_bench.judges.reading import SCORE_WORDS, Field, NumericGrammar, Stated
 
 #: How each criterion may be named (Fig. 18 asks for "grammatical correctness").
 CRITERION_NAMES: Mapping[str, str] = {
@@ -26,12 +26,14 @@ SCALE_LOW, SCALE_HIGH = 0.0, 10.0
 """Both prompts ask for "a scale 0 to 10" (Figs. 17-18)."""
 
 _B = r"(?:\*\*|__)?"
+#: After "N - ", a number that starts a count ("6 - 3 of the 7 conclusions"), not a range.
+_COUNTED = r"[ \t]*%|[ \t]+(?:out[ \t]+)?of\b"
 _LINE = (
     r"^[ \t]*(?:(?:[-*+•]|\d{1,2}[.)])[ \t]+)?" + _B + r"[ \t]*(?:{names})[ \t]*" + _B
-    + r"[ \t]*:[ \t]*" + _B + r"[ \t]*(?P<num>\d+(?:\.\d+)?)(?:[ \t]*/[ \t]*10(?:\.0)?)?"
-    + _B + r"(?![ \t]*(?:[-–—,;/]|to\b|and\b|or\b)[ \t]*\d)(?=[ \t]*(?:$|[-–—:.,;(]))"
+    + r"[ \t]*:[ \t]*" + _B + r"[ \t]*(?P<num>\d+(?:\.\d+)?)(?!\.?\d)(?:[ \t]*/[ \t]*10(?:\.0)?)?"
+    + _B + r"(?![ \t]*(?:[-–—,;/]|to\b|and\b|or\b)[ \t]*\d+(?:\.\d+)?(?!\.?\d|" + _COUNTED + "))"
+    + r"(?=[ \t]*(?:$|[-–—:.,;(]))"
 )  # fmt: skip
-_GENERIC = r"scor|rat(?:e|ed|ing)\b|grade|points?\b|out\s+of|\d\s*/\s*\d"
 
 
 def criteria_grammar(criteria: tuple[str, ...]) -> NumericGrammar:
@@ -52,7 +54,7 @@ def criteria_grammar(criteria: tuple[str, ...]) -> NumericGrammar:
         tuple(Field(c, SCALE_LOW, SCALE_HIGH) for c in criteria),
         find,
         {c: rf"(?<![A-Za-z])(?:{CRITERION_NAMES[c]})(?![A-Za-z])" for c in criteria},
-        _GENERIC,
+        SCORE_WORDS,
         "one 'Criterion: N' line per criterion",
         "scores",
     )
