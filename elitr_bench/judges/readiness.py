@@ -96,6 +96,7 @@ def keyless_alternatives(
 KEYLESS_JUDGE = keyless_alternatives(False, "elitr-bench")
 
 
+# Long: one branch per backend, its checks in the order a user fixes them (hf, network: helpers).
 def check_judge_ready(
     config: JudgeConfig | None,
     env: Mapping[str, str] | None = None,

@@ -43,6 +43,7 @@ BACKENDS = ("openai", "hf", "replay", "lexical")
 _NEEDS_TARGET = {"openai": "a model name, e.g. openai:gpt-4-0613", "hf": "a path or hub id"}
 
 
+# Long: one pass over the string whose checks, in order, decide which one line a bad spec gets.
 def parse_judge_spec(spec: str, *, family: str | None = None) -> JudgeConfig:
     """Parse ``<backend>[:<model>][,option=value...]`` into a :class:`JudgeConfig`.
 
