@@ -24,7 +24,8 @@ from elitr_bench.data.minutes import load_automin_meetings, load_automin_minutes
 from elitr_bench.judges.config import parse_judge_spec
 from elitr_bench.judges.minutes.filler import cleaned_turns, compress
 from elitr_bench.judges.summary.base import MinutesItem
-from elitr_bench.judges.summary.registry import context_over, context_unsure, get_method
+from elitr_bench.judges.summary.registry import get_method
+from elitr_bench.judges.summary.run import context_over, context_unsure
 from elitr_bench.llm.context_window import openai_counter
 
 #: The docs' judge examples (spec, what it judges).

@@ -26,6 +26,8 @@ from elitr_bench.judges.cream.arena import (
     ARENA_FILE,
     MINUTES_FILE,
     ArenaError,
+    ArenaState,
+    Plan,
     SystemMinutes,
     context_check,
     load_state,
@@ -140,8 +142,7 @@ def _arena(
 ) -> int:
     """The arena run proper: state read, judged and written under the folder's lock."""
     from elitr_bench.data.minutes import AUTOMIN_MEETINGS, select_meetings
-    from elitr_bench.judges.cream.report import analyse, write_outputs
-    from elitr_bench.judges.summary.registry import make_client, usage_of
+    from elitr_bench.judges.summary.run import make_client, usage_of
     from elitr_bench.llm.aio import run_coroutine
 
     state = load_state(out)
@@ -153,20 +154,7 @@ def _arena(
     state = merge(state, entrants, meetings, identity, out)
     todo = pending(state)
     p = plan(state, todo, config)
-    n = len(state.systems)
-    print(
-        f"arena {out}: {n} systems x {len(state.meetings)} meetings, {n * (n - 1) // 2} pairs; "
-        f"{p.done} comparisons already judged, {p.comparisons} to judge (both orders)"
-    )
-    cost = "unknown (no price for this model; set price=IN:OUT)"
-    if p.cost_usd is not None:
-        cost = f"${p.cost_usd:.2f} at most"
-    print(
-        f"judge calls: {p.calls} ({p.comparisons} comparisons x 3: key-fact extraction and "
-        f"one alignment per summary; up to {p.max_calls} with re-asks and "
-        f"{p.restated_max} restatements); judge {config.model}; "
-        f"estimated cost {cost} (cached calls are free)"
-    )
+    _print_plan(out, state, p, config)
     context_check(state, todo, config)  # before --dry-run, --max-cost and any request
     if args.dry_run:
         print("dry run: nothing was sent or written")
@@ -204,6 +192,33 @@ def _arena(
         failed = run_coroutine(go)
         usage = usage_of(config, client)
         print(f"{usage_line(usage)}, estimated cost ${usage.get('estimated_cost_usd', 0):.4f}")
+    return _write_report(args, state, out, usage, failed)
+
+
+def _print_plan(out: Path, state: ArenaState, p: Plan, config: JudgeConfig) -> None:
+    """The arena's size, what is already judged, and the calls and cost still to come."""
+    n = len(state.systems)
+    print(
+        f"arena {out}: {n} systems x {len(state.meetings)} meetings, {n * (n - 1) // 2} pairs; "
+        f"{p.done} comparisons already judged, {p.comparisons} to judge (both orders)"
+    )
+    cost = "unknown (no price for this model; set price=IN:OUT)"
+    if p.cost_usd is not None:
+        cost = f"${p.cost_usd:.2f} at most"
+    print(
+        f"judge calls: {p.calls} ({p.comparisons} comparisons x 3: key-fact extraction and "
+        f"one alignment per summary; up to {p.max_calls} with re-asks and "
+        f"{p.restated_max} restatements); judge {config.model}; "
+        f"estimated cost {cost} (cached calls are free)"
+    )
+
+
+def _write_report(
+    args: argparse.Namespace, state: ArenaState, out: Path, usage: dict[str, Any], failed: int
+) -> int:
+    """Ratings and tables of every judged comparison; 1 when none rated or some failed."""
+    from elitr_bench.judges.cream.report import analyse, write_outputs
+
     params = EloParams(args.elo_initial, args.elo_k, args.elo_scale)
     result = analyse(state, args.tolerance, params, args.orders, args.bootstrap, args.seed)
     paths = write_outputs(result, out, usage)
@@ -236,6 +251,7 @@ def _arena(
     return 0
 
 
+# Long by nature: one add_argument per flag, read top to bottom as the --help they print.
 def register(subparsers: Any) -> None:
     """Add ``arena`` to the ``elitr-bench`` parser."""
     p = subparsers.add_parser(

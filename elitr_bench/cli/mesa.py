@@ -221,7 +221,7 @@ def _cmd_mesa(args: argparse.Namespace) -> int:
     from elitr_bench.judges.mesa.automin import automin_items
     from elitr_bench.judges.mesa.method import MesaMethod
     from elitr_bench.judges.mesa.options import DEFAULT_MESA_JUDGE
-    from elitr_bench.judges.summary.registry import make_client
+    from elitr_bench.judges.summary.run import make_client
 
     config = mesa_config(
         resolve_judge_spec(args.judge, default=DEFAULT_MESA_JUDGE), args.error_types, args.guidance
@@ -262,7 +262,7 @@ def _assess_and_write(
     out: Path,
 ) -> int:
     """Judge and write the output files (the caller holds the folder's lock)."""
-    from elitr_bench.judges.summary.registry import assess_items_run
+    from elitr_bench.judges.summary.run import assess_items_run
     from elitr_bench.llm.aio import run_coroutine
 
     async def run() -> Any:
@@ -327,7 +327,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
     from elitr_bench.judges.mesa.method import MesaMethod
     from elitr_bench.judges.mesa.options import DEFAULT_MESA_JUDGE
     from elitr_bench.judges.mesa.selftrain import automin_feedback_samples, split_meetings, train
-    from elitr_bench.judges.summary.registry import make_client
+    from elitr_bench.judges.summary.run import make_client
     from elitr_bench.llm.aio import run_coroutine
 
     config = mesa_config(

@@ -61,30 +61,14 @@ def run_check(args: argparse.Namespace) -> dict[str, Any]:
         load_automin_overall_scores,
         select_meetings,
     )
-    from elitr_bench.judges.minutes.filler import filler_flag
     from elitr_bench.metaeval import minutes as check
     from elitr_bench.metaeval import minutes_inputs as inputs
     from elitr_bench.metaeval import minutes_tables as tables
-    from elitr_bench.metaeval.minutes_paper import TABLE9_SYSTEMS
 
     meetings = select_meetings(args.meetings, AUTOMIN_MEETINGS) if args.meetings else None
     # Runs, metric files and --systems are read and checked first: a bad one is reported
     # before the released minutes' metrics are computed (seconds of ROUGE, minutes of BERT).
-    given: list[tuple[inputs.Values, str]] = []
-    runs = []
-    for spec in args.run or []:
-        run_path, tag = parse_run(spec)
-        run = inputs.read_run(run_path, tag)
-        for note in run.notes:
-            print(f"--run {run_path}: {note}", file=sys.stderr)
-        runs.append(run)
-        given.append((run.values, f"--run {run_path}"))
-    for metric_file in args.metric_file or []:
-        origin = f"--metric-file {metric_file}"
-        read, notes = inputs.usable_metric_values(inputs.read_metric_file(metric_file), origin)
-        for note in [*notes, *inputs.check_metric_file_keys(read, origin)]:
-            print(note, file=sys.stderr)
-        given.append((read, f"--metric-file {metric_file}"))
+    given, runs = _given_values(args)
     named = {s for source, _ in given for cells in source.values() for s, _ in cells}
     parse_systems(args.systems, sorted(named | set(AUTOMIN_SYSTEMS)))
     values: inputs.Values = {}
@@ -119,6 +103,48 @@ def run_check(args: argparse.Namespace) -> dict[str, Any]:
     ]
     for table in built:
         print(table.markdown())
+    _print_filler(runs)
+    summary: dict[str, Any] = {
+        "systems": systems,
+        "metrics": sorted(values),
+        "runs": [{"path": r.path, "system": r.name, "judge": r.judge} for r in runs],
+        "meetings": meetings or "all",
+    }
+    if args.out:
+        _write_outputs(Path(args.out), built, rows, systems, summary)
+    return summary
+
+
+def _given_values(args: argparse.Namespace) -> tuple[list[tuple[Any, str]], list[Any]]:
+    """The metric values of ``--run`` folders and ``--metric-file`` files, each with its origin.
+
+    Their notes are printed as they are read; the runs are returned too (their judges and
+    filler statistics go into the summary).
+    """
+    from elitr_bench.metaeval import minutes_inputs as inputs
+
+    given: list[tuple[inputs.Values, str]] = []
+    runs: list[Any] = []
+    for spec in args.run or []:
+        run_path, tag = parse_run(spec)
+        run = inputs.read_run(run_path, tag)
+        for note in run.notes:
+            print(f"--run {run_path}: {note}", file=sys.stderr)
+        runs.append(run)
+        given.append((run.values, f"--run {run_path}"))
+    for metric_file in args.metric_file or []:
+        origin = f"--metric-file {metric_file}"
+        read, notes = inputs.usable_metric_values(inputs.read_metric_file(metric_file), origin)
+        for note in [*notes, *inputs.check_metric_file_keys(read, origin)]:
+            print(note, file=sys.stderr)
+        given.append((read, f"--metric-file {metric_file}"))
+    return given, runs
+
+
+def _print_filler(runs: list[Any]) -> None:
+    """What filler compression removed per run, and the meetings it flagged."""
+    from elitr_bench.judges.minutes.filler import filler_flag
+
     for run in runs:
         if run.filler:
             saved = [f["tokens_saved"] for f in run.filler.values()]
@@ -130,29 +156,29 @@ def run_check(args: argparse.Namespace) -> dict[str, Any]:
                 note = filler_flag(stats)
                 if note:  # the scores are in the tables above, judged on this transcript
                     print(f"flagged ({run.name}, {meeting}): {note}; judge scores kept")
-    summary: dict[str, Any] = {
-        "systems": systems,
-        "metrics": sorted(values),
-        "runs": [{"path": r.path, "system": r.name, "judge": r.judge} for r in runs],
-        "meetings": meetings or "all",
-    }
-    if args.out:
-        out = Path(args.out)
-        written = tables.write_tables(built, out)
-        written.append(tables.meta_rows_csv(rows, out / "meta.csv"))
-        written.append(
-            tables.heatmap(
-                rows,
-                out / "table9_heatmap.png",
-                f"Pairwise accuracy, {len(systems)} system{'s' if len(systems) != 1 else ''}",
-                show_paper=sorted(systems) == sorted(TABLE9_SYSTEMS),
-            )
+
+
+def _write_outputs(
+    out: Path, built: list[Any], rows: Any, systems: list[str], summary: dict[str, Any]
+) -> None:
+    """The tables, the meta-evaluation rows, the heatmap and the summary under ``--out``."""
+    from elitr_bench.metaeval import minutes_tables as tables
+    from elitr_bench.metaeval.minutes_paper import TABLE9_SYSTEMS
+
+    written = tables.write_tables(built, out)
+    written.append(tables.meta_rows_csv(rows, out / "meta.csv"))
+    written.append(
+        tables.heatmap(
+            rows,
+            out / "table9_heatmap.png",
+            f"Pairwise accuracy, {len(systems)} system{'s' if len(systems) != 1 else ''}",
+            show_paper=sorted(systems) == sorted(TABLE9_SYSTEMS),
         )
-        write_atomic(out / "summary.json", json.dumps(summary, indent=2))
-        written.append(out / "summary.json")
-        for path in written:
-            print(f"wrote {path}")
-    return summary
+    )
+    write_atomic(out / "summary.json", json.dumps(summary, indent=2))
+    written.append(out / "summary.json")
+    for path in written:
+        print(f"wrote {path}")
 
 
 def _cmd_minutes_check(args: argparse.Namespace) -> int:

@@ -90,30 +90,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
     tasks = {task_name_of(path): path for path in found}
     check_tasks(tasks, include_path=args.include_path)  # names first, then contents
     qa_files, minutes_files = split_by_kind(found)
-    # Each judge scores the runs it fits and skips the others with a note; it refuses
-    # only when nothing fits. A QA judge used to mark every minutes item 'error' and
-    # then say "run it again", which could never succeed.
-    if not minutes_judge and not qa_files:
-        raise JudgeConfigError(
-            f"--judge {judge}: a QA judge cannot score minutes ({tasks_of(minutes_files)}); "
-            f"use a minutes judge, e.g. --judge {minutes_judge_example()}"
-        )
-    if minutes_judge and not minutes_files:
-        raise JudgeConfigError(
-            f"--judge {judge}: a minutes judge cannot score QA answers "
-            f"({tasks_of(qa_files)}); use a QA judge, e.g. --judge replay, lexical or "
-            "openai:gpt-4-0613"
-        )
-    # Suggest only judges that can score these runs: replay has scores for the released
-    # systems' answers alone, and neither replay nor lexical scores minutes.
-    generated = [] if minutes_judge else generated_runs(qa_files)
-    if config.backend == "replay" and generated:
-        raise JudgeConfigError(
-            f"--judge replay scores only the released systems' answers (lm_eval --model "
-            f"elitr-replay); {generated[0]} holds answers of --model "
-            f"{model_of(generated[0])}. Use an LLM judge, or "
-            f"{keyless_alternatives(True, 'elitr-bench')}"
-        )
+    generated = _refuse_unfit(config, minutes_judge, qa_files, minutes_files)
     # Judge prompts that cannot fit the judge's window stop here, before any request.
     if minutes_judge:
         from elitr_bench.scoring.minutes import check_minutes_fit
@@ -150,6 +127,48 @@ def _cmd_score(args: argparse.Namespace) -> int:
             f"score them with a minutes judge (--judge openai:gpt-4o,{method_selectors()[0]})",
             file=sys.stderr,
         )
+    return _score_qa(args, config, qa_files)
+
+
+def _refuse_unfit(
+    config: JudgeConfig, minutes_judge: bool, qa_files: list[Path], minutes_files: list[Path]
+) -> list[Path]:
+    """Refuse a judge that fits none of the runs; the QA runs of generated answers.
+
+    Raises:
+        JudgeConfigError: A QA judge on minutes only, a minutes judge on QA answers only,
+            or replay on answers a model generated.
+    """
+    judge = config.spec or config.backend
+    # Each judge scores the runs it fits and skips the others with a note; it refuses
+    # only when nothing fits. A QA judge used to mark every minutes item 'error' and
+    # then say "run it again", which could never succeed.
+    if not minutes_judge and not qa_files:
+        raise JudgeConfigError(
+            f"--judge {judge}: a QA judge cannot score minutes ({tasks_of(minutes_files)}); "
+            f"use a minutes judge, e.g. --judge {minutes_judge_example()}"
+        )
+    if minutes_judge and not minutes_files:
+        raise JudgeConfigError(
+            f"--judge {judge}: a minutes judge cannot score QA answers "
+            f"({tasks_of(qa_files)}); use a QA judge, e.g. --judge replay, lexical or "
+            "openai:gpt-4-0613"
+        )
+    # Suggest only judges that can score these runs: replay has scores for the released
+    # systems' answers alone, and neither replay nor lexical scores minutes.
+    generated = [] if minutes_judge else generated_runs(qa_files)
+    if config.backend == "replay" and generated:
+        raise JudgeConfigError(
+            f"--judge replay scores only the released systems' answers (lm_eval --model "
+            f"elitr-replay); {generated[0]} holds answers of --model "
+            f"{model_of(generated[0])}. Use an LLM judge, or "
+            f"{keyless_alternatives(True, 'elitr-bench')}"
+        )
+    return generated
+
+
+def _score_qa(args: argparse.Namespace, config: JudgeConfig, qa_files: list[Path]) -> int:
+    """Judge the QA runs, print their judge scores and usage; 3 when some item failed."""
     output = Path(args.output) if args.output else None
     failed = 0
     for target, payload in score_runs(qa_files, config, output, include_path=args.include_path):

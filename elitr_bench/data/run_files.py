@@ -1,4 +1,4 @@
-"""Which files of an lm-eval output folder are current after ``elitr-bench score``.
+"""The names of lm-eval's run files: which are current, and what ``elitr-bench score`` writes.
 
 lm-eval writes ``results_<stamp>.json`` and one ``samples_<task>_<stamp>.jsonl`` per task.
 ``elitr-bench score`` judges logged samples again (to finish a run whose judge failed, or
@@ -11,7 +11,9 @@ still read). Both versions hold the same answers, so a
 reader that took every file would count one run twice (two seeds in Table 9, or the
 same meeting's minutes twice). The readers (report, ``minutes-check --run``,
 :func:`~elitr_bench.data.minutes.load_run_minutes`) ask this module which file is
-current: of a run's samples file and all its rescorings, the newest rescoring.
+current: of a run's samples file and all its rescorings, the newest rescoring. The
+writers (``score`` for QA and for minutes runs) take the names of what they write from
+here too (:func:`rescoring_runs`), so that the readers and the writers share one rule.
 
 Only the standard library is used: the data layer must not import judges or lm-eval.
 """
@@ -22,11 +24,13 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 #: lm-eval's (and ``elitr-bench score``'s) file stamp: ``2026-11-22T22-21-47.123456``,
-#: ``score`` appends ``-2``, ``-3`` when one call writes several runs of one folder.
+#: ``score`` appends ``-2``, ``-3`` when one call writes several runs of one folder
+#: (:func:`rescoring_runs`).
 _STAMP = r"\d{4}-\d{2}-\d{2}T[0-9.\-]+"
 _SAMPLES_RE = re.compile(rf"^samples_(?P<task>.+)_(?P<stamp>{_STAMP})\.jsonl$")
 #: The name older versions of ``score`` gave rescored samples.
@@ -163,6 +167,52 @@ def stamp_of(path: Path) -> str:
     """A samples file's date stamp ("" for other names); later stamps sort higher."""
     name = parse_samples_name(path)
     return name.stamp if name is not None else ""
+
+
+def new_stamp(now: datetime | None = None) -> str:
+    """A stamp for files written now, as lm-eval stamps its own (``isoformat``, ``:`` -> ``-``)."""
+    return (now or datetime.now()).isoformat().replace(":", "-")
+
+
+def rescoring_runs(samples: Iterable[Path], stamp: str) -> list[tuple[str, list[Path]]]:
+    """Samples files grouped into the lm-eval runs they came from, each with its new stamp.
+
+    A run is the samples files lm-eval wrote together: one folder, one stamp. Each run's
+    rescoring is stamped ``stamp``; a second, third run of the same folder gets
+    ``<stamp>-2``, ``<stamp>-3``, so that no two runs' files share a name. Numbering is
+    per folder: an lm-eval output folder is one model's runs, and a run alone in its
+    folder is named as lm-eval would name it, whatever other folders one call rescores.
+
+    Args:
+        samples: lm-eval samples files, in the order they are rescored.
+        stamp: The stamp of this rescoring (:func:`new_stamp`).
+
+    Returns:
+        ``(stamp of the rescoring, the run's samples files)`` per run, in first-seen order.
+    """
+    runs: dict[tuple[Path, str], list[Path]] = {}
+    for path in samples:
+        runs.setdefault((path.parent, stamp_of(path)), []).append(path)
+    numbered: dict[Path, int] = {}
+    out = []
+    for (folder, _), files in runs.items():
+        count = numbered[folder] = numbered.get(folder, 0) + 1
+        out.append((stamp if count == 1 else f"{stamp}-{count}", files))
+    return out
+
+
+def rescored_samples_path(source: Path, task: str, stamp: str) -> Path:
+    """Where a rescoring of ``source`` goes: beside it, under lm-eval's own samples name."""
+    return source.with_name(f"samples_{task}_{stamp}.jsonl")
+
+
+def rescored_results_path(source: Path, stamp: str) -> Path:
+    """The results file of a rescoring, beside the samples it re-judged.
+
+    Its ``results_rescored_`` prefix is what marks the samples of its stamp as a
+    rescoring (:func:`parse_samples_name`).
+    """
+    return source.with_name(f"results_rescored_{stamp}.json")
 
 
 def families(links: Iterable[tuple[Path, Path]]) -> dict[Path, list[Path]]:
@@ -324,11 +374,15 @@ __all__ = [
     "families",
     "first_doc",
     "is_cut",
+    "new_stamp",
     "newest_versions",
     "parse_samples_name",
     "partial_files",
     "partial_notes",
+    "rescored_results_path",
+    "rescored_samples_path",
     "rescored_sources",
+    "rescoring_runs",
     "results_file_of",
     "run_results_of",
     "source_of",

@@ -205,21 +205,8 @@ def read_run(path: str | Path, label: str = "") -> RunValues:
         task = task_of(samples)
         if task not in run.tasks:
             run.tasks.append(task)
-        for task_cfg in (results.get("configs") or {}).values():
-            metadata = task_cfg.get("metadata") or {}
-            identity = metadata.get("judge_identity")
-            if isinstance(identity, Mapping) and identity.get("backend") != "none":
-                run.judge = dict(identity)
-            if isinstance(metadata.get("judge_usage"), Mapping):
-                run.usage = dict(metadata["judge_usage"])
         rescoring = results_file_of(samples) if parsed and parsed.rescored else None
-        if rescoring is not None:  # the judge of ``elitr-bench score``, not of the run
-            rescored = read_results_file(rescoring)
-            if isinstance(rescored.get("judge"), Mapping):
-                run.judge = dict(rescored["judge"])
-            usage = (rescored.get("judge_usage") or {}).get(task)
-            if isinstance(usage, Mapping):
-                run.usage = dict(usage)
+        _read_judge(run, results, rescoring, task)
         seen: set[Any] = set()
         # split("\n"), not splitlines(): JSON strings may hold U+2028 and friends
         for lineno, line in enumerate(samples.read_text("utf-8").split("\n"), 1):
@@ -258,6 +245,26 @@ def read_run(path: str | Path, label: str = "") -> RunValues:
                 named = f"{metric}@{label}" if label else metric
                 run.values.setdefault(named, {})[key] = value
     return run
+
+
+def _read_judge(
+    run: RunValues, results: Mapping[str, Any], rescoring: Path | None, task: str
+) -> None:
+    """Set the run's judge identity and usage: the task's, else ``elitr-bench score``'s."""
+    for task_cfg in (results.get("configs") or {}).values():
+        metadata = task_cfg.get("metadata") or {}
+        identity = metadata.get("judge_identity")
+        if isinstance(identity, Mapping) and identity.get("backend") != "none":
+            run.judge = dict(identity)
+        if isinstance(metadata.get("judge_usage"), Mapping):
+            run.usage = dict(metadata["judge_usage"])
+    if rescoring is not None:  # the judge of ``elitr-bench score``, not of the run
+        rescored = read_results_file(rescoring)
+        if isinstance(rescored.get("judge"), Mapping):
+            run.judge = dict(rescored["judge"])
+        usage = (rescored.get("judge_usage") or {}).get(task)
+        if isinstance(usage, Mapping):
+            run.usage = dict(usage)
 
 
 def _flatten(obj: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

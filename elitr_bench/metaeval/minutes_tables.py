@@ -641,27 +641,34 @@ def heatmap_figure(rows: Sequence[MetaRow], title: str, show_paper: bool = True)
         if not (~np.isnan(data)).any():
             name += "\n(no pair of systems to compare: pairwise accuracy needs two or more)"
         ax.set_title(name, fontsize=10)
-        for i in range(data.shape[0]):
-            for j in range(data.shape[1]):
-                value = data[i, j]
-                if np.isnan(value):
-                    ax.text(j, i, "n/a", ha="center", va="center", fontsize=8, color="0.35")
-                    continue
-                red, green, blue, _ = cmap(norm(value))
-                light = 0.299 * red + 0.587 * green + 0.114 * blue > 0.5
-                ax.text(
-                    j,
-                    i,
-                    f"{value:.1f}",
-                    ha="center",
-                    va="center",
-                    fontsize=8,
-                    color="black" if light else "white",
-                )
+        _write_cells(ax, data, cmap, norm)
     if image is not None:
         bar = fig.colorbar(image, ax=list(axes[0]), label="pairwise accuracy (%)", shrink=0.8)
         bar.ax.axhline(CHANCE, color="black", linewidth=0.8)
     return fig
+
+
+def _write_cells(ax: Any, data: Any, cmap: Any, norm: Any) -> None:
+    """Each cell's percentage in a colour readable on it; ``n/a`` where there is none."""
+    import numpy as np
+
+    for i in range(data.shape[0]):
+        for j in range(data.shape[1]):
+            value = data[i, j]
+            if np.isnan(value):
+                ax.text(j, i, "n/a", ha="center", va="center", fontsize=8, color="0.35")
+                continue
+            red, green, blue, _ = cmap(norm(value))
+            light = 0.299 * red + 0.587 * green + 0.114 * blue > 0.5
+            ax.text(
+                j,
+                i,
+                f"{value:.1f}",
+                ha="center",
+                va="center",
+                fontsize=8,
+                color="black" if light else "white",
+            )
 
 
 def heatmap(rows: Sequence[MetaRow], path: Path, title: str, show_paper: bool = True) -> Path:

@@ -245,14 +245,23 @@ def _distribution(word: str, value: Any, where: str) -> dict[str, float]:
     return {w: p / total for w, p in dist.items()}
 
 
+def _probabilities(
+    value: dict[str, Any], names: tuple[str, ...], key: str, where: str, fix: str = ""
+) -> dict[str, float]:
+    """The named probabilities of the object under ``key``; a missing one is one line."""
+    got = {}
+    for name in names:
+        if name not in value:
+            raise NoiseError(f"{where}: {key!r} lacks {name!r}{fix}")
+        got[name] = _probability(value[name], f"{key}.{name}", where)
+    return got
+
+
 def _rates_from_project(value: Any, where: str) -> Rates:
     if not isinstance(value, dict):
         raise NoiseError(f"{where}: 'rates' must be an object with substitution/deletion/insertion")
-    got = {}
-    for name in ("substitution", "deletion", "insertion"):
-        if name not in value:
-            raise NoiseError(f"{where}: 'rates' lacks {name!r}; give S/N, D/N and I/N of the data")
-        got[name] = _probability(value[name], f"rates.{name}", where)
+    names = ("substitution", "deletion", "insertion")
+    got = _probabilities(value, names, "rates", where, "; give S/N, D/N and I/N of the data")
     if got["substitution"] + got["deletion"] > 1:
         raise NoiseError(f"{where}: rates.substitution + rates.deletion exceed 1")
     if got["substitution"] + got["deletion"] + got["insertion"] <= 0:
@@ -270,11 +279,7 @@ def _rates_from_simulator(value: Any, where: str) -> Rates:
     """
     if not isinstance(value, dict):
         raise NoiseError(f"{where}: {CORPUS_INFO_WORD!r} must be an object of rates")
-    got = {}
-    for name in ("p_insert", "p_delete", "p_substitute"):
-        if name not in value:
-            raise NoiseError(f"{where}: {CORPUS_INFO_WORD!r} lacks {name!r}")
-        got[name] = _probability(value[name], f"{CORPUS_INFO_WORD}.{name}", where)
+    got = _probabilities(value, ("p_insert", "p_delete", "p_substitute"), CORPUS_INFO_WORD, where)
     p_ins, p_del, p_sub = got["p_insert"], got["p_delete"], got["p_substitute"]
     default_transmit = 1.0 - p_ins - p_del
     p_tr = _probability(

@@ -422,13 +422,23 @@ def bin_tables(data: AgreementData, panel: Panel) -> tuple[list[Table], dict[str
         The tables and the plotted data ``{"bins": {bin: n}, "series": {evaluator: {bin:
         {"mean", "low", "high", "n"}}}}``.
     """
-    reference = panel.reference
-    ref = data.scores[reference]
-    others = panel.others
-    n_all = len(panel.items)
+    ref = data.scores[panel.reference]
     bins: dict[int, list[ItemKey]] = defaultdict(list)
     for key in panel.items:
         bins[score_bin(ref[key])].append(key)
+    dist, series = _bin_table(data, panel, bins)
+    tables = [dist, _cluster_shares(data, panel), _reference_clusters(data, panel)]
+    plot = {"bins": {level: len(bins.get(level, [])) for level in range(1, 11)}, "series": series}
+    return tables, plot
+
+
+def _bin_table(
+    data: AgreementData, panel: Panel, bins: Mapping[int, list[ItemKey]]
+) -> tuple[Table, dict[str, dict[int, dict[str, Any]]]]:
+    """Fig. 2a's table: each other evaluator's mean [95% CI] per reference bin; its series."""
+    reference = panel.reference
+    others = panel.others
+    n_all = len(panel.items)
     rows, records = [], []
     series: dict[str, dict[int, dict[str, Any]]] = {e: {} for e in others}
     for level in range(1, 11):
@@ -463,6 +473,12 @@ def bin_tables(data: AgreementData, panel: Panel) -> tuple[list[Table], dict[str
             f"evaluator scored all {n_all} items.",
         ),
     )
+    return dist, series
+
+
+def _cluster_shares(data: AgreementData, panel: Panel) -> Table:
+    """Each evaluator's share of scores in the paper's three clusters."""
+    n_all = len(panel.items)
     share_rows, share_records = [], []
     for e in panel.evaluators:
         vals = panel.values(data, e)
@@ -473,7 +489,7 @@ def bin_tables(data: AgreementData, panel: Panel) -> tuple[list[Table], dict[str
         share_records.append(
             {"evaluator": e, "n": len(vals), **{c: counts[c] / len(vals) for c in counts}}
         )
-    shares = Table(
+    return Table(
         key="agreement_clusters",
         title=(
             f"Share of scores in the paper's clusters [1-2], [3-5], [6-10], N = {n_all} "
@@ -487,6 +503,14 @@ def bin_tables(data: AgreementData, panel: Panel) -> tuple[list[Table], dict[str
             "samples) are assigned with edges 2.5 and 5.5.",
         ),
     )
+
+
+def _reference_clusters(data: AgreementData, panel: Panel) -> Table:
+    """Each other evaluator's mean score within the reference evaluator's clusters."""
+    reference = panel.reference
+    ref = data.scores[reference]
+    others = panel.others
+    n_all = len(panel.items)
     by_cluster_rows, by_cluster_records = [], []
     for name, _, _ in CLUSTERS:
         members = [k for k in panel.items if cluster_of(ref[k]) == name]
@@ -505,7 +529,7 @@ def bin_tables(data: AgreementData, panel: Panel) -> tuple[list[Table], dict[str
                 }
             )
         by_cluster_rows.append(tuple(cells))
-    by_cluster = Table(
+    return Table(
         key="agreement_reference_clusters",
         title=f"Mean score of each evaluator within {reference}'s clusters, N = {n_all} items",
         columns=(f"{reference} cluster", "N", *others),
@@ -513,8 +537,6 @@ def bin_tables(data: AgreementData, panel: Panel) -> tuple[list[Table], dict[str
         records=tuple(by_cluster_records),
         notes=("Cells: mean over the cluster's N items (scored by every evaluator).",),
     )
-    plot = {"bins": {level: len(bins.get(level, [])) for level in range(1, 11)}, "series": series}
-    return [dist, shares, by_cluster], plot
 
 
 # ------------------------------------------------------------------ Table 4

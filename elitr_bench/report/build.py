@@ -77,34 +77,7 @@ def _runs_table(runs: Sequence[TaskRun], metric: str) -> Table:
                 f"{r.results_path.name}, {r.samples_path.name}",
             )
         )
-        records.append(
-            {
-                "run": r.run_id,
-                "task": r.task,
-                "model": r.model.label,
-                "language": r.language,
-                "model_type": r.model.model,
-                "model_args": ",".join(f"{k}={v}" for k, v in r.model.args),
-                "seeds": dict(r.seeds),
-                "judges": [j.label for j in r.judges],
-                "setting": r.setting,
-                "mode": r.mode,
-                "split": r.split,
-                "target_wer": r.target_wer,
-                "effective_wer": r.effective_wer,
-                "context_budget": r.context_budget,
-                "rag_budget": r.rag_budget,
-                "context_window": r.window,
-                "n_samples": len(r.samples),
-                "n_logged": r.n_logged,
-                "n_scored": r.count("scored"),
-                "n_unscored": r.count("unscored"),
-                f"mean_{metric}": mean,
-                f"reported_{metric}": reported,
-                "results_file": str(r.results_path),
-                "samples_file": str(r.samples_path),
-            }
-        )
+        records.append(_run_record(r, metric, mean, reported))
     return Table(
         key="runs",
         title="Runs used",
@@ -131,6 +104,38 @@ def _runs_table(runs: Sequence[TaskRun], metric: str) -> Table:
             "results file. Full paths are in tables/runs.csv.",
         ),
     )
+
+
+def _run_record(
+    r: TaskRun, metric: str, mean: float | None, reported: float | None
+) -> dict[str, Any]:
+    """A run's row of ``tables/runs.csv``: everything it was run with, and its files."""
+    return {
+        "run": r.run_id,
+        "task": r.task,
+        "model": r.model.label,
+        "language": r.language,
+        "model_type": r.model.model,
+        "model_args": ",".join(f"{k}={v}" for k, v in r.model.args),
+        "seeds": dict(r.seeds),
+        "judges": [j.label for j in r.judges],
+        "setting": r.setting,
+        "mode": r.mode,
+        "split": r.split,
+        "target_wer": r.target_wer,
+        "effective_wer": r.effective_wer,
+        "context_budget": r.context_budget,
+        "rag_budget": r.rag_budget,
+        "context_window": r.window,
+        "n_samples": len(r.samples),
+        "n_logged": r.n_logged,
+        "n_scored": r.count("scored"),
+        "n_unscored": r.count("unscored"),
+        f"mean_{metric}": mean,
+        f"reported_{metric}": reported,
+        "results_file": str(r.results_path),
+        "samples_file": str(r.samples_path),
+    }
 
 
 def _judges_table(runs: Sequence[TaskRun]) -> Table | None:

@@ -180,12 +180,7 @@ def _bars(
     under their own bars and the group goes into the title, so a lone model does not get
     three unlabelled bars.
     """
-    used = [j for j in range(len(series)) if any(j == jj for _, jj in cells)]
-    missing = [series[j].label for j in range(len(series)) if j not in used]
-    if missing:  # a setting no model was run in: said in the title, not n empty slots
-        series = [series[j] for j in used]
-        cells = {(i, used.index(j)): c for (i, j), c in cells.items()}
-        title += f"\nno runs of {', '.join(missing)}"
+    series, cells, title = _without_unrun(series, cells, title)
     single = len(groups) == 1
     n_series = max(1, len(series))
     if single:
@@ -208,54 +203,15 @@ def _bars(
         }
     _score_axis(ax, metric)
     for j, kind in enumerate(series):
-        xs, ys, lows, highs, hatches = [], [], [], [], []
-        for i in range(len(groups)):
-            cell = cells.get((i, j))
-            if cell is None:
-                continue
-            xs.append(positions[(i, j)])
-            ys.append(cell.value)
-            lows.append(cell.low)
-            highs.append(cell.high)
-            hatches.append("///" if cell.partial else None)
-        if not xs:
-            continue
-        yerr = _yerr(list(zip(ys, lows, highs, strict=True))) if errors else None
-        bars = ax.bar(
-            xs,
-            ys,
-            width,
-            yerr=yerr,
-            capsize=2 if errors else 0,
-            color=kind.colour,
-            label=None if single else kind.label,
-            edgecolor="white",
-            linewidth=0.5,
-        )
-        for patch, hatch in zip(bars.patches, hatches, strict=True):
-            if hatch:
-                patch.set_hatch(hatch)
-        if values:
-            ax.bar_label(
-                bars,
-                labels=[f"{y:.2f}" for y in ys],
-                fontsize=7,
-                padding=2,
-                rotation=0 if width * per_group >= 0.3 else 90,
-            )
-    low_edge = ax.get_ylim()[0]
-    for (i, j), x in positions.items():
-        if (i, j) not in cells:
-            ax.text(
-                x,
-                low_edge,
-                " no run",
-                rotation=90,
-                fontsize=7,
-                color="0.35",
-                ha="center",
-                va="bottom",
-            )
+        column = [
+            (positions[(i, j)], cell)
+            for i in range(len(groups))
+            if (cell := cells.get((i, j))) is not None
+        ]
+        label = None if single else kind.label
+        upright = width * per_group >= 0.3
+        _draw_series(ax, column, kind.colour, label, width, errors, values, upright)
+    _mark_no_run(ax, [x for key, x in positions.items() if key not in cells])
     if single:
         ax.set_xticks(range(len(series)), [_fit(s.label, per_group) for s in series])
         ax.set_xlim(-0.6, len(series) - 0.4)
@@ -268,10 +224,88 @@ def _bars(
     ax.tick_params(axis="x", labelsize=_TICK_FONT, length=0)
     ax.set_ylabel(axis_label(metric))
     ax.set_title(title, fontsize=10)
+    partial = bool(partial_note) and any(c.partial for c in cells.values())
+    _bars_legend(ax, [] if single else list(series), partial_note if partial else "")
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_axisbelow(True)
+    return fig
+
+
+def _without_unrun(
+    series: Sequence[_Series], cells: Mapping[tuple[int, int], _Cell], title: str
+) -> tuple[Sequence[_Series], Mapping[tuple[int, int], _Cell], str]:
+    """Drop the series no model was run in: said in the title, not as n empty slots."""
+    used = [j for j in range(len(series)) if any(j == jj for _, jj in cells)]
+    missing = [series[j].label for j in range(len(series)) if j not in used]
+    if not missing:
+        return series, cells, title
+    kept = [series[j] for j in used]
+    renumbered = {(i, used.index(j)): c for (i, j), c in cells.items()}
+    return kept, renumbered, title + f"\nno runs of {', '.join(missing)}"
+
+
+def _draw_series(
+    ax: Any,
+    column: Sequence[tuple[float, _Cell]],
+    colour: Any,
+    label: str | None,
+    width: float,
+    errors: bool,
+    values: bool,
+    upright: bool,
+) -> None:
+    """One series' bars at their x positions: error bars, partial hatching, value labels."""
+    if not column:
+        return
+    xs = [x for x, _ in column]
+    ys = [c.value for _, c in column]
+    yerr = _yerr([(c.value, c.low, c.high) for _, c in column]) if errors else None
+    bars = ax.bar(
+        xs,
+        ys,
+        width,
+        yerr=yerr,
+        capsize=2 if errors else 0,
+        color=colour,
+        label=label,
+        edgecolor="white",
+        linewidth=0.5,
+    )
+    for patch, (_, cell) in zip(bars.patches, column, strict=True):
+        if cell.partial:
+            patch.set_hatch("///")
+    if values:
+        ax.bar_label(
+            bars,
+            labels=[f"{y:.2f}" for y in ys],
+            fontsize=7,
+            padding=2,
+            rotation=0 if upright else 90,
+        )
+
+
+def _mark_no_run(ax: Any, xs: Sequence[float]) -> None:
+    """Write "no run" up the empty slots of a model that lacks a setting."""
+    low_edge = ax.get_ylim()[0]
+    for x in xs:
+        ax.text(
+            x,
+            low_edge,
+            " no run",
+            rotation=90,
+            fontsize=7,
+            color="0.35",
+            ha="center",
+            va="bottom",
+        )
+
+
+def _bars_legend(ax: Any, series: Sequence[_Series], partial_note: str) -> None:
+    """Legend outside the axes: the series' colours, and the hatching when it is used."""
     # Plain swatches: a series whose first bar is hatched must not look all "partial".
-    handles: list[Any] = [] if single else [Patch(facecolor=k.colour) for k in series]
-    labels = [] if single else [k.label for k in series]
-    if partial_note and any(c.partial for c in cells.values()):
+    handles: list[Any] = [Patch(facecolor=k.colour) for k in series]
+    labels = [k.label for k in series]
+    if partial_note:
         handles.append(Patch(facecolor="white", edgecolor="0.3", hatch="///"))
         labels.append(partial_note)
     if handles:
@@ -283,9 +317,6 @@ def _bars(
             bbox_to_anchor=(1.02, 1.0),
             borderaxespad=0.0,
         )
-    ax.grid(axis="y", alpha=0.3)
-    ax.set_axisbelow(True)
-    return fig
 
 
 def _lines(records: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[Mapping[str, Any]]]]:

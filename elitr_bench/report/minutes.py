@@ -276,6 +276,13 @@ def scatter_figures(runs: Sequence[RunValues], out: Path) -> tuple[list[Path], T
         paths.append(path)
         plotted.append(metric)
     capped = [m for m in order if m not in plotted and m not in unplotted]
+    return paths, _vs_human_table(records, capped, unplotted)
+
+
+def _vs_human_table(
+    records: list[dict[str, Any]], capped: Sequence[str], unplotted: Sequence[str]
+) -> Table:
+    """Each metric's correlations with the human scores; notes on the metrics not plotted."""
     rows = tuple(
         (
             _label(str(r["metric"])),
@@ -287,7 +294,7 @@ def scatter_figures(runs: Sequence[RunValues], out: Path) -> tuple[list[Path], T
         )
         for r in records
     )
-    table = Table(
+    return Table(
         key="minutes_vs_human",
         title="Minutes metrics vs human document scores (replayed AutoMin systems)",
         columns=("Metric", "Human", "n", "Pearson", "Spearman", "Kendall"),
@@ -315,7 +322,6 @@ def scatter_figures(runs: Sequence[RunValues], out: Path) -> tuple[list[Path], T
             ),
         ),
     )
-    return paths, table
 
 
 #: Markers cycled with the colours, so that nine systems stay apart (also in greyscale).

@@ -683,90 +683,125 @@ def load_runs(paths: Sequence[str | Path], *, require: bool = True) -> LoadedRun
             nothing usable was found.
     """
     notes: list[str] = partial_notes(Path(p) for p in paths)
-    runs: list[TaskRun] = []
     judges: dict[str, JudgeId] = {}
-    copies: dict[tuple[Any, ...], TaskRun] = {}
     loaded = [(path, _load_json(path)) for path in find_results_files(paths)]
     pending: list[TaskRun] = []
     for results_path, data in loaded:
         config = data.get("config") or _rescored_config(results_path, data)
-        model = model_id(config)
         configs = data.get("configs") or {}
         tasks = [t for t in data["results"] if t in configs] or list(data["results"])
         for task in tasks:
-            samples_path = _samples_file(results_path, task)
-            if samples_path is None:
-                if task in configs:
-                    notes.append(
-                        f"{results_path}: task {task} has no samples file (run without "
-                        "--log_samples?); skipped"
-                    )
-                continue
-            if holds_minutes(samples_path):
-                # Minutes runs hold no QA documents; the report's minutes part reads them.
-                continue
-            task_cfg = configs.get(task) or {}
-            metadata = task_cfg.get("metadata") or {}
-            fallback = {
-                "split": str(task_cfg.get("test_split", "")),
-                "setting": str(task_cfg.get("dataset_name", "")),
-                "mode": str((task_cfg.get("dataset_kwargs") or {}).get("mode", "")),
-            }
-            samples: list[Sample] = []
-            foreign = 0
-            retrieved = False  # documents of a retrieval task record their passages
-            try:
-                for _, line in read_samples(samples_path, task):
-                    doc = line.get("doc")
-                    retrieved = retrieved or (isinstance(doc, Mapping) and "rag_passages" in doc)
-                    sample = parse_sample(line, fallback, judges)
-                    if sample is None:
-                        foreign += 1
-                    else:
-                        samples.append(sample)
-            except ReportError as exc:
-                if is_our_task(task):
-                    raise
-                notes.append(f"{exc} (task {task} is not ours: skipped)")
-                continue
-            if not samples and is_our_task(task):
-                raise ReportError(
-                    f"{samples_path}: no line holds an ELITR-Bench question (doc.meeting_id and "
-                    f"doc.question_id), so it is no lm-eval samples file of {task}; re-run the "
-                    "task with --log_samples, or move the file away"
-                )
-            if not samples:
-                notes.append(f"{samples_path}: no ELITR-Bench documents (task {task}); skipped")
-                continue
-            if foreign:
-                notes.append(f"{samples_path}: {foreign} lines without ELITR-Bench docs ignored")
-            n_logged = (data.get("n-samples") or {}).get(task, {}).get("effective")
-            seeds = _seeds(config, metadata)
-            judge_seeds = {
-                str((s.judge.identity.get("sampling") or {}).get("seed"))
-                for s in samples
-                if s.judge is not None and isinstance(s.judge.identity.get("sampling"), Mapping)
-            } - {"None"}
-            if judge_seeds:
-                seeds["judge_seed"] = ",".join(sorted(judge_seeds))
-            noise_seeds = {s.noise_seed for s in samples if s.noise_seed is not None}
-            if noise_seeds and "noise_seed" not in seeds:
-                seeds["noise_seed"] = ",".join(sorted(noise_seeds))
-            pending.append(
-                TaskRun(
-                    run_id="",
-                    task=task,
-                    results_path=results_path,
-                    samples_path=samples_path,
-                    model=model,
-                    seeds=seeds,
-                    samples=tuple(samples),
-                    reported=_reported(data["results"].get(task) or {}),
-                    n_logged=int(n_logged) if n_logged is not None else None,
-                    **_context_of(metadata, retrieved),
-                )
+            run = _task_run(results_path, data, config, task, judges, notes)
+            if run is not None:
+                pending.append(run)
+    runs = _counted_once(_rescorings_resolved(pending, loaded, notes), notes)
+    if not runs and require:
+        raise ReportError(
+            "no ELITR-Bench runs with samples found; run lm_eval with --log_samples on elitr_* "
+            "tasks and pass its --output_path"
+        )
+    _check_duplicates(runs, notes)
+    return LoadedRuns(runs=tuple(runs), notes=tuple(notes))
+
+
+def _task_run(
+    results_path: Path,
+    data: Mapping[str, Any],
+    config: Mapping[str, Any],
+    task: str,
+    judges: dict[str, JudgeId],
+    notes: list[str],
+) -> TaskRun | None:
+    """One task of a results file as a run (no id yet); None, with a note, when skipped.
+
+    Raises:
+        ReportError: A task of ours whose samples file holds no ELITR-Bench question.
+    """
+    configs = data.get("configs") or {}
+    samples_path = _samples_file(results_path, task)
+    if samples_path is None:
+        if task in configs:
+            notes.append(
+                f"{results_path}: task {task} has no samples file (run without "
+                "--log_samples?); skipped"
             )
-    for run in _rescorings_resolved(pending, loaded, notes):
+        return None
+    if holds_minutes(samples_path):
+        # Minutes runs hold no QA documents; the report's minutes part reads them.
+        return None
+    task_cfg = configs.get(task) or {}
+    metadata = task_cfg.get("metadata") or {}
+    fallback = {
+        "split": str(task_cfg.get("test_split", "")),
+        "setting": str(task_cfg.get("dataset_name", "")),
+        "mode": str((task_cfg.get("dataset_kwargs") or {}).get("mode", "")),
+    }
+    samples: list[Sample] = []
+    foreign = 0
+    retrieved = False  # documents of a retrieval task record their passages
+    try:
+        for _, line in read_samples(samples_path, task):
+            doc = line.get("doc")
+            retrieved = retrieved or (isinstance(doc, Mapping) and "rag_passages" in doc)
+            sample = parse_sample(line, fallback, judges)
+            if sample is None:
+                foreign += 1
+            else:
+                samples.append(sample)
+    except ReportError as exc:
+        if is_our_task(task):
+            raise
+        notes.append(f"{exc} (task {task} is not ours: skipped)")
+        return None
+    if not samples and is_our_task(task):
+        raise ReportError(
+            f"{samples_path}: no line holds an ELITR-Bench question (doc.meeting_id and "
+            f"doc.question_id), so it is no lm-eval samples file of {task}; re-run the "
+            "task with --log_samples, or move the file away"
+        )
+    if not samples:
+        notes.append(f"{samples_path}: no ELITR-Bench documents (task {task}); skipped")
+        return None
+    if foreign:
+        notes.append(f"{samples_path}: {foreign} lines without ELITR-Bench docs ignored")
+    n_logged = (data.get("n-samples") or {}).get(task, {}).get("effective")
+    return TaskRun(
+        run_id="",
+        task=task,
+        results_path=results_path,
+        samples_path=samples_path,
+        model=model_id(config),
+        seeds=_run_seeds(config, metadata, samples),
+        samples=tuple(samples),
+        reported=_reported(data["results"].get(task) or {}),
+        n_logged=int(n_logged) if n_logged is not None else None,
+        **_context_of(metadata, retrieved),
+    )
+
+
+def _run_seeds(
+    config: Mapping[str, Any], metadata: Mapping[str, Any], samples: Sequence[Sample]
+) -> dict[str, str]:
+    """The run's seeds, with the judge's and the noise's as its samples record them."""
+    seeds = _seeds(config, metadata)
+    judge_seeds = {
+        str((s.judge.identity.get("sampling") or {}).get("seed"))
+        for s in samples
+        if s.judge is not None and isinstance(s.judge.identity.get("sampling"), Mapping)
+    } - {"None"}
+    if judge_seeds:
+        seeds["judge_seed"] = ",".join(sorted(judge_seeds))
+    noise_seeds = {s.noise_seed for s in samples if s.noise_seed is not None}
+    if noise_seeds and "noise_seed" not in seeds:
+        seeds["noise_seed"] = ",".join(sorted(noise_seeds))
+    return seeds
+
+
+def _counted_once(pending: Sequence[TaskRun], notes: list[str]) -> list[TaskRun]:
+    """The runs numbered ``R1``, ``R2``, ...; an identical copy of one is counted once."""
+    runs: list[TaskRun] = []
+    copies: dict[tuple[Any, ...], TaskRun] = {}
+    for run in pending:
         same = (*_same_run(run.model, run.seeds, run.samples), run.context_label)
         if same in copies:
             notes.append(
@@ -776,13 +811,7 @@ def load_runs(paths: Sequence[str | Path], *, require: bool = True) -> LoadedRun
             continue
         runs.append(replace(run, run_id=f"R{len(runs) + 1}"))
         copies[same] = runs[-1]
-    if not runs and require:
-        raise ReportError(
-            "no ELITR-Bench runs with samples found; run lm_eval with --log_samples on elitr_* "
-            "tasks and pass its --output_path"
-        )
-    _check_duplicates(runs, notes)
-    return LoadedRuns(runs=tuple(runs), notes=tuple(notes))
+    return runs
 
 
 def response_hash(text: str) -> str:

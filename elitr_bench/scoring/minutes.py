@@ -13,7 +13,6 @@ written them with this judge (:mod:`elitr_bench.scoring.rescore`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,8 @@ from elitr_bench.judges.summary.lm_eval_filter import (
     item_from_doc,
     run_sync,
 )
-from elitr_bench.judges.summary.registry import get_method, plan
+from elitr_bench.judges.summary.registry import get_method
+from elitr_bench.judges.summary.run import plan
 
 
 def minutes_text(sample: Mapping[str, Any]) -> str:
@@ -56,7 +56,7 @@ def check_minutes_fit(paths: Iterable[str | Path], config: JudgeConfig) -> None:
         ContextWindowError: One line naming the meetings, their tokens and the way out.
     """
     from elitr_bench.data.minutes import run_results, run_system_name
-    from elitr_bench.judges.summary.registry import check_context
+    from elitr_bench.judges.summary.run import check_context
     from elitr_bench.scoring.qa import find_samples, read_samples
 
     method = get_method(config)
@@ -83,7 +83,7 @@ def plan_minutes_files(
 ) -> list[tuple[str, int, dict[str, Any]]]:
     """Per samples file: its task, its minutes and the minutes judge's plan for them.
 
-    The plan is :func:`elitr_bench.judges.summary.registry.plan`, the one the lm_eval
+    The plan is :func:`elitr_bench.judges.summary.run.plan`, the one the lm_eval
     filter logs; ``score`` prints it and checks ``--max-cost`` and ``--dry-run`` against
     it before any request (the preflight included).
     """
@@ -110,11 +110,11 @@ def score_minutes_samples(
     ``include_path``: folders of tasks outside our package (``lm_eval --include_path``).
     """
     from elitr_bench.data.minutes import run_results, run_system_name
-    from elitr_bench.data.run_files import run_results_of, stamp_of
-    from elitr_bench.judges.errors import JudgeConfigError
+    from elitr_bench.data.run_files import run_results_of
     from elitr_bench.scoring.qa import (
-        find_samples,
         read_samples,
+        rescoring_payload,
+        runs_to_rescore,
         spec_of,
         task_name_of,
         write_rescoring,
@@ -122,18 +122,8 @@ def score_minutes_samples(
     from elitr_bench.scoring.rescore import JudgedTask, check_tasks, read_run_results, rebuild
 
     method = get_method(config)
-    runs: dict[tuple[Path, str], list[Path]] = {}
-    for path in find_samples(paths):
-        runs.setdefault((path.parent, stamp_of(path)), []).append(path)
-    if output is not None and len(runs) > 1:
-        raise JudgeConfigError(
-            f"score: --output names one file but the samples come from {len(runs)} runs; "
-            "drop --output (each run gets its own results_rescored_<date>.json)"
-        )
-    now = datetime.now().isoformat().replace(":", "-")
     written: list[tuple[Path, dict[str, Any]]] = []
-    for count, files in enumerate(runs.values(), 1):
-        stamp = now if count == 1 else f"{now}-{count}"
+    for stamp, files in runs_to_rescore(paths, output):
         usage: dict[str, Any] = {}
         identity: dict[str, Any] = {}
         judged: list[JudgedTask] = []
@@ -165,12 +155,6 @@ def score_minutes_samples(
             usage=usage,
             include_path=include_path,
         )
-        payload = rebuilt.results
-        payload["judge"] = identity
-        payload["judge_usage"] = usage
-        payload["rescored_from"] = {item.task: str(item.source) for item in judged}
-        payload["rescored_date"] = stamp
-        if rebuilt.notes:
-            payload["rescore_notes"] = rebuilt.notes
+        payload = rescoring_payload(rebuilt, judged, identity, usage, stamp)
         written.append((write_rescoring(rebuilt, judged, stamp, output), payload))
     return written

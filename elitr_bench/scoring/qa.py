@@ -19,15 +19,17 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from elitr_bench.data.run_files import (
+    new_stamp,
     parse_samples_name,
     partial_files,
+    rescored_results_path,
+    rescored_samples_path,
+    rescoring_runs,
     run_results_of,
-    stamp_of,
 )
 from elitr_bench.judges.config import (
     JudgeConfig,
@@ -230,13 +232,13 @@ def write_rescoring(
     """
     files: list[tuple[Path, str]] = [
         (
-            item.source.with_name(f"samples_{item.task}_{stamp}.jsonl"),
+            rescored_samples_path(item.source, item.task, stamp),
             "".join(dump_row(row) + "\n" for row in rebuilt.rows[item.task]),
         )
         for item in judged
     ]
     text = dump(rebuilt.results)
-    beside = judged[0].source.with_name(f"results_rescored_{stamp}.json")
+    beside = rescored_results_path(judged[0].source, stamp)
     files.append((beside, text))
     target = beside
     if output is not None and output.resolve() != beside.resolve():
@@ -311,14 +313,8 @@ def _score_run(
         usage=usage,
         include_path=include_path,
     )
-    payload = rebuilt.results
-    payload["judge"] = identity
-    payload["judge_usage"] = usage
+    payload = rescoring_payload(rebuilt, judged, identity, usage, stamp)
     payload["judge_errors"] = errors
-    payload["rescored_from"] = {item.task: str(item.source) for item in judged}
-    payload["rescored_date"] = stamp
-    if rebuilt.notes:
-        payload["rescore_notes"] = rebuilt.notes
     return write_rescoring(rebuilt, judged, stamp, output), payload
 
 
@@ -344,22 +340,47 @@ def score_runs(
     Raises:
         JudgeConfigError: ``output`` names one file but the samples come from several runs.
     """
-    runs: dict[tuple[Path, str], list[Path]] = {}
-    for path in find_samples(paths):
-        runs.setdefault((path.parent, stamp_of(path)), []).append(path)
+    return [
+        _score_run(files, config, stamp, output, judge, include_path)
+        for stamp, files in runs_to_rescore(paths, output)
+    ]
+
+
+def runs_to_rescore(
+    paths: Iterable[str | Path], output: Path | None
+) -> list[tuple[str, list[Path]]]:
+    """The lm-eval runs under ``paths``, each with the stamp of its rescoring.
+
+    See :func:`~elitr_bench.data.run_files.rescoring_runs` for the names.
+
+    Raises:
+        JudgeConfigError: ``output`` names one file but the samples come from several runs.
+    """
+    runs = rescoring_runs(find_samples(paths), new_stamp())
     if output is not None and len(runs) > 1:
         raise JudgeConfigError(
             f"score: --output names one file but the samples come from {len(runs)} runs; "
             "drop --output (each run gets its own results_rescored_<date>.json)"
         )
-    now = datetime.now().isoformat().replace(":", "-")
-    written: list[tuple[Path, dict[str, Any]]] = []
-    per_folder: dict[Path, int] = {}
-    for (folder, _), files in runs.items():
-        count = per_folder[folder] = per_folder.get(folder, 0) + 1
-        stamp = now if count == 1 else f"{now}-{count}"
-        written.append(_score_run(files, config, stamp, output, judge, include_path))
-    return written
+    return runs
+
+
+def rescoring_payload(
+    rebuilt: Rebuilt,
+    judged: Sequence[JudgedTask],
+    identity: dict[str, Any],
+    usage: dict[str, Any],
+    stamp: str,
+) -> dict[str, Any]:
+    """The results file of a rescoring: lm-eval's, with the judge, its usage and sources."""
+    payload = rebuilt.results
+    payload["judge"] = identity
+    payload["judge_usage"] = usage
+    payload["rescored_from"] = {item.task: str(item.source) for item in judged}
+    payload["rescored_date"] = stamp
+    if rebuilt.notes:
+        payload["rescore_notes"] = rebuilt.notes
+    return payload
 
 
 def score_samples(

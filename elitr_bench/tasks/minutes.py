@@ -413,7 +413,8 @@ class MinutesTask(LmEvalContract, ConfigurableTask):
         for its generation.
         """
         from elitr_bench.judges.summary.lm_eval_filter import item_from_doc
-        from elitr_bench.judges.summary.registry import check_context, get_method
+        from elitr_bench.judges.summary.registry import get_method
+        from elitr_bench.judges.summary.run import check_context
 
         assert self.judge_config is not None
         docs = {str(i.doc["meeting_id"]): i.doc for i in getattr(self, "_instances", None) or []}

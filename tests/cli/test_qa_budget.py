@@ -27,7 +27,7 @@ TASK = "elitr_qa_dev"
 @pytest.fixture(autouse=True)
 def _no_preflight_passed(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every test starts with no endpoint checked, so a preflight would be sent."""
-    from elitr_bench.judges import config as judge_config
+    from elitr_bench.judges import readiness as judge_config
 
     monkeypatch.setattr(judge_config, "_PREFLIGHT_OK", set())
 

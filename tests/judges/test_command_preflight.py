@@ -64,7 +64,7 @@ def test_arena_all_cached_needs_no_preflight(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from elitr_bench.judges import config as judge_config
+    from elitr_bench.judges import readiness as judge_config
 
     loopback.handler = cream_script()
     loopback.model = "judge-model"
@@ -98,7 +98,7 @@ def test_arena_partly_cached_still_preflights(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from elitr_bench.judges import config as judge_config
+    from elitr_bench.judges import readiness as judge_config
 
     loopback.handler = cream_script()
     loopback.model = "judge-model"

@@ -138,14 +138,19 @@ def test_a_new_family_registers_itself_without_editing_the_core(
 
 
 def test_the_spec_parser_names_no_family_or_rubric() -> None:
-    """``judges/config.py`` asks the registry: no family, label or rubric in its text."""
+    """The spec parser asks the registry: no family, label or rubric in its text.
+
+    ``judges/config.py`` and the modules it re-exports are read.
+    """
     import re
     from pathlib import Path
 
     import elitr_bench.judges.config as config_module
+    from elitr_bench.judges import identity, options, readiness, spec
     from elitr_bench.judges.rubrics import RUBRICS
 
-    text = Path(config_module.__file__).read_text(encoding="utf-8")
+    modules = (config_module, identity, options, readiness, spec)
+    text = "".join(Path(m.__file__ or "").read_text(encoding="utf-8") for m in modules)
     names = {f.name for f in families()} | {r for f in families() for r in f.rubric_names()}
     names |= set(RUBRICS) | {"automin", "filler", "gpt-art", "gpt-afgr", "madp"}
     found = sorted(n for n in names if re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", text, re.I))

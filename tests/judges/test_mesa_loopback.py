@@ -18,7 +18,8 @@ from elitr_bench.judges.mesa.error_types import load_error_types
 from elitr_bench.judges.mesa.fit import ELISION, check_all
 from elitr_bench.judges.mesa.prompts import challenge_prompt, step_prompt, synthesis_prompt
 from elitr_bench.judges.summary.base import MinutesAssessment, MinutesItem
-from elitr_bench.judges.summary.registry import assess_items_run, get_method
+from elitr_bench.judges.summary.registry import get_method
+from elitr_bench.judges.summary.run import assess_items_run
 from elitr_bench.llm.aio import run_coroutine
 from elitr_bench.llm.context_window import ContextWindowError
 from tests.judges.test_mesa_script import PAPER_RATINGS, MesaScript, classify, make_script

@@ -37,7 +37,7 @@ from elitr_bench.judges.summary.lm_eval_filter import (
     metric_list,
     minutes_judge_metrics,
 )
-from elitr_bench.judges.summary.registry import assess_items_run, plan
+from elitr_bench.judges.summary.run import assess_items_run, plan
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest, Reply
 from tests.support.papers import paper_text
 

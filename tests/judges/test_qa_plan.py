@@ -1,11 +1,12 @@
 """The QA judge's plan: calls, tokens and cost before the first request.
 
-The expected numbers are worked out here from the rubric prompt, the spec's options and
-the price, not by the planning code: first calls are answers x samples; a sample may
-add re-asks (``reask``, never for a greedy judge) and one restatement turn, which resends
-the prompt with a reply of up to ``max_tokens``; every reply counts ``max_tokens``.
-The last test runs the real ``lm_eval`` and checks the line is out before the judge is
-first asked.
+The expected numbers are not worked out from the plan's formula: the same items are
+judged for real against a loopback judge scripted to cost the most (each sample's reply
+is cut off until its last allowed ask, then prose with no score, so it is restated), and
+the plan must equal what that run sent, read off the server's request log: its requests,
+their prompts counted as characters / 4 (the server reports the same as usage, so the
+run's own cost is the plan's most), every reply reporting ``max_tokens``. The last test
+runs the real ``lm_eval`` and checks the line is out before the judge is first asked.
 """
 
 from __future__ import annotations
@@ -15,23 +16,28 @@ import os
 import subprocess
 import sys
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from elitr_bench.judges import parse_judge_spec
-from elitr_bench.judges.qa.engine import JudgeItem
-from elitr_bench.judges.qa.plan import plan_items
+from elitr_bench.judges.qa.engine import JudgeItem, judge_items
+from elitr_bench.judges.qa.plan import QAPlan, plan_items
 from elitr_bench.judges.rubrics import RUBRICS
 from tests.judges.conftest import chat_qa_args
-from tests.support.openai_server import LoopbackOpenAI, RecordedRequest
+from tests.support.openai_server import LoopbackOpenAI, RecordedRequest, Reply
 
 ITEMS = [
     JudgeItem("Who chairs the meeting?", "PERSON3 does.", "PERSON3"),
     JudgeItem("When is the deadline?", "Next Friday, at noon.", "On Friday"),
     JudgeItem("What was decided about the demo?", "To postpone it.", "It is postponed a week"),
 ]
-MESSAGE = RUBRICS["gpt4-rubric"].grammar.restatement.message  # type: ignore[union-attr]
+#: The judges' seed (the spec's default); sample i's ask j is sent with seed + i + samples * j.
+SEED = 2023
+MAX_TOKENS = 100
+#: A reply of exactly ``MAX_TOKENS`` tokens at characters / 4, with no score in it.
+PROSE = ("The response is close to the reference but not quite the same. " * 8)[: 4 * MAX_TOKENS]
 
 
 def prompts(rubric: str = "gpt4-rubric") -> list[str]:
@@ -39,25 +45,85 @@ def prompts(rubric: str = "gpt4-rubric") -> list[str]:
     return [RUBRICS[rubric].build_prompt(i.question, i.response, i.reference) for i in ITEMS]
 
 
-def by_chars(text: str) -> int:
-    """Tokens as characters / 4 (a judge with no tokenizer at hand)."""
-    return len(text) // 4
+def chars_4(request: RecordedRequest) -> int:
+    """Tokens of a request as sent: all its messages' characters / 4 (no tokenizer at hand)."""
+    return sum(len(m["content"]) for m in request.body["messages"]) // 4
+
+
+def is_restatement(request: RecordedRequest) -> bool:
+    return request.body["messages"][-1]["content"].startswith("Restate your final")
+
+
+@dataclass(frozen=True)
+class Sent:
+    """What a worst-case run sent, read off the server's log, and the run's own usage."""
+
+    calls: int
+    requests: int
+    reasks: int
+    restated: int
+    prompt_tokens: int
+    prompt_tokens_all: int
+    usage: dict[str, object]
+
+
+def worst_case(spec: str, samples: int = 1, last_ask: int = 1) -> Sent:
+    """Judge ITEMS with a loopback judge scripted to cost the most; what was sent.
+
+    Each sample's asks before ``last_ask`` get a reply cut off at ``max_tokens``; its ask
+    ``last_ask`` gets a full-length reply with no score (so it is restated); a
+    restatement gets ``{"score": 7}``.
+    """
+
+    def reply(request: RecordedRequest) -> Reply:
+        tokens = {"prompt_tokens": chars_4(request), "completion_tokens": MAX_TOKENS}
+        if is_restatement(request):
+            return Reply('{"score": 7}', **tokens)
+        ask = (request.body["seed"] - SEED) // samples
+        cut = "length" if ask < last_ask else "stop"
+        return Reply(PROSE, finish_reason=cut, **tokens)
+
+    with LoopbackOpenAI(reply) as loop:
+        config = parse_judge_spec(f"{spec},base_url={loop.base_url},cache=memory,progress=false")
+        usage = judge_items(ITEMS, config).usage
+        log = loop.snapshot()
+    asked = [r for r in log if not is_restatement(r)]
+    first = [r for r in asked if r.body["seed"] - SEED < samples]
+    return Sent(
+        calls=len(first),
+        requests=len(log),
+        reasks=len(asked) - len(first),
+        restated=len(log) - len(asked),
+        prompt_tokens=sum(map(chars_4, first)),
+        prompt_tokens_all=sum(map(chars_4, log)),
+        usage=dict(usage),
+    )
+
+
+def assert_plan_is_what_was_sent(plan: QAPlan, sent: Sent) -> None:
+    assert (plan.calls, plan.calls_max) == (sent.calls, sent.requests)
+    assert (plan.reasks_max, plan.restated_max) == (sent.reasks, sent.restated)
+    assert (plan.prompt_tokens, plan.prompt_tokens_max) == (
+        sent.prompt_tokens,
+        sent.prompt_tokens_all,
+    )
+    assert plan.completion_tokens_max == sent.calls * MAX_TOKENS
+    assert plan.completion_tokens_all_max == sent.usage["completion_tokens"]
+    assert sent.usage["prompt_tokens"] == sent.prompt_tokens_all
 
 
 def test_first_and_most_calls_tokens_and_cost_of_a_sampling_judge() -> None:
     # An unknown model (no tokenizer, no window) priced in the spec; temperature 0.6
     # (the default) samples, so a cut-off reply is asked again (reask=1).
-    plan = plan_items(ITEMS, parse_judge_spec("openai:judge-model,price=20:80,max_tokens=100"))
-    first = sum(by_chars(p) for p in prompts())
-    restated = sum(by_chars(p + MESSAGE) + 100 for p in prompts())
-    assert (plan.calls, plan.calls_max, plan.reasks_max, plan.restated_max) == (3, 9, 3, 3)
-    assert plan.prompt_tokens == first
-    assert plan.prompt_tokens_max == 2 * first + restated
-    assert (plan.completion_tokens_max, plan.completion_tokens_all_max) == (300, 900)
-    assert plan.cost_usd == pytest.approx((first * 20 + 300 * 80) / 1e6, abs=1e-6)
-    assert plan.cost_max_usd == pytest.approx(
-        ((2 * first + restated) * 20 + 900 * 80) / 1e6, abs=1e-6
-    )
+    spec = f"openai:judge-model,price=20:80,max_tokens={MAX_TOKENS}"
+    plan = plan_items(ITEMS, parse_judge_spec(spec))
+    sent = worst_case(spec)
+    assert (sent.calls, sent.requests, sent.reasks, sent.restated) == (3, 9, 3, 3)
+    assert_plan_is_what_was_sent(plan, sent)
+    # the run priced what it sent as the plan prices its most
+    assert plan.cost_max_usd == pytest.approx(sent.usage["estimated_cost_usd"], abs=1e-6)
+    first_cost = (sent.prompt_tokens * 20 + sent.calls * MAX_TOKENS * 80) / 1e6
+    assert plan.cost_usd == pytest.approx(first_cost, abs=1e-6)
     line = plan.line()
     assert line.startswith("elitr judge openai:judge-model (gpt4-rubric): 3 calls (3 answers x 1")
     assert "up to 9 with 3 restatements and 3 re-asks" in line
@@ -66,22 +132,24 @@ def test_first_and_most_calls_tokens_and_cost_of_a_sampling_judge() -> None:
 
 
 def test_samples_multiply_every_call_and_token() -> None:
-    spec = "openai:judge-model,price=2:8,max_tokens=100,samples=3,reask=2"
+    spec = f"openai:judge-model,price=2:8,max_tokens={MAX_TOKENS},samples=3,reask=2"
     plan = plan_items(ITEMS, parse_judge_spec(spec))
-    first = sum(by_chars(p) for p in prompts())
-    restated = sum(by_chars(p + MESSAGE) + 100 for p in prompts())
+    sent = worst_case(spec, samples=3, last_ask=2)
     # 9 samples; each at most 3 asks (reask=2) and a restatement
-    assert (plan.calls, plan.calls_max, plan.reasks_max, plan.restated_max) == (9, 36, 18, 9)
-    assert plan.prompt_tokens == 3 * first
-    assert plan.prompt_tokens_max == 3 * (3 * first + restated)
-    assert plan.completion_tokens_all_max == 3600
+    assert (sent.calls, sent.requests, sent.reasks, sent.restated) == (9, 36, 18, 9)
+    assert_plan_is_what_was_sent(plan, sent)
+    assert plan.cost_max_usd == pytest.approx(sent.usage["estimated_cost_usd"], abs=1e-6)
     assert "9 calls (3 answers x 3 samples)" in plan.line()
 
 
 @pytest.mark.parametrize("spec", ["temperature=0", "reask=0"])
 def test_a_greedy_judge_or_reask_0_is_never_asked_again(spec: str) -> None:
-    plan = plan_items(ITEMS, parse_judge_spec(f"openai:judge-model,price=2:8,{spec}"))
-    assert (plan.calls, plan.calls_max, plan.reasks_max, plan.restated_max) == (3, 6, 0, 3)
+    full = f"openai:judge-model,price=2:8,max_tokens={MAX_TOKENS},{spec}"
+    plan = plan_items(ITEMS, parse_judge_spec(full))
+    assert worst_case(full, last_ask=99).requests == 3  # cut off every time: never asked again
+    sent = worst_case(full, last_ask=0)  # prose at once: restated
+    assert (sent.requests, sent.reasks, sent.restated) == (6, 0, 3)
+    assert_plan_is_what_was_sent(plan, sent)
     assert "up to 6 with 3 restatements and 0 re-asks" in plan.line()
 
 
@@ -123,9 +191,11 @@ def test_a_local_hf_judge_calls_but_costs_no_money(tmp_path: Path) -> None:
 
 
 def test_the_prometheus_rubric_is_planned_from_its_own_prompt() -> None:
-    plan = plan_items(ITEMS, parse_judge_spec("openai:judge-model,rubric=prometheus-rubric"))
-    assert plan.prompt_tokens == sum(by_chars(p) for p in prompts("prometheus-rubric"))
-    assert plan.prompt_tokens != sum(by_chars(p) for p in prompts())
+    spec = f"openai:judge-model,rubric=prometheus-rubric,max_tokens={MAX_TOKENS}"
+    plan = plan_items(ITEMS, parse_judge_spec(spec))
+    assert_plan_is_what_was_sent(plan, worst_case(spec))
+    gpt4 = plan_items(ITEMS, parse_judge_spec(f"openai:judge-model,max_tokens={MAX_TOKENS}"))
+    assert plan.prompt_tokens != gpt4.prompt_tokens
 
 
 # --- the lm_eval path: the line is out before the first judge request ------------------------

@@ -8,6 +8,7 @@ format costs no second call (the server's request count says so).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from pathlib import Path
@@ -199,16 +200,14 @@ def test_cream_arena_restates_a_grouped_key_fact_list(
             facts = [line.split(". ", 1)[1] for line in reply.splitlines()[1:]]
             grouped[messages[0]["content"]] = facts
             return "- **Key facts:**\n" + "\n".join(f"  - {f}" for f in facts)
-        # The alignment follows the restated extraction in the same chat.
+        # The alignment follows the restated extraction in the same chat; the plain
+        # script reads its facts from a numbered list, shown to it on a copy (the log
+        # keeps every request as it was sent).
         assert messages[2]["content"].startswith("Restate your final key facts")
         facts = grouped[messages[0]["content"]]
         fake = "Key facts:\n" + "\n".join(f"{i}. {f}" for i, f in enumerate(facts, 1))
-        request.body["messages"] = [
-            {"role": "user", "content": ""},
-            {"content": fake},
-            messages[-1],
-        ]
-        return plain(request)
+        shown = [{"role": "user", "content": ""}, {"content": fake}, messages[-1]]
+        return plain(dataclasses.replace(request, body={**request.body, "messages": shown}))
 
     loopback.handler = handler
     loopback.model = "judge-model"
@@ -220,6 +219,17 @@ def test_cream_arena_restates_a_grouped_key_fact_list(
     requests = loopback.snapshot()
     # 4 comparisons x (extraction + its restatement + 2 alignments in the asked JSON)
     assert len(requests) == 4 * 4 and sum(map(restating, requests)) == 4
+    # Each alignment was sent in the extraction's chat, after the restated facts.
+    alignments = [r for r in requests if len(r.body["messages"]) == 5]
+    assert len(alignments) == 8
+    for request in alignments:
+        chat = request.body["messages"]
+        assert [m["role"] for m in chat] == ["user", "assistant", "user", "assistant", "user"]
+        assert chat[1]["content"].startswith("- **Key facts:**")
+        assert chat[2]["content"].startswith("Restate your final key facts")
+        restated = {"key_facts": grouped[chat[0]["content"]]}
+        assert json.loads(chat[3]["content"]) == restated
+        assert chat[4]["content"].startswith("You now have a summary")
     rows = [json.loads(x) for x in (out / "comparisons.jsonl").read_text().splitlines()]
     assert all(r["status"] == "ok" for r in rows)
     for row in rows:

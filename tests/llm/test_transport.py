@@ -18,7 +18,7 @@ import pytest
 
 from elitr_bench.judges import JudgeRequestError, parse_judge_spec
 from elitr_bench.judges.qa.engine import JudgeItem, judge_items
-from elitr_bench.judges.summary.registry import assess_items_run
+from elitr_bench.judges.summary.run import assess_items_run
 from elitr_bench.llm.base import CompletionRequest
 from elitr_bench.llm.cache import NullCache, SQLiteCache
 from elitr_bench.llm.client import JudgeClient, usage_line

@@ -188,21 +188,26 @@ def test_a_real_small_judge_never_gives_a_wrong_number(smollm2: Path, tmp_path: 
 
 #: Fig. 6's output format, exactly: "the integer score in \boxed{}" (1-10).
 _BOXED_INTEGER = re.compile(r"\\boxed\{\s*(\d+)\s*\}")
+#: The restatement's format: one JSON object ``{"score": N}`` (quotes as a judge may drop them).
+_JSON_SCORE = re.compile(r"\bscore\"?\s*:\s*\"?(\d+(?:\.\d+)?)")
 
 
 def _assert_native_is_the_boxed_score(sample: dict[str, Any]) -> None:
-    r"""A scored sample's number is the one integer its reply boxes, as Fig. 6 asks.
+    r"""A scored sample's number is the one its reply states in the asked format.
 
-    Read here with a strict pattern of the asked format, independently of the judge's
-    reader: every ``\boxed{N}`` of the reply must say the recorded native score (so "1"
-    never passes for "10"). A reply without one may only be scored after the judge
-    restated it (issue 30's restatement turn), which the sample must say.
+    Read here with strict patterns, independently of the judge's reader. A reply the
+    judge was not asked to restate must box its score as Fig. 6 asks: every
+    ``\boxed{N}`` says the recorded native score (so "1" never passes for "10"). A
+    restated sample's recorded reply is the restatement turn's (issue 30): every
+    ``"score": N`` in it says the recorded score, and there is at least one.
     """
-    boxed = {int(n) for n in _BOXED_INTEGER.findall(sample["raw"])}
-    if not boxed:
-        assert sample.get("restated") or "restat" in str(sample.get("reason", "")), sample
-        return
-    assert boxed == {int(sample["native"])} and sample["native"] == int(sample["native"]), sample
+    if sample.get("restated"):
+        stated = {float(n) for n in _JSON_SCORE.findall(sample["raw"])}
+        assert stated == {float(sample["native"])}, sample
+    else:
+        boxed = {int(n) for n in _BOXED_INTEGER.findall(sample["raw"])}
+        assert boxed == {int(sample["native"])}, sample
+    assert sample["native"] == int(sample["native"]), sample
     assert 1 <= sample["native"] <= 10 and sample["score"] == sample["native"], sample
 
 
@@ -214,6 +219,12 @@ def test_the_strict_checks_tell_a_wrong_number() -> None:
         _assert_native_is_the_boxed_score({**ten, "score": 1.0, "native": 1.0})
     with pytest.raises(AssertionError):  # no box and no restatement: no score allowed
         _assert_native_is_the_boxed_score({**ten, "raw": "Score: 10"})
+    restated = {**ten, "raw": '{"score": 7}', "score": 7.0, "native": 7.0, "restated": True}
+    _assert_native_is_the_boxed_score(restated)
+    with pytest.raises(AssertionError):  # a restated sample scored otherwise than it said
+        _assert_native_is_the_boxed_score({**restated, "score": 1.0, "native": 1.0})
+    with pytest.raises(AssertionError):  # restated, yet no score in the restatement's format
+        _assert_native_is_the_boxed_score({**restated, "raw": "I would say 7."})
     reply = '[{"key fact": "a", "response": "Yes", "line number": [2]}, '
     reply += '{"key fact": "b", "response": "No", "line number": []}]'
     side = {"scores": {"completeness": 0.5, "conciseness": 0.25}, "raw": reply}

@@ -548,12 +548,7 @@ def write_outputs(
         _write_csv(paths["leaderboard_csv"], rows, ["rank", *rows[0].keys()])
         plot_leaderboard(result, rows, paths["leaderboard_png"])
         write_atomic(paths["pairwise_md"], matrix_markdown(result))
-        pair_rows = []
-        for metric in METRICS:
-            mat = pairwise_matrix(result.matches, result.systems, metric)
-            for row, cols in mat.items():
-                for col, value in cols.items():
-                    pair_rows.append({"metric": metric, "system": row, "vs": col, "score": value})
+        pair_rows = _pairwise_rows(result)
         _write_csv(paths["pairwise_csv"], pair_rows, ["metric", "system", "vs", "score"])
     write_atomic(paths["keyfacts_md"], keyfacts_markdown(result))
     _write_csv(
@@ -573,6 +568,24 @@ def write_outputs(
     ]
     if result.ratings:
         _write_csv(paths["ratings_csv"], rating_rows, ["system", "meeting_id", "metric", "value"])
+    summary = _summary_json(result, usage)
+    write_atomic(paths["summary_json"], json.dumps(summary, indent=2) + "\n")
+    return paths
+
+
+def _pairwise_rows(result: ArenaResult) -> list[dict[str, Any]]:
+    """``pairwise.csv``: each metric's mean score of every system against every other."""
+    pair_rows = []
+    for metric in METRICS:
+        mat = pairwise_matrix(result.matches, result.systems, metric)
+        for row, cols in mat.items():
+            for col, value in cols.items():
+                pair_rows.append({"metric": metric, "system": row, "vs": col, "score": value})
+    return pair_rows
+
+
+def _summary_json(result: ArenaResult, usage: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``summary.json``: counts, settings, agreement, reasons unscored, sizes and usage."""
     statuses: dict[str, int] = {}
     for comp in result.comparisons:
         statuses[comp.status] = statuses.get(comp.status, 0) + 1
@@ -608,5 +621,4 @@ def write_outputs(
         },
         "usage": dict(usage or {}),
     }
-    write_atomic(paths["summary_json"], json.dumps(summary, indent=2) + "\n")
-    return paths
+    return summary

@@ -229,7 +229,7 @@ class MesaMethod(MinutesMethod):
             return (me,) * CHALLENGERS
         cached = self._pool.get(id(client))
         if cached is None:
-            from elitr_bench.judges.summary.registry import make_client
+            from elitr_bench.judges.summary.run import make_client
 
             # One cache for the whole debate: the members share the caller's.
             members = [

@@ -10,12 +10,8 @@ itself), ``filler``, ``prompts`` and ``score_parsing``. Importing this package s
 """
 
 from elitr_bench.judges.summary.base import MinutesAssessment, MinutesItem, MinutesMethod
-from elitr_bench.judges.summary.registry import (
-    assess_items,
-    get_method,
-    known_methods,
-    register_method,
-)
+from elitr_bench.judges.summary.registry import get_method, known_methods, register_method
+from elitr_bench.judges.summary.run import assess_items
 
 __all__ = [
     "MinutesAssessment",

@@ -58,7 +58,8 @@ from elitr_bench.judges.summary.base import (
     SideCalls,
     status_for,
 )
-from elitr_bench.judges.summary.registry import make_client, register_method, usage_of
+from elitr_bench.judges.summary.registry import register_method
+from elitr_bench.judges.summary.run import make_client, usage_of
 from elitr_bench.llm.base import CompletionRequest
 from elitr_bench.llm.client import gather_settled
 from elitr_bench.llm.context_window import CONTEXT_DETAIL, Overlong, judge_window

@@ -27,6 +27,8 @@ from elitr_bench.judges.reading import NumericGrammar, Reading, Reply
 TRANSCRIPT = "{transcript}"
 MINUTES = "{system_generated_minutes}"
 TURN = "{turn}"
+#: The transcript and the minutes as both AutoMin prompts (Figs. 17 and 18) present them.
+_INPUTS = f"\nTranscript:\n{TRANSCRIPT}\n\nMinutes:\n{MINUTES}\n\n"
 
 # Figure 17 (AutoMin 2023 overview, App. F): the "GPT-ART" prompt (adequacy, relevance,
 # topicality). Wrapped print lines joined as described in the module docstring.
@@ -36,14 +38,8 @@ ART_PROMPT = (
     "visible in the transcripts of the discussions), relevance (how well the summary sums up "
     "the main idea of the meeting), and topicality (whether summary sentences cover topics "
     "that are discussed in the transcript).\n"
-    "\n"
-    "Transcript:\n"
-    "{transcript}\n"
-    "\n"
-    "Minutes:\n"
-    "{system_generated_minutes}\n"
-    "\n"
-    "Evaluate minutes for it's adequacy (the judgment if summary sentences represent "
+    + _INPUTS
+    + "Evaluate minutes for it's adequacy (the judgment if summary sentences represent "
     "conclusions clearly visible in the transcripts of the discussions), relevance (how well "
     "the summary sums up the main idea of the meeting), and topicality (whether summary "
     "sentences cover topics that are discussed in the transcript). Give each score "
@@ -60,14 +56,8 @@ AFGR_PROMPT = (
     "grammatical correctness (the level to which the minutes are grammatically correct) and "
     "relevance (the extent to which the minutes overall capture the important content from "
     "the source transcript (as opposed to summarizing useless parts).\n"
-    "\n"
-    "Transcript:\n"
-    "{transcript}\n"
-    "\n"
-    "Minutes:\n"
-    "{system_generated_minutes}\n"
-    "\n"
-    "Now evaluate the minutes for their adequacy, fluency, grammatical correctness and "
+    + _INPUTS
+    + "Now evaluate the minutes for their adequacy, fluency, grammatical correctness and "
     "relevance. Give each score separately on a scale 0 to 10, where 10 is the best:"
 )
 

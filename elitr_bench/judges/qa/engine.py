@@ -20,7 +20,7 @@ import string
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, Protocol, TypeVar, cast
 
 from elitr_bench.data.records import ReleasedResponse
@@ -121,16 +121,8 @@ class SampleJudgement:
     restatement: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe dict (no NaN)."""
-        return {
-            "score": self.score,
-            "native": self.native,
-            "raw": self.raw,
-            "attempts": self.attempts,
-            "reason": self.reason,
-            "restated": self.restated,
-            "restatement": self.restatement,
-        }
+        """JSON-safe dict (no NaN: an unscored sample's score is None)."""
+        return asdict(self)
 
 
 @dataclass(frozen=True)

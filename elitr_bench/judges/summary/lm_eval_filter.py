@@ -62,13 +62,12 @@ from elitr_bench.judges.summary.base import (
     MinutesMethod,
     error_assessment,
 )
-from elitr_bench.judges.summary.registry import (
+from elitr_bench.judges.summary.registry import get_method, metric_entries
+from elitr_bench.judges.summary.run import (
     MinutesRun,
     assess_items_run,
     context_line,
     context_over,
-    get_method,
-    metric_entries,
     plan,
     warn_unsure,
 )
@@ -196,15 +195,7 @@ def judge_minutes(
         warn_unsure(items, method, config)
         todo = [item for item, o in zip(items, over, strict=True) if o is None]
         preview = plan(todo, method, config)
-        log.warning(
-            "minutes judge %s (%s): up to %d calls, estimated cost %s (%d restatements "
-            "included; cache hits are free)",
-            method.name,
-            config.spec or config.backend,
-            preview["calls"],
-            f"${preview['estimated_cost_usd']}" if preview["priced"] else "unknown (unpriced)",
-            preview["restated_max"],
-        )
+        _log_plan(method.name, config, preview)
         cost = preview["estimated_cost_usd"] if preview["priced"] else None
         refused = refused_by_cap(cost, int(preview["calls"]), config)
         if refused is None:
@@ -238,6 +229,31 @@ def judge_minutes(
     if refused is not None:  # score judges what the cap held back
         hint = cap_hint(config, bool(preview["priced"]))
     _LAST_RUN = run
+    _log_outcome(run)
+    _record(run.assessments, config, hint)
+    out = []
+    for text, assessment in zip(texts, run.assessments, strict=True):
+        entry = assessment.to_dict()
+        entry["identity"] = run.identity
+        out.append([judged_json(text, entry)])
+    return out
+
+
+def _log_plan(method: str, config: JudgeConfig, preview: Mapping[str, Any]) -> None:
+    """The plan line lm_eval's log shows before the first minutes judge call."""
+    log.warning(
+        "minutes judge %s (%s): up to %d calls, estimated cost %s (%d restatements "
+        "included; cache hits are free)",
+        method,
+        config.spec or config.backend,
+        preview["calls"],
+        f"${preview['estimated_cost_usd']}" if preview["priced"] else "unknown (unpriced)",
+        preview["restated_max"],
+    )
+
+
+def _log_outcome(run: MinutesRun) -> None:
+    """The run's counts per status and usage, and each meeting the method flagged."""
     summary = run.summary
     log.warning(
         "minutes judge %s: %d ok, %d partial, %d unscored, %d error; usage %s",
@@ -250,20 +266,13 @@ def judge_minutes(
     )
     for meeting, note in run.flagged.items():
         log.warning("minutes judge %s: %s flagged: %s; scores kept", run.method, meeting, note)
-    _record(run.assessments, config, hint)
-    out = []
-    for text, assessment in zip(texts, run.assessments, strict=True):
-        entry = assessment.to_dict()
-        entry["identity"] = run.identity
-        out.append([judged_json(text, entry)])
-    return out
 
 
 def _refused_run(
     items: Sequence[MinutesItem], config: JudgeConfig, method: MinutesMethod, reason: str
 ) -> MinutesRun:
     """The run of minutes a spec's ``max_cost=`` held back: an ``error`` each, nothing sent."""
-    from elitr_bench.judges.summary.registry import identity_of, summarize
+    from elitr_bench.judges.summary.run import identity_of, summarize
 
     metrics = tuple(method.metrics)
     assessments = [error_assessment(item, method.name, metrics, reason) for item in items]
@@ -289,7 +298,7 @@ def _with_overlong(
     method: str,
 ) -> MinutesRun:
     """The run's assessments with an ``error`` for every item that was not sent, in order."""
-    from elitr_bench.judges.summary.registry import summarize
+    from elitr_bench.judges.summary.run import summarize
 
     window = judge_window(config)
     judged = iter(run.assessments)
