@@ -49,6 +49,7 @@ from elitr_bench.models.kv_cache import (
     PrefillStats,
     PrefixCacheError,
     PrefixStore,
+    batch_columns,
     prefix_schedule,
     serve_batched,
     serve_with_prefix_reuse,
@@ -437,6 +438,9 @@ class HFPrefixLM(HFLM):
             generate_batch,
             min_prefix_tokens=self.min_prefix_tokens,
             max_batch=self.max_rows(max(map(len, sequences)) + max_gen_toks),
+            # a batch's cache is wider than its longest prompt when one row has a long
+            # cached span and another a long suffix: bound it by its real width
+            rows_fit=lambda columns: self.max_rows(columns + max_gen_toks),
             stats=stats,
         )
 
@@ -466,7 +470,7 @@ class HFPrefixLM(HFLM):
         cache (prompt + answer) copied out for the store.
         """
         width = max(r.cached for r in rows)
-        span = max(len(r.ids) - r.cached for r in rows)
+        span = batch_columns(rows) - width
         pad = self.tokenizer.pad_token_id
         pad = int(pad if pad is not None else self.eot_token_id)
         context = torch.full((len(rows), width + span), pad, dtype=torch.long)

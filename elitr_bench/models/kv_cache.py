@@ -380,6 +380,17 @@ class BatchRow(Generic[C]):
     keep: bool = False
 
 
+def batch_columns(rows: Sequence[BatchRow[C]]) -> int:
+    """Columns of a batch's cache: the longest cached span plus the longest uncached suffix.
+
+    Each row's cached tokens sit right-aligned in the first part and its suffix in the
+    second, so a row with a long cache and another with a long suffix make the batch up
+    to twice as wide as its longest prompt; memory is bounded by this width, not by the
+    longest prompt.
+    """
+    return max(r.cached for r in rows) + max(len(r.ids) - r.cached for r in rows)
+
+
 #: ``extend(ids, cache, cached)``: prefill ``ids[cached:]`` into ``cache`` (one row, no logits).
 Extend = Callable[[list[int], C, int], None]
 #: ``generate_batch(rows)``: feed every row's uncached tokens, decode the rows together and
@@ -426,6 +437,7 @@ def serve_batched(
     *,
     min_prefix_tokens: int,
     max_batch: int,
+    rows_fit: Callable[[int], int] | None = None,
     stats: PrefillStats | None = None,
 ) -> list[list[int]]:
     """Serve requests in batches over shared prefixes (see :func:`batch_runs`).
@@ -437,6 +449,10 @@ def serve_batched(
     prompt is padded into the batch. ``generate_batch`` then feeds the rest of every row
     and decodes them together. As in :func:`serve_with_prefix_reuse`, the last request
     of each run (the one sharing nothing with the next) leaves its sequence in the store.
+
+    ``rows_fit(columns)``: how many rows a batch whose cache is ``columns`` wide may have
+    (:func:`batch_columns`, known only once each row's cache is taken); a batch with more
+    is decoded in parts of that many rows.
 
     Returns:
         Generated ids per request, in the order of ``sequences``.
@@ -499,12 +515,15 @@ def serve_batched(
                     cached = len(ids) - 1
                 rows.append(BatchRow(i, ids, cache, cached, keep=schedule.share_next[pos] == 0))
             trunk, trunk_ids = None, []
-        generated, caches = generate_batch(rows)
-        for row, gen, finished in zip(rows, generated, caches, strict=True):
-            results[row.index] = gen
-            stats.requests += 1
-            stats.prompt_tokens += len(row.ids)
-            stats.prefilled_tokens += len(row.ids) - row.cached
-            if row.keep and finished is not None:
-                store.put((row.ids + gen)[: ops.length(finished)], finished)
+        size = len(rows) if rows_fit is None else max(1, rows_fit(batch_columns(rows)))
+        for start in range(0, len(rows), size):
+            part = rows[start : start + size]
+            generated, caches = generate_batch(part)
+            for row, gen, finished in zip(part, generated, caches, strict=True):
+                results[row.index] = gen
+                stats.requests += 1
+                stats.prompt_tokens += len(row.ids)
+                stats.prefilled_tokens += len(row.ids) - row.cached
+                if row.keep and finished is not None:
+                    store.put((row.ids + gen)[: ops.length(finished)], finished)
     return results
