@@ -55,6 +55,7 @@ from elitr_bench.models.kv_cache import (
     serve_with_prefix_reuse,
 )
 from elitr_bench.models.memory import MIB, ModelDims, rows_that_fit
+from elitr_bench.tokens import eos_ids
 
 log = logging.getLogger(__name__)
 
@@ -444,12 +445,6 @@ class HFPrefixLM(HFLM):
             stats=stats,
         )
 
-    def _eos_ids(self) -> set[int]:
-        eos = getattr(self.model.generation_config, "eos_token_id", None)
-        if eos is None:
-            return set()
-        return {int(e) for e in (eos if isinstance(eos, list | tuple) else [eos])}
-
     def _generate_batch(
         self,
         rows: list[BatchRow[Any]],
@@ -505,7 +500,7 @@ class HFPrefixLM(HFLM):
                 **gen_kwargs,
             )
         answers = out[:, width + span :].tolist()
-        eos = self._eos_ids()
+        eos = eos_ids(self.model.generation_config, self.tokenizer)
         generated: list[list[int]] = []
         caches: list[Any | None] = []
         for b, (r, answer) in enumerate(zip(rows, answers, strict=True)):

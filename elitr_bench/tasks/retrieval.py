@@ -37,6 +37,7 @@ from typing import Any
 from elitr_bench.data.store import cache_root
 from elitr_bench.tasks.context import ELISION, SPEAKER_TURN, speaker_turns
 from elitr_bench.tasks.options import OptionError
+from elitr_bench.tokens import CHARS_PER_TOKEN
 
 log = logging.getLogger(__name__)
 
@@ -294,5 +295,5 @@ class MeetingIndex:
 
 
 def approximate_tokens(text: str) -> int:
-    """About one token per four bytes, for models whose tokenizer the task cannot see."""
-    return (len(text.encode("utf-8")) + 3) // 4
+    """Tokens at the package's one ratio (rounded up), for a model whose tokenizer is unseen."""
+    return -(-len(text) // CHARS_PER_TOKEN)

@@ -33,6 +33,7 @@ from elitr_bench.llm.redact import scrub
 from elitr_bench.tasks import context, metrics
 from elitr_bench.tasks.metrics import rouge_l, token_f1
 from elitr_bench.tasks.options import OptionError, TaskOptions
+from elitr_bench.tokens import CHARS_PER_TOKEN
 
 if TYPE_CHECKING:
     from elitr_bench.noise import NoisyTranscript
@@ -518,7 +519,9 @@ class ElitrQATask(LmEvalContract, ConfigurableTask):
                 "method": self.retrieval,
                 "rag_budget": self.options.rag_budget,
                 "rag_chunk": self.options.rag_chunk,
-                "tokens": "model" if counter is not None else "approximate (4 bytes/token)",
+                "tokens": "model"
+                if counter is not None
+                else f"approximate ({CHARS_PER_TOKEN} characters/token)",
             }
 
     def _retrieve(self, counter: context.TokenCounter | None) -> None:
@@ -533,8 +536,9 @@ class ElitrQATask(LmEvalContract, ConfigurableTask):
         else:
             log.warning(
                 "%s: the model's tokenizer is unknown (API model): rag_budget and rag_chunk "
-                "count about 4 bytes per token",
+                "count about %d characters per token",
                 self.config.task,
+                CHARS_PER_TOKEN,
             )
             count = retrieval.approximate_tokens
         indexes = {
