@@ -239,6 +239,12 @@ class PrefillStats:
         """Prompt tokens whose keys/values came from a cache."""
         return self.reused_from_group + self.reused_from_store
 
+    def served(self, prompt: int, cached: int) -> None:
+        """Count a request of ``prompt`` tokens whose first ``cached`` came from a cache."""
+        self.requests += 1
+        self.prompt_tokens += prompt
+        self.prefilled_tokens += prompt - cached
+
 
 #: ``generate(index, ids, cache, cached)``: prefill ``ids[cached:]`` into ``cache`` (which
 #: holds ``ids[:cached]``), decode, and return the generated ids; ``cache`` then holds
@@ -259,6 +265,35 @@ def _take_best(
         return None
     _, cache = store.take(key)
     return cache, hit
+
+
+def _crop_to(ops: CacheOps[C], cache: C, cached: int, limit: int) -> int:
+    """Crop ``cache`` to the ``cached`` tokens it shares, at most ``limit``; returns that length."""
+    cached = max(0, min(cached, limit, ops.length(cache)))
+    ops.crop(cache, cached)
+    return cached
+
+
+def _from_store(
+    ops: CacheOps[C], store: PrefixStore[C], ids: Sequence[int], min_prefix_tokens: int, limit: int
+) -> tuple[C, int, bool]:
+    """The cache a request starts from when no working cache serves it.
+
+    The stored cache sharing most with ``ids`` (else a new, empty one), cropped to the
+    tokens they share and at most ``limit`` (a request needs at least one uncached token
+    to produce its first logits).
+
+    Returns:
+        The cache, the tokens of ``ids`` it holds, and whether it came from the store.
+    """
+    found = _take_best(store, ids, min_prefix_tokens)
+    cache, hit = found if found is not None else (ops.empty(), 0)
+    return cache, _crop_to(ops, cache, hit, limit), found is not None
+
+
+def _finished(ops: CacheOps[C], ids: list[int], generated: list[int], cache: C) -> list[int]:
+    """The ids a finished request's cache holds: its prompt and the answer tokens fed."""
+    return (ids + generated)[: ops.length(cache)]
 
 
 def serve_with_prefix_reuse(
@@ -291,26 +326,21 @@ def serve_with_prefix_reuse(
     trunk_ids: list[int] = []
     for pos, index in enumerate(schedule.order):
         ids = sequences[index]
-        from_store = False
         if trunk is not None:
-            cache, cached = trunk, common_prefix(trunk_ids, ids)
+            cache, from_store = trunk, False
+            cached = _crop_to(ops, cache, common_prefix(trunk_ids, ids), len(ids) - 1)
         else:
-            found = _take_best(store, ids, min_prefix_tokens)
-            from_store = found is not None
-            cache, cached = found if found is not None else (ops.empty(), 0)
-        # The model needs at least one uncached token to produce the first logits.
-        cached = max(0, min(cached, len(ids) - 1, ops.length(cache)))
-        ops.crop(cache, cached)
+            cache, cached, from_store = _from_store(
+                ops, store, ids, min_prefix_tokens, len(ids) - 1
+            )
         generated = generate(index, ids, cache, cached)
         results[index] = generated
-        stats.requests += 1
-        stats.prompt_tokens += len(ids)
-        stats.prefilled_tokens += len(ids) - cached
+        stats.served(len(ids), cached)
         if from_store:
             stats.reused_from_store += cached
         else:
             stats.reused_from_group += cached
-        full = (ids + generated)[: ops.length(cache)]
+        full = _finished(ops, ids, generated, cache)
         keep = schedule.share_next[pos]
         if keep:
             ops.crop(cache, min(keep, len(full)))
@@ -479,16 +509,11 @@ def serve_batched(
             head = sequences[indices[0]][:shared]
             from_store = 0
             cached = common_prefix(trunk_ids, head) if trunk is not None else 0
-            if trunk is None or cached < min_prefix_tokens:
-                found = _take_best(store, head, min_prefix_tokens)
-                if found is not None:
-                    trunk, hit = found
-                    cached = from_store = min(hit, ops.length(trunk))
-                else:
-                    trunk, cached = ops.empty(), 0
-            assert trunk is not None
-            cached = min(cached, shared, ops.length(trunk))
-            ops.crop(trunk, cached)
+            if trunk is not None and cached >= min_prefix_tokens:
+                cached = _crop_to(ops, trunk, cached, shared)
+            else:
+                trunk, cached, stored = _from_store(ops, store, head, min_prefix_tokens, shared)
+                from_store = cached if stored else 0
             extend(head, trunk, cached)
             trunk_ids = head
             stats.prefilled_tokens += shared - cached
@@ -501,14 +526,8 @@ def serve_batched(
         else:
             for pos, i in zip(batch, indices, strict=True):
                 ids = sequences[i]
-                found = _take_best(store, ids, min_prefix_tokens)
-                if found is not None:
-                    cache, hit = found
-                    cached = max(0, min(hit, len(ids) - 1, ops.length(cache)))
-                    ops.crop(cache, cached)
-                    stats.reused_from_store += cached
-                else:
-                    cache, cached = ops.empty(), 0
+                cache, cached, _ = _from_store(ops, store, ids, min_prefix_tokens, len(ids) - 1)
+                stats.reused_from_store += cached
                 if cached < min_prefix_tokens and len(ids) - 1 > cached:
                     extend(ids[: len(ids) - 1], cache, cached)  # alone: nothing to pad
                     stats.prefilled_tokens += len(ids) - 1 - cached
@@ -521,9 +540,7 @@ def serve_batched(
             generated, caches = generate_batch(part)
             for row, gen, finished in zip(part, generated, caches, strict=True):
                 results[row.index] = gen
-                stats.requests += 1
-                stats.prompt_tokens += len(row.ids)
-                stats.prefilled_tokens += len(row.ids) - row.cached
+                stats.served(len(row.ids), row.cached)
                 if row.keep and finished is not None:
-                    store.put((row.ids + gen)[: ops.length(finished)], finished)
+                    store.put(_finished(ops, row.ids, gen, finished), finished)
     return results

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +57,21 @@ def test_kv_and_activation_formulas_match_measurement(
     ops = TorchCacheOps(model.config, torch.device("cpu"), torch.device("cpu"))
     cache = ops.empty()
 
+    ids = torch.randint(10, dims.vocab, (1, N_TOKENS))
+    with _layer_outputs(model) as measured, torch.no_grad():
+        out = model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1)
+
+    assert _tensor_bytes(cache) == ops.nbytes(cache) == N_TOKENS * kv_bytes_per_token(dims, size)
+    assert sum(measured) == N_TOKENS * layer_activation_bytes_per_token(dims, size)
+    assert out.logits.shape == (1, 1, dims.vocab)  # no full-prompt logits
+    est = estimate(dims, N_TOKENS, dtype_bytes=size, prefill_chunk=100)
+    assert est.kv_cache == _tensor_bytes(cache)
+    assert est.activations == 100 * layer_activation_bytes_per_token(dims, size)
+
+
+@contextlib.contextmanager
+def _layer_outputs(model: Any) -> Iterator[list[int]]:
+    """Bytes of the outputs of the first decoder layer's sub-modules, while in the block."""
     layer = model.model.layers[0]
     measured: list[int] = []
     watched = [
@@ -65,18 +82,11 @@ def test_kv_and_activation_formulas_match_measurement(
     handles = [
         m.register_forward_hook(lambda _m, _i, out: measured.append(out.nbytes)) for m in watched
     ]
-    ids = torch.randint(10, dims.vocab, (1, N_TOKENS))
-    with torch.no_grad():
-        out = model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1)
-    for h in handles:
-        h.remove()
-
-    assert _tensor_bytes(cache) == ops.nbytes(cache) == N_TOKENS * kv_bytes_per_token(dims, size)
-    assert sum(measured) == N_TOKENS * layer_activation_bytes_per_token(dims, size)
-    assert out.logits.shape == (1, 1, dims.vocab)  # no full-prompt logits
-    est = estimate(dims, N_TOKENS, dtype_bytes=size, prefill_chunk=100)
-    assert est.kv_cache == _tensor_bytes(cache)
-    assert est.activations == 100 * layer_activation_bytes_per_token(dims, size)
+    try:
+        yield measured
+    finally:
+        for h in handles:
+            h.remove()
 
 
 def _tensor_bytes(obj: Any, seen: set[int] | None = None) -> int:
@@ -117,22 +127,10 @@ def _measure(model: Any, tokens: int) -> tuple[int, int, int]:
     """(KV cache, one layer's prefill activations, full-prompt fp32 logits) in bytes."""
     from transformers import DynamicCache
 
-    layer = model.model.layers[0]
-    measured: list[int] = []
-    watched = [
-        layer.input_layernorm, layer.self_attn.q_proj, layer.self_attn.k_proj,
-        layer.self_attn.v_proj, layer.self_attn.o_proj, layer.post_attention_layernorm,
-        layer.mlp.gate_proj, layer.mlp.up_proj, layer.mlp.act_fn, layer.mlp.down_proj,
-    ]  # fmt: skip
-    handles = [
-        m.register_forward_hook(lambda _m, _i, out: measured.append(out.nbytes)) for m in watched
-    ]
     cache = DynamicCache()
     ids = torch.zeros((1, tokens), dtype=torch.long, device="meta")
-    with torch.no_grad():
+    with _layer_outputs(model) as measured, torch.no_grad():
         out = model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=0)
-    for h in handles:
-        h.remove()
     return _tensor_bytes(cache), sum(measured), int(out.logits.float().nbytes)
 
 
