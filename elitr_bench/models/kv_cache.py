@@ -510,17 +510,18 @@ def serve_batched(
             from_store = 0
             cached = common_prefix(trunk_ids, head) if trunk is not None else 0
             if trunk is not None and cached >= min_prefix_tokens:
-                cached = _crop_to(ops, trunk, cached, shared)
+                start = trunk
+                cached = _crop_to(ops, start, cached, shared)
             else:
-                trunk, cached, stored = _from_store(ops, store, head, min_prefix_tokens, shared)
+                start, cached, stored = _from_store(ops, store, head, min_prefix_tokens, shared)
                 from_store = cached if stored else 0
-            extend(head, trunk, cached)
-            trunk_ids = head
+            extend(head, start, cached)
+            trunk, trunk_ids = start, head
             stats.prefilled_tokens += shared - cached
             stats.reused_from_store += from_store
             stats.reused_from_group += (len(batch) - 1) * shared + (cached - from_store)
             rows = [
-                BatchRow(i, sequences[i], trunk, shared, keep=schedule.share_next[p] == 0)
+                BatchRow(i, sequences[i], start, shared, keep=schedule.share_next[p] == 0)
                 for p, i in zip(batch, indices, strict=True)
             ]
         else:
@@ -535,8 +536,8 @@ def serve_batched(
                 rows.append(BatchRow(i, ids, cache, cached, keep=schedule.share_next[pos] == 0))
             trunk, trunk_ids = None, []
         size = len(rows) if rows_fit is None else max(1, rows_fit(batch_columns(rows)))
-        for start in range(0, len(rows), size):
-            part = rows[start : start + size]
+        for at in range(0, len(rows), size):
+            part = rows[at : at + size]
             generated, caches = generate_batch(part)
             for row, gen, finished in zip(part, generated, caches, strict=True):
                 results[row.index] = gen
