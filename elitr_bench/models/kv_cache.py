@@ -458,6 +458,47 @@ def batch_runs(schedule: Schedule, max_batch: int) -> list[tuple[list[int], bool
     return shared + singles
 
 
+def _batch_share(schedule: Schedule, batch: list[int], lengths: list[int]) -> int:
+    """Tokens every row of a batch cut from a shared run shares (one left to feed).
+
+    A lone row: the most it shares with a neighbour.
+    """
+    first = batch[0]
+    if len(batch) > 1:
+        shared = min(schedule.share_next[p] for p in batch[:-1])
+    else:
+        shared = max(schedule.share_next[first], schedule.share_next[first - 1] if first else 0)
+    return min([shared, *(n - 1 for n in lengths)])
+
+
+def _alone_rows(
+    sequences: Sequence[list[int]],
+    indices: list[int],
+    keep: list[bool],
+    ops: CacheOps[C],
+    store: PrefixStore[C],
+    extend: Extend[C],
+    min_prefix_tokens: int,
+    stats: PrefillStats,
+) -> list[BatchRow[C]]:
+    """Rows of unrelated requests, each from its best stored sequence.
+
+    A row without one (fewer than ``min_prefix_tokens`` shared) first prefills its own
+    prompt alone, so no row's long prompt is padded into the batch.
+    """
+    rows: list[BatchRow[C]] = []
+    for i, kept in zip(indices, keep, strict=True):
+        ids = sequences[i]
+        cache, cached, _ = _from_store(ops, store, ids, min_prefix_tokens, len(ids) - 1)
+        stats.reused_from_store += cached
+        if cached < min_prefix_tokens and len(ids) - 1 > cached:
+            extend(ids[: len(ids) - 1], cache, cached)  # alone: nothing to pad
+            stats.prefilled_tokens += len(ids) - 1 - cached
+            cached = len(ids) - 1
+        rows.append(BatchRow(i, ids, cache, cached, keep=kept))
+    return rows
+
+
 def serve_batched(
     sequences: Sequence[list[int]],
     ops: CacheOps[C],
@@ -495,17 +536,8 @@ def serve_batched(
     trunk_ids: list[int] = []
     for batch, in_run in batch_runs(schedule, max_batch):
         indices = [schedule.order[pos] for pos in batch]
-        rows: list[BatchRow[C]] = []
         if in_run:
-            # what the batch's rows share; a lone row: the most it shares with a neighbour
-            first = batch[0]
-            if len(batch) > 1:
-                shared = min(schedule.share_next[p] for p in batch[:-1])
-            else:
-                shared = max(
-                    schedule.share_next[first], schedule.share_next[first - 1] if first else 0
-                )
-            shared = min([shared, *(len(sequences[i]) - 1 for i in indices)])
+            shared = _batch_share(schedule, batch, [len(sequences[i]) for i in indices])
             head = sequences[indices[0]][:shared]
             from_store = 0
             cached = common_prefix(trunk_ids, head) if trunk is not None else 0
@@ -525,15 +557,10 @@ def serve_batched(
                 for p, i in zip(batch, indices, strict=True)
             ]
         else:
-            for pos, i in zip(batch, indices, strict=True):
-                ids = sequences[i]
-                cache, cached, _ = _from_store(ops, store, ids, min_prefix_tokens, len(ids) - 1)
-                stats.reused_from_store += cached
-                if cached < min_prefix_tokens and len(ids) - 1 > cached:
-                    extend(ids[: len(ids) - 1], cache, cached)  # alone: nothing to pad
-                    stats.prefilled_tokens += len(ids) - 1 - cached
-                    cached = len(ids) - 1
-                rows.append(BatchRow(i, ids, cache, cached, keep=schedule.share_next[pos] == 0))
+            keep = [schedule.share_next[pos] == 0 for pos in batch]
+            rows = _alone_rows(
+                sequences, indices, keep, ops, store, extend, min_prefix_tokens, stats
+            )
             trunk, trunk_ids = None, []
         size = len(rows) if rows_fit is None else max(1, rows_fit(batch_columns(rows)))
         for at in range(0, len(rows), size):

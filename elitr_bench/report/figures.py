@@ -507,6 +507,15 @@ def _tokens_tick(tokens: float) -> str:
     return f"{tokens / 1024:g}k" if tokens >= 1024 and tokens % 256 == 0 else f"{tokens:g}"
 
 
+def _context_cell(record: Mapping[str, Any]) -> str:
+    """``budget 1024: 985``: the point's kind, nominal tokens and (if other) tokens kept."""
+    what = {"budget": "budget", "full": "full", "retrieval": "BM25"}[record["kind"]]
+    nominal, kept = record.get("budget", record["tokens"]), record["tokens"]
+    if not nominal:
+        return f"{what} ?"
+    return f"{what} {nominal}" + (f": {kept}" if kept and kept != nominal else "")
+
+
 def draw_context(table: Table) -> Figure:
     """Score vs transcript tokens: a line per model over its budgets, retrieval as stars.
 
@@ -547,13 +556,8 @@ def draw_context(table: Table) -> Figure:
         # ticks at the budgets (round numbers), the points at the tokens kept just below
         ticks.update(float(r.get("budget") or r["tokens"]) for r in recs if r["tokens"])
         for r in sorted(recs, key=lambda r: (r["kind"] == "retrieval", r["tokens"] or 0)):
-            what = {"budget": "budget", "full": "full", "retrieval": "BM25"}[r["kind"]]
-            nominal = r.get("budget", r["tokens"])
-            tokens = nominal if nominal else "?"
-            if r["tokens"] and nominal and r["tokens"] != nominal:
-                tokens = f"{nominal}: {r['tokens']}"
             score = f"{fmt(r['value'])} [{fmt(r['ci_low'])}, {fmt(r['ci_high'])}]"
-            cells.append([_fit(name, 1.6, 7), f"{what} {tokens}", score])
+            cells.append([_fit(name, 1.6, 7), _context_cell(r), score])
     ax.set_xscale("log", base=2)
     full = {float(r["tokens"]) for r in table.records if r["kind"] == "full" and r["tokens"]}
     if ticks:
