@@ -250,11 +250,12 @@ def join_cut(transcript: str, head_len: int, tail_at: int, slack: int | None = N
     units = turns if turns else _line_starts(transcript)
     head_end, head_whole = _head_end(transcript, head_len, units, reach)
     tail_start, tail_whole = _tail_start(transcript, max(tail_at, head_end), units, reach)
-    head = transcript[:head_end].rstrip()
-    if not head_whole and head:
-        head += " " + TURN_CUT
-    tail = transcript[tail_start:].lstrip()
-    if not tail_whole and tail:
+    head = transcript[:head_end].rstrip("\n")  # whole lines keep their own spacing
+    if not head_whole and head.strip():
+        head = head.rstrip() + " " + TURN_CUT
+    tail = transcript[tail_start:].lstrip("\n")
+    if not tail_whole and tail.strip():
+        tail = tail.lstrip()
         label = _label_of(transcript, tail_start, turns)
         tail = f"{label} {TURN_CUT} {tail}" if label else f"{TURN_CUT} {tail}"
     return head + ELISION + tail
