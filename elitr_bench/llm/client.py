@@ -51,6 +51,7 @@ from elitr_bench.llm.context_window import JudgeWindow
 from elitr_bench.llm.errors import JudgeRequestError
 from elitr_bench.llm.pricing import estimate_cost
 from elitr_bench.llm.ratelimit import RateLimiter, backoff_delay
+from elitr_bench.tokens import estimate_tokens
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -374,7 +375,7 @@ class JudgeClient:
         """
         assert self._sem is not None
         sent = len(request.prompt) + sum(len(content) for _, content in request.messages)
-        estimate = sent // 4 + request.max_tokens
+        estimate = estimate_tokens(sent) + request.max_tokens
         name = f"judge {self.backend.kind}:{self.backend.model}"
         async with self._sem:
             # Another process sharing the cache may have answered it while this one queued.

@@ -25,6 +25,7 @@ from elitr_bench.llm.base import CompletionRequest, FatalBackendError
 from elitr_bench.llm.cache import Completion
 from elitr_bench.llm.constrained import SchemaDecoding
 from elitr_bench.llm.endpoint import EndpointSpec
+from elitr_bench.tokens import eos_ids
 
 #: A batch's bar appears only once it has run this long (quick batches stay quiet).
 PROGRESS_DELAY_S = 2.0
@@ -42,20 +43,6 @@ def chat_text(tok: Any, prompt: str, messages: tuple[tuple[str, str], ...] = ())
         text: str = tok.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
         return text
     return "\n\n".join(turn["content"] for turn in chat)
-
-
-def _eos_ids(lm: Any, tok: Any) -> set[int]:
-    """Every token id that ends a reply: the generation config's and the tokenizer's."""
-    ids: set[int] = set()
-    for source in (
-        getattr(getattr(lm, "generation_config", None), "eos_token_id", None),
-        getattr(tok, "eos_token_id", None),
-    ):
-        if isinstance(source, int):
-            ids.add(source)
-        elif isinstance(source, (list, tuple)):
-            ids.update(int(i) for i in source)
-    return ids
 
 
 def _decode_progress(bar: Any, eos: set[int], width: int) -> Any:
@@ -134,7 +121,8 @@ class HFBackend:
         if self._schemas is None:  # once per tokenizer: its vocabulary's grammar tables
             out = self._lm.get_output_embeddings()
             width = out.weight.shape[0] if out is not None else self._lm.config.vocab_size
-            self._schemas = SchemaDecoding(self._tok, int(width), _eos_ids(self._lm, self._tok))
+            eos = eos_ids(getattr(self._lm, "generation_config", None), self._tok)
+            self._schemas = SchemaDecoding(self._tok, int(width), eos)
         processor = self._schemas.processor(formats)
         return [] if processor is None else [processor]
 
@@ -157,7 +145,7 @@ class HFBackend:
         if first.seed is not None:
             torch.manual_seed(first.seed)
         width = enc["input_ids"].shape[1]
-        eos = _eos_ids(self._lm, self._tok)
+        eos = eos_ids(getattr(self._lm, "generation_config", None), self._tok)
         from tqdm.auto import tqdm
         from transformers import LogitsProcessorList, StoppingCriteriaList
 

@@ -49,11 +49,13 @@ from elitr_bench.models.kv_cache import (
     PrefillStats,
     PrefixCacheError,
     PrefixStore,
+    batch_columns,
     prefix_schedule,
     serve_batched,
     serve_with_prefix_reuse,
 )
 from elitr_bench.models.memory import MIB, ModelDims, rows_that_fit
+from elitr_bench.tokens import eos_ids
 
 log = logging.getLogger(__name__)
 
@@ -437,14 +439,11 @@ class HFPrefixLM(HFLM):
             generate_batch,
             min_prefix_tokens=self.min_prefix_tokens,
             max_batch=self.max_rows(max(map(len, sequences)) + max_gen_toks),
+            # a batch's cache is wider than its longest prompt when one row has a long
+            # cached span and another a long suffix: bound it by its real width
+            rows_fit=lambda columns: self.max_rows(columns + max_gen_toks),
             stats=stats,
         )
-
-    def _eos_ids(self) -> set[int]:
-        eos = getattr(self.model.generation_config, "eos_token_id", None)
-        if eos is None:
-            return set()
-        return {int(e) for e in (eos if isinstance(eos, list | tuple) else [eos])}
 
     def _generate_batch(
         self,
@@ -466,7 +465,7 @@ class HFPrefixLM(HFLM):
         cache (prompt + answer) copied out for the store.
         """
         width = max(r.cached for r in rows)
-        span = max(len(r.ids) - r.cached for r in rows)
+        span = batch_columns(rows) - width
         pad = self.tokenizer.pad_token_id
         pad = int(pad if pad is not None else self.eot_token_id)
         context = torch.full((len(rows), width + span), pad, dtype=torch.long)
@@ -501,7 +500,7 @@ class HFPrefixLM(HFLM):
                 **gen_kwargs,
             )
         answers = out[:, width + span :].tolist()
-        eos = self._eos_ids()
+        eos = eos_ids(self.model.generation_config, self.tokenizer)
         generated: list[list[int]] = []
         caches: list[Any | None] = []
         for b, (r, answer) in enumerate(zip(rows, answers, strict=True)):

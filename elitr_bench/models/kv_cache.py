@@ -239,6 +239,12 @@ class PrefillStats:
         """Prompt tokens whose keys/values came from a cache."""
         return self.reused_from_group + self.reused_from_store
 
+    def served(self, prompt: int, cached: int) -> None:
+        """Count a request of ``prompt`` tokens whose first ``cached`` came from a cache."""
+        self.requests += 1
+        self.prompt_tokens += prompt
+        self.prefilled_tokens += prompt - cached
+
 
 #: ``generate(index, ids, cache, cached)``: prefill ``ids[cached:]`` into ``cache`` (which
 #: holds ``ids[:cached]``), decode, and return the generated ids; ``cache`` then holds
@@ -259,6 +265,35 @@ def _take_best(
         return None
     _, cache = store.take(key)
     return cache, hit
+
+
+def _crop_to(ops: CacheOps[C], cache: C, cached: int, limit: int) -> int:
+    """Crop ``cache`` to the ``cached`` tokens it shares, at most ``limit``; returns that length."""
+    cached = max(0, min(cached, limit, ops.length(cache)))
+    ops.crop(cache, cached)
+    return cached
+
+
+def _from_store(
+    ops: CacheOps[C], store: PrefixStore[C], ids: Sequence[int], min_prefix_tokens: int, limit: int
+) -> tuple[C, int, bool]:
+    """The cache a request starts from when no working cache serves it.
+
+    The stored cache sharing most with ``ids`` (else a new, empty one), cropped to the
+    tokens they share and at most ``limit`` (a request needs at least one uncached token
+    to produce its first logits).
+
+    Returns:
+        The cache, the tokens of ``ids`` it holds, and whether it came from the store.
+    """
+    found = _take_best(store, ids, min_prefix_tokens)
+    cache, hit = found if found is not None else (ops.empty(), 0)
+    return cache, _crop_to(ops, cache, hit, limit), found is not None
+
+
+def _finished(ops: CacheOps[C], ids: list[int], generated: list[int], cache: C) -> list[int]:
+    """The ids a finished request's cache holds: its prompt and the answer tokens fed."""
+    return (ids + generated)[: ops.length(cache)]
 
 
 def serve_with_prefix_reuse(
@@ -291,26 +326,21 @@ def serve_with_prefix_reuse(
     trunk_ids: list[int] = []
     for pos, index in enumerate(schedule.order):
         ids = sequences[index]
-        from_store = False
         if trunk is not None:
-            cache, cached = trunk, common_prefix(trunk_ids, ids)
+            cache, from_store = trunk, False
+            cached = _crop_to(ops, cache, common_prefix(trunk_ids, ids), len(ids) - 1)
         else:
-            found = _take_best(store, ids, min_prefix_tokens)
-            from_store = found is not None
-            cache, cached = found if found is not None else (ops.empty(), 0)
-        # The model needs at least one uncached token to produce the first logits.
-        cached = max(0, min(cached, len(ids) - 1, ops.length(cache)))
-        ops.crop(cache, cached)
+            cache, cached, from_store = _from_store(
+                ops, store, ids, min_prefix_tokens, len(ids) - 1
+            )
         generated = generate(index, ids, cache, cached)
         results[index] = generated
-        stats.requests += 1
-        stats.prompt_tokens += len(ids)
-        stats.prefilled_tokens += len(ids) - cached
+        stats.served(len(ids), cached)
         if from_store:
             stats.reused_from_store += cached
         else:
             stats.reused_from_group += cached
-        full = (ids + generated)[: ops.length(cache)]
+        full = _finished(ops, ids, generated, cache)
         keep = schedule.share_next[pos]
         if keep:
             ops.crop(cache, min(keep, len(full)))
@@ -380,6 +410,17 @@ class BatchRow(Generic[C]):
     keep: bool = False
 
 
+def batch_columns(rows: Sequence[BatchRow[C]]) -> int:
+    """Columns of a batch's cache: the longest cached span plus the longest uncached suffix.
+
+    Each row's cached tokens sit right-aligned in the first part and its suffix in the
+    second, so a row with a long cache and another with a long suffix make the batch up
+    to twice as wide as its longest prompt; memory is bounded by this width, not by the
+    longest prompt.
+    """
+    return max(r.cached for r in rows) + max(len(r.ids) - r.cached for r in rows)
+
+
 #: ``extend(ids, cache, cached)``: prefill ``ids[cached:]`` into ``cache`` (one row, no logits).
 Extend = Callable[[list[int], C, int], None]
 #: ``generate_batch(rows)``: feed every row's uncached tokens, decode the rows together and
@@ -417,6 +458,47 @@ def batch_runs(schedule: Schedule, max_batch: int) -> list[tuple[list[int], bool
     return shared + singles
 
 
+def _batch_share(schedule: Schedule, batch: list[int], lengths: list[int]) -> int:
+    """Tokens every row of a batch cut from a shared run shares (one left to feed).
+
+    A lone row: the most it shares with a neighbour.
+    """
+    first = batch[0]
+    if len(batch) > 1:
+        shared = min(schedule.share_next[p] for p in batch[:-1])
+    else:
+        shared = max(schedule.share_next[first], schedule.share_next[first - 1] if first else 0)
+    return min([shared, *(n - 1 for n in lengths)])
+
+
+def _alone_rows(
+    sequences: Sequence[list[int]],
+    indices: list[int],
+    keep: list[bool],
+    ops: CacheOps[C],
+    store: PrefixStore[C],
+    extend: Extend[C],
+    min_prefix_tokens: int,
+    stats: PrefillStats,
+) -> list[BatchRow[C]]:
+    """Rows of unrelated requests, each from its best stored sequence.
+
+    A row without one (fewer than ``min_prefix_tokens`` shared) first prefills its own
+    prompt alone, so no row's long prompt is padded into the batch.
+    """
+    rows: list[BatchRow[C]] = []
+    for i, kept in zip(indices, keep, strict=True):
+        ids = sequences[i]
+        cache, cached, _ = _from_store(ops, store, ids, min_prefix_tokens, len(ids) - 1)
+        stats.reused_from_store += cached
+        if cached < min_prefix_tokens and len(ids) - 1 > cached:
+            extend(ids[: len(ids) - 1], cache, cached)  # alone: nothing to pad
+            stats.prefilled_tokens += len(ids) - 1 - cached
+            cached = len(ids) - 1
+        rows.append(BatchRow(i, ids, cache, cached, keep=kept))
+    return rows
+
+
 def serve_batched(
     sequences: Sequence[list[int]],
     ops: CacheOps[C],
@@ -426,6 +508,7 @@ def serve_batched(
     *,
     min_prefix_tokens: int,
     max_batch: int,
+    rows_fit: Callable[[int], int] | None = None,
     stats: PrefillStats | None = None,
 ) -> list[list[int]]:
     """Serve requests in batches over shared prefixes (see :func:`batch_runs`).
@@ -438,6 +521,10 @@ def serve_batched(
     and decodes them together. As in :func:`serve_with_prefix_reuse`, the last request
     of each run (the one sharing nothing with the next) leaves its sequence in the store.
 
+    ``rows_fit(columns)``: how many rows a batch whose cache is ``columns`` wide may have
+    (:func:`batch_columns`, known only once each row's cache is taken); a batch with more
+    is decoded in parts of that many rows.
+
     Returns:
         Generated ids per request, in the order of ``sequences``.
     """
@@ -449,62 +536,39 @@ def serve_batched(
     trunk_ids: list[int] = []
     for batch, in_run in batch_runs(schedule, max_batch):
         indices = [schedule.order[pos] for pos in batch]
-        rows: list[BatchRow[C]] = []
         if in_run:
-            # what the batch's rows share; a lone row: the most it shares with a neighbour
-            first = batch[0]
-            if len(batch) > 1:
-                shared = min(schedule.share_next[p] for p in batch[:-1])
-            else:
-                shared = max(
-                    schedule.share_next[first], schedule.share_next[first - 1] if first else 0
-                )
-            shared = min([shared, *(len(sequences[i]) - 1 for i in indices)])
+            shared = _batch_share(schedule, batch, [len(sequences[i]) for i in indices])
             head = sequences[indices[0]][:shared]
             from_store = 0
             cached = common_prefix(trunk_ids, head) if trunk is not None else 0
-            if trunk is None or cached < min_prefix_tokens:
-                found = _take_best(store, head, min_prefix_tokens)
-                if found is not None:
-                    trunk, hit = found
-                    cached = from_store = min(hit, ops.length(trunk))
-                else:
-                    trunk, cached = ops.empty(), 0
-            assert trunk is not None
-            cached = min(cached, shared, ops.length(trunk))
-            ops.crop(trunk, cached)
-            extend(head, trunk, cached)
-            trunk_ids = head
+            if trunk is not None and cached >= min_prefix_tokens:
+                start = trunk
+                cached = _crop_to(ops, start, cached, shared)
+            else:
+                start, cached, stored = _from_store(ops, store, head, min_prefix_tokens, shared)
+                from_store = cached if stored else 0
+            extend(head, start, cached)
+            trunk, trunk_ids = start, head
             stats.prefilled_tokens += shared - cached
             stats.reused_from_store += from_store
             stats.reused_from_group += (len(batch) - 1) * shared + (cached - from_store)
             rows = [
-                BatchRow(i, sequences[i], trunk, shared, keep=schedule.share_next[p] == 0)
+                BatchRow(i, sequences[i], start, shared, keep=schedule.share_next[p] == 0)
                 for p, i in zip(batch, indices, strict=True)
             ]
         else:
-            for pos, i in zip(batch, indices, strict=True):
-                ids = sequences[i]
-                found = _take_best(store, ids, min_prefix_tokens)
-                if found is not None:
-                    cache, hit = found
-                    cached = max(0, min(hit, len(ids) - 1, ops.length(cache)))
-                    ops.crop(cache, cached)
-                    stats.reused_from_store += cached
-                else:
-                    cache, cached = ops.empty(), 0
-                if cached < min_prefix_tokens and len(ids) - 1 > cached:
-                    extend(ids[: len(ids) - 1], cache, cached)  # alone: nothing to pad
-                    stats.prefilled_tokens += len(ids) - 1 - cached
-                    cached = len(ids) - 1
-                rows.append(BatchRow(i, ids, cache, cached, keep=schedule.share_next[pos] == 0))
+            keep = [schedule.share_next[pos] == 0 for pos in batch]
+            rows = _alone_rows(
+                sequences, indices, keep, ops, store, extend, min_prefix_tokens, stats
+            )
             trunk, trunk_ids = None, []
-        generated, caches = generate_batch(rows)
-        for row, gen, finished in zip(rows, generated, caches, strict=True):
-            results[row.index] = gen
-            stats.requests += 1
-            stats.prompt_tokens += len(row.ids)
-            stats.prefilled_tokens += len(row.ids) - row.cached
-            if row.keep and finished is not None:
-                store.put((row.ids + gen)[: ops.length(finished)], finished)
+        size = len(rows) if rows_fit is None else max(1, rows_fit(batch_columns(rows)))
+        for at in range(0, len(rows), size):
+            part = rows[at : at + size]
+            generated, caches = generate_batch(part)
+            for row, gen, finished in zip(part, generated, caches, strict=True):
+                results[row.index] = gen
+                stats.served(len(row.ids), row.cached)
+                if row.keep and finished is not None:
+                    store.put(_finished(ops, row.ids, gen, finished), finished)
     return results

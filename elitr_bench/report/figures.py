@@ -538,11 +538,22 @@ def _tokens_tick(tokens: float) -> str:
     return f"{tokens / 1024:g}k" if tokens >= 1024 and tokens % 256 == 0 else f"{tokens:g}"
 
 
+def _context_cell(record: Mapping[str, Any]) -> str:
+    """``budget 1024: 985``: the point's kind, nominal tokens and (if other) tokens kept."""
+    what = {"budget": "budget", "full": "full", "retrieval": "BM25"}[record["kind"]]
+    nominal, kept = record.get("budget", record["tokens"]), record["tokens"]
+    if not nominal:
+        return f"{what} ?"
+    return f"{what} {nominal}" + (f": {kept}" if kept and kept != nominal else "")
+
+
 def draw_context(table: Table) -> Figure:
     """Score vs transcript tokens: a line per model over its budgets, retrieval as stars.
 
-    The full-context run ends each line at the model's window; a retrieval run is a star
-    of the line's colour at its ``rag_budget``, so a star above the line at the same
+    A point sits at the transcript tokens its prompts held (what the budget's cut kept,
+    the retrieved passages' tokens), not at the nominal budget, which the table beside
+    names. The full-context run ends each line at the model's window; a retrieval run is
+    a star of the line's colour, so a star above the line at the same
     tokens says retrieval beats the middle cut there. The table beside the plot holds
     the numbers (the report's table, shortened to what fits).
     """
@@ -573,20 +584,20 @@ def draw_context(table: Table) -> Figure:
                 capsize=3, color=colour, marker="*", markersize=13, linestyle="none",
                 label=f"{name}: BM25 retrieval",
             )  # fmt: skip
-        ticks.update(float(r["tokens"]) for r in recs if r["tokens"])
+        # ticks at the budgets (round numbers), the points at the tokens kept just below
+        ticks.update(float(r.get("budget") or r["tokens"]) for r in recs if r["tokens"])
         for r in sorted(recs, key=lambda r: (r["kind"] == "retrieval", r["tokens"] or 0)):
-            what = {"budget": "budget", "full": "full", "retrieval": "BM25"}[r["kind"]]
-            tokens = r["tokens"] if r["tokens"] else "?"
             score = f"{fmt(r['value'])} [{fmt(r['ci_low'])}, {fmt(r['ci_high'])}]"
-            cells.append([_fit(name, 1.6, 7), f"{what} {tokens}", score])
+            cells.append([_fit(name, 1.6, 7), _context_cell(r), score])
     ax.set_xscale("log", base=2)
     full = {float(r["tokens"]) for r in table.records if r["kind"] == "full" and r["tokens"]}
     if ticks:
         labels = [_tokens_tick(t) + ("\n(full)" if t in full else "") for t in sorted(ticks)]
         ax.set_xticks(sorted(ticks), labels)
         ax.minorticks_off()
-        ax.set_xlim(min(ticks) / 1.4, max(ticks) * 1.4)
-    ax.set_xlabel("transcript tokens in the prompt (context budget; full = model window)")
+        low = min([*ticks, *(float(r["tokens"]) for r in table.records if r["tokens"])])
+        ax.set_xlim(low / 1.4, max(ticks) * 1.4)
+    ax.set_xlabel("transcript tokens in the prompt (kept by the cut; full = model window)")
     metric = _metric(table.records)
     judges = {r.get("judge") for r in table.records}
     judge = judges.pop() if len(judges) == 1 else None
@@ -600,8 +611,8 @@ def draw_context(table: Table) -> Figure:
     shown = cells[:24]
     drawn = side.table(
         cellText=shown,
-        colLabels=["Model", "Context (tokens)", "Score [95% CI]"],
-        colWidths=[0.42, 0.24, 0.34],
+        colLabels=["Model", "Context: tokens kept", "Score [95% CI]"],
+        colWidths=[0.38, 0.28, 0.34],
         loc="upper center",
         cellLoc="left",
     )

@@ -139,6 +139,7 @@ class Sample:
     effective_wer: float | None = None
     noise_seed: str | None = None
     language: str = "en"
+    transcript_tokens: float | None = None
 
     @property
     def key(self) -> tuple[str, str]:
@@ -239,6 +240,22 @@ class TaskRun:
         if not per_meeting:
             return None
         return sum(per_meeting.values()) / len(per_meeting)
+
+    @property
+    def kept_tokens(self) -> float | None:
+        """Transcript tokens the prompts held, mean over meetings (None: not recorded).
+
+        What a budget's cut kept (``transcript_tokens``) or the retrieved passages'
+        tokens (``rag_tokens``); a meeting's questions are averaged first, so every
+        meeting counts once.
+        """
+        per_meeting: dict[str, list[float]] = {}
+        for s in self.samples:
+            if s.transcript_tokens is not None:
+                per_meeting.setdefault(s.meeting_id, []).append(s.transcript_tokens)
+        if not per_meeting:
+            return None
+        return math.fsum(math.fsum(v) / len(v) for v in per_meeting.values()) / len(per_meeting)
 
     @property
     def judge(self) -> JudgeId | None:
@@ -415,6 +432,8 @@ def parse_sample(
         noise_seed=None if doc.get("noise_seed") is None else str(doc["noise_seed"]),
         # The Czech tasks' documents say so; every other document is English.
         language=str(doc.get("language") or "en"),
+        # a budget's cut (the sample's metric) or the retrieved passages (the document's)
+        transcript_tokens=_float(line.get("transcript_tokens", doc.get("rag_tokens"))),
     )
 
 

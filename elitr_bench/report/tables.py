@@ -662,12 +662,25 @@ CONTEXT_KINDS = {"budget": "context budget", "full": "full context", "retrieval"
 
 
 def _context_point(run: TaskRun) -> tuple[str, int | None]:
-    """(kind, transcript tokens) of a run: its budget, its window, or its rag_budget."""
+    """(kind, nominal tokens) of a run: its budget, its window, or its rag_budget."""
     if run.rag_budget is not None:
         return "retrieval", run.rag_budget
     if run.context_budget is not None:
         return "budget", run.context_budget
     return "full", run.window
+
+
+def _kept_tokens(runs: Sequence[TaskRun], nominal: int | None) -> int | None:
+    """Transcript tokens the point's prompts held: what its runs recorded, else ``nominal``.
+
+    A budget's cut keeps a little less than the budget, and BM25 passages fill theirs
+    only as far as whole passages go; runs from before the cut recorded it sit at the
+    budget.
+    """
+    kept = [run.kept_tokens for run in runs]
+    if not kept or any(k is None for k in kept):
+        return nominal
+    return round(math.fsum(k for k in kept if k is not None) / len(kept))
 
 
 def context_table(ctx: ReportContext) -> Table | None:
@@ -687,17 +700,19 @@ def context_table(ctx: ReportContext) -> Table | None:
         points[line][_context_point(run)].append(run)
     rows, records = [], []
     notes = [
-        "Tokens: transcript tokens of the model's tokenizer the prompts held at most "
-        "(--metadata context_budget, or rag_budget for retrieval); a full-context run is "
-        "placed at the model's window. Intervals: 95%, clustered by meeting.",
+        "Tokens: transcript tokens of the model's tokenizer the prompts held, mean over "
+        "meetings, as the runs recorded them (the budget itself for runs that did not); "
+        "Budget: --metadata context_budget, or rag_budget for retrieval; a full-context "
+        "run is placed at the model's window. Intervals: 95%, clustered by meeting.",
     ]
     for line in _ordered_lines(ctx, points):
         if all(kind == "full" for kind, _ in points[line]):
             continue
         key, s, m, sp = line
-        for (kind, tokens), runs in sorted(
+        for (kind, budget), runs in sorted(
             points[line].items(), key=lambda p: (p[0][0] == "retrieval", p[0][1] or 0)
         ):
+            tokens = budget if kind == "full" else _kept_tokens(runs, budget)
             value = runs_mean(runs, ctx.metric)
             iv = ctx.interval([stratum(runs, ctx.metric)], center=value)
             if tokens is None:
@@ -710,12 +725,15 @@ def context_table(ctx: ReportContext) -> Table | None:
                     ctx.label(key),
                     f"{setting_title(s, m)} {SPLIT_TITLES.get(sp, sp)}",
                     CONTEXT_KINDS[kind],
+                    str(budget) if budget is not None else "?",
                     str(tokens) if tokens is not None else "?",
                     _ci_cell(value, iv, len(runs)),
                     _ids(runs),
                 )
             )
-            records.append(_line_record(ctx, line, value, iv, runs, kind=kind, tokens=tokens))
+            records.append(
+                _line_record(ctx, line, value, iv, runs, kind=kind, budget=budget, tokens=tokens)
+            )
     if not records:
         return None
     if any(r["ci_low"] is None for r in records):
@@ -726,7 +744,7 @@ def context_table(ctx: ReportContext) -> Table | None:
     return Table(
         key=f"context_{ctx.metric}",
         title=f"{ctx.metric} vs context budget (full transcript, middle cut, BM25 retrieval)",
-        columns=("Model", "Setting", "Context", "Tokens", "Score [CI]", "Runs"),
+        columns=("Model", "Setting", "Context", "Budget", "Tokens", "Score [CI]", "Runs"),
         rows=tuple(rows),
         records=tuple(records),
         notes=tuple(notes),

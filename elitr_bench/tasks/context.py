@@ -23,6 +23,12 @@ log = logging.getLogger(__name__)
 
 #: Marker inserted where ``truncate_middle`` removed part of a transcript.
 ELISION = "\n[...]\n"
+#: Marks the kept piece of a speaker turn that the middle cut went through: it ends the
+#: head's last piece, and follows the repeated speaker label that opens the tail.
+TURN_CUT = "[turn cut]"
+#: A speaker turn straddling the cut is dropped whole when that costs at most this share of
+#: the kept tokens on its side of the cut; a longer one is cut inside (:func:`join_cut`).
+CUT_SLACK = 0.03
 #: A line that starts a speaker turn: the anonymized speaker label, ``(PERSON4)``.
 SPEAKER_TURN = re.compile(r"^\([A-Z][A-Za-z]*\d+\)", re.MULTILINE)
 
@@ -50,6 +56,10 @@ class TokenCounter:
     max_length: int
     default_max_gen_toks: int
     positions: int | None = None
+
+    def count(self, text: str) -> int:
+        """Tokens of ``text``."""
+        return len(self.encode(text))
 
     def budget(self, gen_kwargs: dict[str, Any]) -> int:
         """Prompt tokens that fit once the generation budget is reserved."""
@@ -123,26 +133,63 @@ def model_positions(lm: Any) -> int | None:
     return None
 
 
-def middle_cut(counter: TokenCounter, transcript: str, remove: int) -> str:
-    """Drop about ``remove`` tokens from the middle of a transcript, keeping both ends.
+def fit_middle(counter: TokenCounter, transcript: str, excess: Callable[[str], int]) -> str | None:
+    """The transcript with as little of its middle cut as makes ``excess`` of it <= 0.
+
+    The one middle cut of the package: ``context_budget`` (:func:`budget_cut`) and
+    ``overlength=truncate_middle`` (QA, multi-turn and minutes tasks) all call it, each
+    with its own ``excess``: the tokens by which the transcript, or the prompt built
+    from it, overruns its limit (<= 0: it fits). The first cut removes that excess;
+    joined text re-tokenises a little differently and the cut lands on boundaries
+    (:func:`cut_middle`), so the kept tokens are lowered by any remaining excess and the
+    cut redone, a few times at most.
+
+    Returns:
+        The transcript unchanged when it fits, its cut when one fits, None when even an
+        empty transcript (the elision marker alone) does not.
+    """
+    over = excess(transcript)
+    if over <= 0:
+        return transcript
+    ids = counter.encode(transcript)
+    keep = len(ids) - over
+    for _ in range(8):
+        keep = max(keep, 0)
+        cut = cut_middle(counter, transcript, keep, ids)
+        over = excess(cut)
+        if over <= 0:
+            return cut
+        if keep == 0:
+            break
+        keep -= over
+    return None
+
+
+def cut_middle(
+    counter: TokenCounter, transcript: str, keep: int, ids: list[int] | None = None
+) -> str:
+    """Keep about ``keep`` tokens of a transcript, its beginning and its end, and mark the cut.
 
     Beginning and end are kept because answers lie there as often as in the middle
-    (Table 1), and the cut is marked so a reader of the samples sees it. Both sides of
-    the cut land on speaker turns (:func:`snap_to_turns`): an utterance may span several
-    lines, and a kept part that began on a continuation line would hide who is speaking.
-    The partial turns at the cut are dropped too, so the cut removes at least ``remove``.
+    (Table 1); the cut is marked with :data:`ELISION` so a reader of the samples sees it.
+    Each side ends on a boundary (:func:`join_cut`) found within :data:`CUT_SLACK` of the
+    kept tokens, so a long turn that straddles the cut costs no more than that.
     """
-    ids = counter.encode(transcript)
-    keep = max(len(ids) - remove, 0)
+    ids = counter.encode(transcript) if ids is None else ids
+    keep = min(max(keep, 0), len(ids))
     head_ids = keep // 2
     tail_ids = keep - head_ids
-    head = counter.decode(ids[:head_ids])
+    head = counter.decode(ids[:head_ids]) if head_ids else ""
     tail = counter.decode(ids[-tail_ids:]) if tail_ids else ""
-    return snap_to_turns(head, tail, transcript)
+    head_len = min(len(head.rstrip("\ufffd")), len(transcript))
+    tail_at = max(len(transcript) - len(tail.lstrip("\ufffd")), head_len)
+    chars_per_token = len(transcript) / max(len(ids), 1)
+    slack = int(CUT_SLACK * keep * chars_per_token)
+    return join_cut(transcript, head_len, tail_at, slack)
 
 
 def budget_cut(counter: TokenCounter, transcript: str, budget: int) -> str:
-    """The transcript cut in its middle at speaker turns to at most ``budget`` tokens.
+    """The transcript cut in its middle to at most ``budget`` tokens.
 
     ``--metadata context_budget``: the same cut as ``truncate_middle``, sized by the
     user's budget instead of the model's window, so scores at several budgets draw how a
@@ -151,22 +198,13 @@ def budget_cut(counter: TokenCounter, transcript: str, budget: int) -> str:
     Raises:
         ContextLengthError: The budget cannot hold even the elision marker.
     """
-    total = len(counter.encode(transcript))
-    remove = total - budget
-    if remove <= 0:
-        return transcript
-    for _ in range(8):  # re-tokenising joined text can shift counts by a few tokens
-        cut = middle_cut(counter, transcript, remove)
-        over = len(counter.encode(cut)) - budget
-        if over <= 0:
-            return cut
-        if remove >= total:
-            break
-        remove = min(total, remove + over)
-    raise ContextLengthError(
-        f"--metadata context_budget={budget}: too small to hold any of the transcript; "
-        "use a budget of at least a few hundred tokens"
-    )
+    cut = fit_middle(counter, transcript, lambda text: counter.count(text) - budget)
+    if cut is None:
+        raise ContextLengthError(
+            f"--metadata context_budget={budget}: too small to hold any of the transcript; "
+            "use a budget of at least a few hundred tokens"
+        )
+    return cut
 
 
 def turn_starts(transcript: str) -> list[int]:
@@ -189,26 +227,85 @@ def _line_starts(transcript: str) -> list[int]:
     return [0] + [i + 1 for i, c in enumerate(transcript) if c == "\n"]
 
 
-def snap_to_turns(head: str, tail: str, transcript: str) -> str:
-    """Join a transcript's kept head and tail with :data:`ELISION`, at speaker turns.
+#: Where a head may end inside a unit, finest last: after a line, a sentence, a word.
+_HEAD_ENDS = (re.compile(r"\n"), re.compile(r"(?<=[.!?])[ \t]"), re.compile(r"[ \t]"))
+#: Where a tail may start inside a unit: a line, a sentence, a word.
+_TAIL_STARTS = (re.compile(r"(?<=\n)"), re.compile(r"(?<=[.!?][ \t])"), re.compile(r"(?<=[ \t])"))
 
-    ``head`` (a prefix of ``transcript`` as decoded from tokens) is cut back to end
-    before the last turn that starts in it, and ``tail`` (a suffix) forward to start at
-    its first turn. Where no turn starts inside a side the side falls back to whole
-    lines, and a side of one line only is cut where the tokens say rather than emptied.
+
+def join_cut(transcript: str, head_len: int, tail_at: int, slack: int | None = None) -> str:
+    """Join a transcript's first ``head_len`` and its characters from ``tail_at`` on.
+
+    Each side ends on a unit boundary (a speaker turn; a line in a transcript without
+    speaker labels) when one lies within ``slack`` characters of where the tokens put it
+    (None: any distance), keeping no partial turn. Otherwise the long turn straddling the
+    cut is cut inside, at the nearest line, sentence or word boundary within ``slack``
+    (where there is none, where the tokens say), and its kept piece is marked with
+    :data:`TURN_CUT`: at the end of the head, and after the speaker's label, repeated, at
+    the start of the tail, so the model still sees who is speaking. Between the two
+    sides is :data:`ELISION`.
     """
-    head_len = len(head) if transcript.startswith(head) else min(len(head), len(transcript))
-    tail_at = len(transcript) - len(tail)
+    reach = len(transcript) if slack is None else max(slack, 0)
     turns = turn_starts(transcript)
-    lines = _line_starts(transcript)
-    head_end = _snap_back(head_len, turns) or _snap_back(head_len, lines) or head_len
-    tail_start = _snap_forward(tail_at, turns, len(transcript))
-    if tail_start is None:
-        tail_start = _snap_forward(tail_at, lines, len(transcript))
-    if tail_start is None:
-        tail_start = tail_at
-    tail_start = max(tail_start, head_end)
-    return transcript[:head_end].rstrip("\n") + ELISION + transcript[tail_start:].lstrip("\n")
+    units = turns if turns else _line_starts(transcript)
+    head_end, head_whole = _head_end(transcript, head_len, units, reach)
+    tail_start, tail_whole = _tail_start(transcript, max(tail_at, head_end), units, reach)
+    head = transcript[:head_end].rstrip("\n")  # whole lines keep their own spacing
+    if not head_whole and head.strip():
+        head = head.rstrip() + " " + TURN_CUT
+    tail = transcript[tail_start:].lstrip("\n")
+    if not tail_whole and tail.strip():
+        tail = tail.lstrip()
+        label = _label_of(transcript, tail_start, turns)
+        tail = f"{label} {TURN_CUT} {tail}" if label else f"{TURN_CUT} {tail}"
+    return head + ELISION + tail
+
+
+def _head_end(transcript: str, end: int, units: list[int], reach: int) -> tuple[int, bool]:
+    """Where a head about ``end`` long stops, and whether that is a unit boundary."""
+    if end >= len(transcript):
+        return len(transcript), True
+    best = _snap_back(end, units)
+    if best is not None and end - best <= reach:
+        return best, True
+    floor = max(end - reach, (best or 0) + 1)
+    for pattern in _HEAD_ENDS:
+        found = [m.start() for m in pattern.finditer(transcript, floor, end + 1)]
+        if found:
+            return found[-1], False
+    # no word ends within reach: the previous one, before the turn's own start
+    words = [m.start() for m in _HEAD_ENDS[-1].finditer(transcript, (best or 0) + 1, end + 1)]
+    return (words[-1], False) if words else (end, end in units)
+
+
+def _tail_start(transcript: str, start: int, units: list[int], reach: int) -> tuple[int, bool]:
+    """Where a tail from about ``start`` resumes, and whether that is a unit boundary."""
+    total = len(transcript)
+    if start >= total:
+        return total, True
+    best = _snap_forward(start, units, total)
+    if best is not None and best - start <= reach:
+        return best, True
+    label = _label_of(transcript, start, units)
+    if label and transcript.startswith(label, start - len(label) - 1):
+        return start - len(label) - 1, True  # only the speaker label would be cut
+    ceiling = min(start + reach, best if best is not None else total)
+    for pattern in _TAIL_STARTS:
+        found = next((m.start() for m in pattern.finditer(transcript, start, ceiling)), None)
+        if found is not None:
+            return found, False
+    end = best if best is not None else total  # no word ends within reach: the next one
+    word = next((m.start() for m in _TAIL_STARTS[-1].finditer(transcript, start, end)), None)
+    return (word, False) if word is not None else (start, start in units)
+
+
+def _label_of(transcript: str, at: int, turns: list[int]) -> str:
+    """The speaker label of the turn holding offset ``at`` (empty when it has none)."""
+    start = next((t for t in reversed(turns) if t <= at), None)
+    if start is None:
+        return ""
+    match = SPEAKER_TURN.match(transcript, start)
+    return match.group(0) if match else ""
 
 
 def _snap_back(end: int, starts: list[int]) -> int | None:

@@ -288,17 +288,9 @@ class ConversationTask(ElitrQATask):
             return len(counter.encode(self.render(messages))) - budget
 
         transcript = self.transcript(inst.doc)
-        excess = longest(transcript)
-        if excess <= 0:
+        if longest(transcript) <= 0:
             return None
-        remove = excess
-        for _ in range(4):  # re-tokenising joined text can shift counts by a few tokens
-            cut = context.middle_cut(counter, transcript, remove + 8)
-            over = longest(cut)
-            if over <= 0:
-                return cut
-            remove += over
-        return None
+        return context.fit_middle(counter, transcript, longest)
 
     def skip(self, inst: Any) -> None:
         """Leave a turn unanswered because its conversation no longer fits the model."""

@@ -6,7 +6,8 @@ them; the paper's judge scores are added by ``elitr_bench.judges``.
 **Every metric a task lists is in every sample.** lm-eval's W&B logger and its
 ``scripts/zeno_visualize.py`` look each listed metric up in every logged sample, so a
 task lists only what the run produces (:func:`qa_metric_list`: ``effective_wer`` only for
-noisy transcripts, ``prompt_tokens`` only when the model's tokenizer counted them, the
+noisy transcripts, ``prompt_tokens`` only when the model's tokenizer counted them,
+``transcript_tokens`` only under ``context_budget``, the
 judge's metrics only when a judge runs) and a sample without a value (an unscored judge
 answer, a skipped over-long prompt) carries ``None``. A listed mean keeps lm-eval's own
 name, ``aggregation: mean``, because clients read the name (``zeno_visualize.py`` makes a
@@ -192,6 +193,8 @@ def statistic(name: str, aggregation: str = MEAN) -> MetricEntry:
 
 #: Declared by a task once the model's tokenizer has counted its prompts.
 PROMPT_TOKENS = statistic("prompt_tokens")
+#: Declared by a task under ``context_budget``: the transcript tokens the cut kept.
+TRANSCRIPT_TOKENS = statistic("transcript_tokens")
 OVERLENGTH = (statistic("overlength_skipped", TOTAL), statistic("overlength_truncated", TOTAL))
 
 

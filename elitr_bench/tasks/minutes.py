@@ -467,7 +467,7 @@ class MinutesTask(LmEvalContract, ConfigurableTask):
                 self._held_back.append(inst)
             elif policy == "truncate_middle":
                 assert counter is not None and budget is not None
-                self._truncate(inst, counter, n_tokens - budget)
+                self._truncate(inst, counter)
                 keep.append(inst)
             else:
                 keep.extend(self._chunk(inst, count, budget))
@@ -487,24 +487,26 @@ class MinutesTask(LmEvalContract, ConfigurableTask):
                 ", ".join(f"{m} {s}" for m, s in sorted(self._status.items())),
             )
 
-    def _truncate(self, inst: Any, counter: context.TokenCounter, excess: int) -> None:
+    def _truncate(self, inst: Any, counter: context.TokenCounter) -> None:
         meeting_id = str(inst.doc["meeting_id"])
-        remove = excess
-        for _ in range(4):  # re-tokenising joined text can shift counts by a few tokens
-            cut = context.middle_cut(counter, self.transcript(inst.doc), remove + 8)
+        built: dict[str, tuple[str, int]] = {}
+
+        def excess(cut: str) -> int:
             prompt = self.render(self.messages(inst.doc, cut))
-            n_tokens = len(counter.encode(prompt))
-            worst = n_tokens - counter.budget(inst.args[1])
-            if worst <= 0:
-                inst.arguments = (prompt, inst.args[1])
-                self._status[meeting_id] = "truncated"
-                self._prompt_tokens[meeting_id] = n_tokens
-                return
-            remove += worst
-        raise context.ContextLengthError(
-            f"{self.config.task}: cannot fit {meeting_id} into the model's {counter.max_length} "
-            "tokens even after cutting its transcript; raise max_length or lower max_gen_toks"
-        )
+            built[cut] = (prompt, counter.count(prompt))
+            return built[cut][1] - counter.budget(inst.args[1])
+
+        cut = context.fit_middle(counter, self.transcript(inst.doc), excess)
+        if cut is None:
+            raise context.ContextLengthError(
+                f"{self.config.task}: cannot fit {meeting_id} into the model's "
+                f"{counter.max_length} tokens even after cutting its transcript; raise "
+                "max_length or lower max_gen_toks"
+            )
+        prompt, n_tokens = built[cut]
+        inst.arguments = (prompt, inst.args[1])
+        self._status[meeting_id] = "truncated"
+        self._prompt_tokens[meeting_id] = n_tokens
 
     def _chunk(self, inst: Any, count: Callable[[str], int], budget: int | None) -> list[Any]:
         """Replace a meeting's request by one request per transcript section.

@@ -36,6 +36,8 @@ from typing import Any
 
 from elitr_bench.data.store import cache_root
 from elitr_bench.tasks.context import ELISION, SPEAKER_TURN, speaker_turns
+from elitr_bench.tasks.options import OptionError
+from elitr_bench.tokens import CHARS_PER_TOKEN
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +113,39 @@ def passages(turns: Sequence[str], count: Callable[[str], int], chunk: int) -> l
     return out
 
 
+def check_chunk(rag_budget: int, rag_chunk: int) -> None:
+    """Refuse passages that may be larger than the whole budget.
+
+    Raises:
+        OptionError: ``rag_chunk`` exceeds ``rag_budget``: passages that large never fit,
+            and a meeting whose passages are all that large gives an empty prompt.
+    """
+    if rag_chunk > rag_budget:
+        raise OptionError(
+            f"--metadata rag_chunk={rag_chunk} exceeds rag_budget={rag_budget}: passages "
+            f"of up to {rag_chunk} tokens would not fit the budget; use a rag_chunk of at "
+            f"most {rag_budget} (default 128) or raise rag_budget"
+        )
+
+
+def check_budget(indexes: dict[str, MeetingIndex], rag_budget: int) -> None:
+    """Refuse a budget that holds no passage of some meeting.
+
+    Raises:
+        OptionError: ``rag_budget`` is below a meeting's smallest passage (with its
+            elision marker), so every prompt about that meeting would hold no transcript.
+    """
+    short = sorted((m, i.smallest) for m, i in indexes.items() if i.smallest > rag_budget)
+    if short:
+        listing = ", ".join(f"{m} ({n} tokens)" for m, n in short[:3])
+        more = f" and {len(short) - 3} more" if len(short) > 3 else ""
+        raise OptionError(
+            f"--metadata rag_budget={rag_budget}: below the smallest passage of "
+            f"{len(short)} meeting(s), {listing}{more}, whose prompts would hold no "
+            f"transcript; use a rag_budget of at least {max(n for _, n in short)}"
+        )
+
+
 def _tokenize(texts: list[str]) -> list[list[str]]:
     import bm25s
 
@@ -180,10 +215,38 @@ class MeetingIndex:
         tmp = tempfile.mkdtemp(dir=self.path.parent, prefix=".tmp-")
         try:
             retriever.save(tmp, show_progress=False)
-            os.replace(tmp, self.path)
-        except OSError:  # another process wrote it first: theirs is the same index
+            self._publish(Path(tmp))
+        except OSError as exc:
+            log.warning("retrieval index %s not cached (%s); using it from memory", self.path, exc)
+        finally:
             shutil.rmtree(tmp, ignore_errors=True)
         return retriever
+
+    def _publish(self, built: Path) -> None:
+        """Move a freshly saved index to its place, replacing a damaged one there.
+
+        ``os.replace`` onto a non-empty folder fails, so an index that could not be read
+        (or a folder left half-written) is first moved aside and deleted; otherwise every
+        run would rebuild it in memory. Another process may publish the same index at the
+        same time: whichever lands last stays, and both are the same.
+        """
+        try:
+            os.replace(built, self.path)
+            return
+        except OSError:
+            if not self.path.exists():
+                raise
+        aside = Path(tempfile.mkdtemp(dir=self.path.parent, prefix=".damaged-"))
+        try:
+            os.replace(self.path, aside / "index")
+            os.replace(built, self.path)
+        finally:
+            shutil.rmtree(aside, ignore_errors=True)
+
+    @property
+    def smallest(self) -> int:
+        """Tokens the smallest passage takes of a budget (its elision marker included)."""
+        return min((p.tokens for p in self.passages), default=0) + self.count(ELISION)
 
     def scores(self, question: str) -> list[float]:
         """BM25 score of every passage for the question (0 for passages sharing no word)."""
@@ -232,5 +295,5 @@ class MeetingIndex:
 
 
 def approximate_tokens(text: str) -> int:
-    """About one token per four bytes, for models whose tokenizer the task cannot see."""
-    return (len(text.encode("utf-8")) + 3) // 4
+    """Tokens at the package's one ratio (rounded up), for a model whose tokenizer is unseen."""
+    return -(-len(text) // CHARS_PER_TOKEN)

@@ -33,6 +33,7 @@ from elitr_bench.llm.redact import scrub
 from elitr_bench.tasks import context, metrics
 from elitr_bench.tasks.metrics import rouge_l, token_f1
 from elitr_bench.tasks.options import OptionError, TaskOptions
+from elitr_bench.tokens import CHARS_PER_TOKEN
 
 if TYPE_CHECKING:
     from elitr_bench.noise import NoisyTranscript
@@ -326,6 +327,8 @@ class ElitrQATask(LmEvalContract, ConfigurableTask):
         #: Each question's retrieved passages (retrieval tasks), by document.
         self._passages: dict[DocKey, str] = {}
         self._budgeted = False
+        #: Transcript tokens each meeting keeps under ``context_budget`` (its cut's tokens).
+        self._kept: dict[str, int] = {}
         self._prompt_tokens: dict[DocKey, int] = {}
         self._overlength: dict[DocKey, str] = {}
         self._held_back: list[Any] = []
@@ -377,13 +380,14 @@ class ElitrQATask(LmEvalContract, ConfigurableTask):
         """The YAML's ``dataset_kwargs.retrieval`` (``bm25``), or None for the whole transcript."""
         if method is None:
             return None
-        from elitr_bench.tasks.retrieval import METHODS
+        from elitr_bench.tasks.retrieval import METHODS, check_chunk
 
         if str(method) not in METHODS:
             raise OptionError(
                 f"task {cfg.get('task')}: dataset_kwargs.retrieval={method!r} in its YAML, "
                 f"expected one of {METHODS}"
             )
+        check_chunk(self.options.rag_budget, self.options.rag_chunk)
         return str(method)
 
     def set_config(self, key: str, value: Any, update: bool = False) -> None:
@@ -478,7 +482,9 @@ class ElitrQATask(LmEvalContract, ConfigurableTask):
 
         The results record what the prompts were built from: the model's window
         (``context_window``), the budget, and the retrieval settings; the documents record
-        each question's passages (turn ranges), their tokens and the retrieval time.
+        each question's passages (turn ranges), their tokens and the retrieval time. Under
+        a budget every sample records ``transcript_tokens``, the tokens its meeting's cut
+        kept (the results their mean): the score-versus-context curve plots those.
         """
         meta = self.config.metadata if isinstance(self.config.metadata, dict) else {}
         if counter is not None:
@@ -502,15 +508,20 @@ class ElitrQATask(LmEvalContract, ConfigurableTask):
                 m: context.budget_cut(counter, text, budget)
                 for m, text in self._transcripts.items()
             }
+            self._kept = {m: counter.count(text) for m, text in self._transcripts.items()}
             self._budgeted = True
             meta["context_budget"] = budget
+        if self._kept:
+            self.declare_metric(metrics.TRANSCRIPT_TOKENS)
         if self.retrieval and not self._passages:
             self._retrieve(counter)
             meta["retrieval"] = {
                 "method": self.retrieval,
                 "rag_budget": self.options.rag_budget,
                 "rag_chunk": self.options.rag_chunk,
-                "tokens": "model" if counter is not None else "approximate (4 bytes/token)",
+                "tokens": "model"
+                if counter is not None
+                else f"approximate ({CHARS_PER_TOKEN} characters/token)",
             }
 
     def _retrieve(self, counter: context.TokenCounter | None) -> None:
@@ -525,14 +536,16 @@ class ElitrQATask(LmEvalContract, ConfigurableTask):
         else:
             log.warning(
                 "%s: the model's tokenizer is unknown (API model): rag_budget and rag_chunk "
-                "count about 4 bytes per token",
+                "count about %d characters per token",
                 self.config.task,
+                CHARS_PER_TOKEN,
             )
             count = retrieval.approximate_tokens
         indexes = {
             m: retrieval.MeetingIndex(text, count, self.options.rag_chunk)
             for m, text in sorted(self._transcripts.items())
         }
+        retrieval.check_budget(indexes, self.options.rag_budget)
         docs = []
         for doc in self.dataset[self.split]:
             got = indexes[str(doc["meeting_id"])].retrieve(
@@ -633,7 +646,7 @@ class ElitrQATask(LmEvalContract, ConfigurableTask):
         if self.options.overlength == "skip":
             self._overlength[doc_key(inst.doc)] = "skipped"
             return "skipped"
-        self._cut_to_fit([inst], counter, excess)
+        self._cut_to_fit([inst], counter)
         return "truncated"
 
     def _fit_to_context(self, counter: context.TokenCounter) -> None:
@@ -667,7 +680,7 @@ class ElitrQATask(LmEvalContract, ConfigurableTask):
                     else:
                         keep.append(inst)
             else:  # truncate_middle: one cut per meeting, sized for its longest prompt
-                self._cut_to_fit(insts, counter, worst, self._peers(meeting_id))
+                self._cut_to_fit(insts, counter, self._peers(meeting_id))
                 keep += insts
         if over:
             raise context.ContextLengthError(
@@ -697,7 +710,6 @@ class ElitrQATask(LmEvalContract, ConfigurableTask):
         self,
         insts: list[Any],
         counter: context.TokenCounter,
-        excess: int,
         peers: list[dict[str, Any]] | None = None,
     ) -> None:
         """Cut the middle of the requests' shared transcript until every prompt fits.
@@ -707,30 +719,29 @@ class ElitrQATask(LmEvalContract, ConfigurableTask):
         (the meeting's documents on other ranks) must fit it too, so that every rank
         cuts alike.
         """
-        transcript = self.transcript(insts[0].doc)
-        remove = excess
         budget = counter.budget(insts[0].args[1])
-        for _ in range(4):  # re-tokenising joined text can shift counts by a few tokens
-            cut = context.middle_cut(counter, transcript, remove + 8)
-            prompts_ = [self.render(self.messages(inst.doc, cut)) for inst in insts]
-            counts = [len(counter.encode(p)) for p in prompts_]
-            others = [len(counter.encode(self.render(self.messages(d, cut)))) for d in peers or []]
-            worst = max(
-                [n - counter.budget(inst.args[1]) for n, inst in zip(counts, insts, strict=True)]
+        built: dict[str, list[tuple[str, int]]] = {}
+
+        def excess(cut: str) -> int:
+            mine = [self.render(self.messages(inst.doc, cut)) for inst in insts]
+            built[cut] = [(p, counter.count(p)) for p in mine]
+            others = [counter.count(self.render(self.messages(d, cut))) for d in peers or []]
+            return max(
+                [n - counter.budget(i.args[1]) for (_, n), i in zip(built[cut], insts, strict=True)]
                 + [n - budget for n in others]
             )
-            if worst <= 0:
-                for inst, prompt, n in zip(insts, prompts_, counts, strict=True):
-                    inst.arguments = (prompt, inst.args[1])
-                    self._overlength[doc_key(inst.doc)] = "truncated"
-                    self._prompt_tokens[doc_key(inst.doc)] = n
-                return
-            remove += worst
-        raise context.ContextLengthError(
-            f"{self.config.task}: cannot fit {insts[0].doc['meeting_id']} into the model's "
-            f"{counter.max_length} tokens even after cutting its transcript; raise max_length "
-            "or lower max_gen_toks"
-        )
+
+        cut = context.fit_middle(counter, self.transcript(insts[0].doc), excess)
+        if cut is None:
+            raise context.ContextLengthError(
+                f"{self.config.task}: cannot fit {insts[0].doc['meeting_id']} into the model's "
+                f"{counter.max_length} tokens even after cutting its transcript; raise "
+                "max_length or lower max_gen_toks"
+            )
+        for inst, (prompt, n) in zip(insts, built[cut], strict=True):
+            inst.arguments = (prompt, inst.args[1])
+            self._overlength[doc_key(inst.doc)] = "truncated"
+            self._prompt_tokens[doc_key(inst.doc)] = n
 
     def apply_filters(self) -> list[Any] | None:
         """Put skipped requests back (with an empty answer) before lm-eval scores them.
@@ -793,6 +804,7 @@ class ElitrQATask(LmEvalContract, ConfigurableTask):
             "overlength_truncated": float(status == "truncated"),
             "effective_wer": doc.get("effective_wer"),
             "prompt_tokens": self._prompt_tokens.get(key),
+            "transcript_tokens": self._kept.get(str(doc["meeting_id"])),
         }
         if self.judge_config is not None:
             values.update({JUDGE_UNSCORED: 0.0, JUDGE_ERRORS: 0.0, JUDGE_FORMAT_IN_ANSWER: 0.0})

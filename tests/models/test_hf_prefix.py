@@ -267,3 +267,58 @@ def test_batched_decode_gives_serial_answers_and_prefills_each_prefix_once(
             given.append(reply)
     assert ours.prefix_stats.reused_from_store == serial.prefix_stats.reused_from_store > 0
     assert ours.prefix_stats.prefilled_tokens - before == serial.prefix_stats.prefilled_tokens
+
+
+def test_batched_decode_bounds_rows_by_the_batch_cache_width(
+    hf: HFLM, sharp_llama: Path, transcripts: list[str]
+) -> None:
+    """Rows with mixed cached/suffix splits fit the memory bound the batch really needs.
+
+    Turn 2 of a long conversation adds a short question to its long stored turn 1; turn 2
+    of a short one adds a long text to its short turn 1. Their batch cache holds the long
+    cached span plus the long suffix, wider than either prompt: sized by the longest
+    prompt, two rows would be allowed where one fits.
+    """
+    ours = HFPrefixLM(**_args(sharp_llama), prefix_batch="on")
+    batches: list[tuple[int, int]] = []  # (rows, columns incl. answer) of each batch
+    splits: list[tuple[int, int]] = []  # (cached, suffix) of each row
+    gen = {**GREEDY, "max_gen_toks": 4}
+
+    first = [transcripts[0], transcripts[1][:1000]]
+    enc = [ours.tok_encode(c) for c in first]
+    assert common_prefix(enc[0], enc[1]) < ours.min_prefix_tokens  # nothing shared: a batch
+    assert min(len(e) for e in enc) > ours.min_prefix_tokens  # each row reuses its turn 1
+    limit = [10**9]  # columns the memory holds (turn 2: two rows at the longest prompt)
+
+    def longest_of(split: tuple[int, int]) -> int:
+        return sum(split) + gen["max_gen_toks"]
+
+    def max_rows(tokens: int) -> int:
+        return max(1, limit[0] // tokens)
+
+    original = ours._generate_batch
+
+    def generate_batch(rows: list[Any], *args: Any) -> Any:
+        width = max(r.cached for r in rows) + max(len(r.ids) - r.cached for r in rows)
+        batches.append((len(rows), width + gen["max_gen_toks"]))
+        splits.extend((r.cached, len(r.ids) - r.cached) for r in rows)
+        return original(rows, *args)
+
+    ours.max_rows = max_rows  # type: ignore[method-assign]
+    ours._generate_batch = generate_batch  # type: ignore[method-assign]
+    answers, _, _ = _run(ours, first, gen)
+    second = [first[0] + answers[0] + "\nAnd who spoke?", first[1] + answers[1] + transcripts[2]]
+    longest = max(len(ours.tok_encode(c)) for c in second) + gen["max_gen_toks"]
+    limit[0] = 2 * longest  # by the longest prompt, both rows fit
+    batches.clear()
+    splits.clear()
+    got, _, _ = _run(ours, second, gen)
+    want, _, _ = _run(hf, second, gen)
+    assert got == want
+    # one row long cached, the other long new: together wider than any prompt
+    assert len(splits) == 2 and splits[0][0] > 2 * splits[0][1] and splits[1][1] > splits[1][0]
+    joint = max(c for c, _ in splits) + max(n for _, n in splits) + gen["max_gen_toks"]
+    assert 2 * joint > limit[0]  # two rows of that width do not fit: decoded apart
+    assert batches == [(1, longest_of(splits[0])), (1, longest_of(splits[1]))]
+    assert all(rows * width <= limit[0] for rows, width in batches), batches
+    assert ours.prefix_stats.reused_from_store > 0  # the rows came from their turn 1

@@ -169,6 +169,8 @@ class FakeBatchModel:
     def __init__(self, answer_len: int = 3) -> None:
         self.answer_len = answer_len
         self.batches: list[list[int]] = []
+        #: Columns of each batch's cache: its rows' longest cached span + longest suffix.
+        self.widths: list[int] = []
 
     def extend(self, ids: list[int], cache: LengthCache, cached: int) -> None:
         assert cache.tokens == cached <= len(ids)
@@ -178,6 +180,7 @@ class FakeBatchModel:
         self, rows: list[BatchRow[LengthCache]]
     ) -> tuple[list[list[int]], list[LengthCache | None]]:
         self.batches.append([r.index for r in rows])
+        self.widths.append(max(r.cached for r in rows) + max(len(r.ids) - r.cached for r in rows))
         out: list[list[int]] = []
         caches: list[LengthCache | None] = []
         for r in rows:
@@ -236,3 +239,45 @@ def test_batched_serving_prefills_what_serial_serving_does(max_batch: int) -> No
     assert stats.prefilled_tokens == 4 * (1 + 4)
     assert stats.reused_from_store == sum(len(c) + 2 for c in convs)
     assert [len(b) for b in model.batches] == [min(max_batch, 4)] * (4 // min(max_batch, 4))
+
+
+def test_a_batch_is_bounded_by_its_cache_width_not_its_longest_prompt() -> None:
+    """Rows with mixed cached/suffix splits: the batch cache is wider than any prompt.
+
+    Turn 2 of two long conversations adds a short question to a long stored turn 1, of
+    two short ones a long document to a short one: the batch cache holds the longest
+    cached span (1,000) plus the longest suffix (900), 1,900 columns for prompts of at
+    most 1,002 tokens. A memory bound sized by the longest prompt allows 3 rows of 4,000
+    columns' budget; their cache takes 5,700.
+    """
+    rng = random.Random(7)
+    ops = LengthCacheOps(bytes_per_token=1)
+    store: PrefixStore[LengthCache] = PrefixStore(ops, budget_bytes=10**9)
+    model = FakeBatchModel()
+    longs = [[rng.randrange(50, 5000) for _ in range(1000)] for _ in range(2)]
+    shorts = [[rng.randrange(50, 5000) for _ in range(100)] for _ in range(2)]
+    serve_batched(
+        longs + shorts, ops, store, model.extend, model.generate_batch,
+        min_prefix_tokens=64, max_batch=8,
+    )  # fmt: skip
+    turn2 = [[*s, 11, 12] for s in longs]
+    turn2 += [s + [rng.randrange(50, 5000) for _ in range(900)] for s in shorts]
+    budget = 4000  # columns the memory holds
+
+    def rows_fit(columns: int) -> int:
+        return max(1, budget // columns)
+
+    model.batches.clear()
+    model.widths.clear()
+    stats = PrefillStats()
+    out = serve_batched(
+        turn2, ops, store, model.extend, model.generate_batch,
+        min_prefix_tokens=64, max_batch=rows_fit(max(map(len, turn2))), rows_fit=rows_fit,
+        stats=stats,
+    )  # fmt: skip
+    assert rows_fit(max(map(len, turn2))) == 3 and max(model.widths) == 1900
+    assert all(len(b) * w <= budget for b, w in zip(model.batches, model.widths, strict=True))
+    assert sorted(i for b in model.batches for i in b) == [0, 1, 2, 3]
+    assert [o[0] - 9000 for o in out] == [0, 1, 2, 3]
+    assert stats.reused_from_store == 2 * 1000 + 2 * 100  # every row from its turn 1
+    assert stats.prefilled_tokens == 2 * 2 + 2 * 900

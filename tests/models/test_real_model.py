@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from elitr_bench.models import real_model
+from elitr_bench.tasks.context import TURN_CUT
 from tests.conftest import run_lm_eval
 
 #: single-turn; multi-turn with the released answers as history; multi-turn with its own
@@ -289,8 +290,20 @@ def test_minutes_fit_the_real_window_cut_or_in_sections(smollm2: Path, tmp_path:
     assert cut["overlength_truncated"] == 1 and prompt.count("\n[...]\n") == 1
     assert len(tokenizer(prompt)["input_ids"]) + 16 <= WINDOW
     before, after = prompt.split("\n[...]\n")
-    # the cut lands between whole transcript lines: no utterance or speaker label is split
-    assert before.splitlines()[-1] in lines and after.splitlines()[0] in lines
+    # the cut lands between whole transcript lines (no utterance or speaker label is split),
+    # or inside a long turn at a sentence or word, marked, the tail after its speaker's label
+    last, first = before.splitlines()[-1], after.splitlines()[0]
+    if last.endswith(TURN_CUT):
+        last = last.removesuffix(" " + TURN_CUT)
+        assert any(line == last or line.startswith(last + " ") for line in lines), last
+    else:
+        assert last in lines
+    if f" {TURN_CUT} " in first:
+        label, rest = first.split(f" {TURN_CUT} ", 1)
+        assert any(line == rest or line.endswith(" " + rest) for line in lines), rest
+        assert label.startswith("(PERSON") or not label
+    else:
+        assert first in lines
     answer = cut["resps"][0][0]
     assert answer.strip() and "<|im_end|>" not in answer
 

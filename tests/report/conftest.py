@@ -125,6 +125,7 @@ def write_synthetic_run(
     repr_filtered: bool = True,
     metadata: Mapping[str, Any] | None = None,
     doc_fields: Mapping[str, Any] | None = None,
+    sample_fields: Callable[[Any], Mapping[str, Any]] | None = None,
 ) -> Path:
     """A fabricated lm-eval output dir for one task, shaped like real 0.4.13 output.
 
@@ -146,6 +147,7 @@ def write_synthetic_run(
         metadata: The task's metadata in the results file (``context_budget``,
             ``context_window``, ``retrieval``, as the tasks record them).
         doc_fields: More fields of every document (``rag_passages`` of retrieval tasks).
+        sample_fields: More per-sample metrics of a question (``transcript_tokens``).
     """
     folder = root / name
     folder.mkdir(parents=True, exist_ok=True)
@@ -179,6 +181,7 @@ def write_synthetic_run(
             "filter": "none",
             "f1": 0.1 + (i % 7) / 10,
             "rouge_l": 0.05,
+            **(sample_fields(q) if sample_fields else {}),
         }
         if judge is None:
             filtered: Any = response

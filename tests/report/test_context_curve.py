@@ -14,6 +14,7 @@ import pytest
 from matplotlib.container import ErrorbarContainer
 from matplotlib.figure import Figure
 
+from elitr_bench.data import load_benchmark
 from elitr_bench.report import build_report
 from tests.report.conftest import write_synthetic_run
 
@@ -103,8 +104,10 @@ def test_a_retrieval_run_is_told_by_its_documents(tmp_path: Path) -> None:
             score=lambda q, n=name: (2.0 if n == "rag" else 4.0) + int(q.question_id) % 2,
         )  # fmt: skip
     report = build_report([tmp_path / "runs"], tmp_path / "out")
-    points = [(r["kind"], r["tokens"]) for r in report.table("context_judge_score").records]
-    assert points == [("full", WINDOW), ("retrieval", 2048)]
+    points = [
+        (r["kind"], r["budget"], r["tokens"]) for r in report.table("context_judge_score").records
+    ]
+    assert points == [("full", WINDOW, WINDOW), ("retrieval", 2048, 90)]  # at its passages
     (t2,) = [r for r in report.table("table2_judge_score").records if r["split"] == "dev"]
     assert t2["n_runs"] == 1 and t2["value"] > 4.0
 
@@ -143,3 +146,42 @@ def test_czech_runs_are_their_own_rows_and_lines(tmp_path: Path, drawn: dict[str
     plot = drawn["context.png"].axes[0]
     labels = [t.get_text() for t in plot.get_legend().get_texts()]
     assert any("(cs)" in t for t in labels) and any("(cs)" not in t for t in labels), labels
+
+
+def test_a_budget_run_is_drawn_at_the_tokens_its_cut_kept(
+    tmp_path: Path, drawn: dict[str, Figure]
+) -> None:
+    """The curve's x is what the prompts held: each meeting once, not the nominal budget."""
+    kept = {"meeting_en_dev_001": 900, "meeting_en_dev_002": 1000}
+
+    def tokens(q: Any) -> dict[str, Any]:
+        return {"transcript_tokens": kept.get(q.meeting_id, 950)}
+
+    for name, metadata, fields in (
+        ("b1024", {"context_budget": 1024}, tokens),
+        ("old", {"context_budget": 2048}, None),  # a run from before the cut recorded it
+        ("full", {}, None),
+    ):
+        write_synthetic_run(
+            tmp_path / "runs", name, task="elitr_qa_dev", setting="qa", mode="st", split="dev",
+            judge=JUDGE, metadata={"context_window": WINDOW, **metadata}, sample_fields=fields,
+            score=lambda q: 5.0 + int(q.question_id) % 2,
+        )  # fmt: skip
+    report = build_report([tmp_path / "runs"], tmp_path / "out")
+    records = report.table("context_judge_score").records
+    meetings = {q.meeting_id for q in load_benchmark().questions("qa", "dev")}
+    mean = round(sum(kept.get(m, 950) for m in meetings) / len(meetings))
+    assert mean != round(sum(tokens(q)["transcript_tokens"] for q in _dev()) / len(_dev()))
+    points = [(r["kind"], r["budget"], r["tokens"]) for r in records]
+    assert points == [("budget", 1024, mean), ("budget", 2048, 2048), ("full", WINDOW, WINDOW)]
+    plot, side = drawn["context.png"].axes[:2]
+    bars = [c for c in plot.containers if isinstance(c, ErrorbarContainer)]
+    assert list(bars[0].lines[0].get_xdata()) == [mean, 2048, WINDOW]
+    texts = {cell.get_text().get_text() for cell in side.tables[0].get_celld().values()}
+    assert f"budget 1024: {mean}" in texts and "budget 2048" in texts
+    # ticks at the budgets, the point just left of its tick
+    assert [t.get_text() for t in plot.get_xticklabels()] == ["1k", "2k", "8k\n(full)"]
+
+
+def _dev() -> list[Any]:
+    return list(load_benchmark().questions("qa", "dev"))

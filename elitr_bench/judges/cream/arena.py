@@ -34,6 +34,7 @@ from elitr_bench.judges.errors import JudgeError
 from elitr_bench.llm.base import CompletionRequest, FatalBackendError
 from elitr_bench.llm.cache import Completion
 from elitr_bench.llm.client import JudgeClient
+from elitr_bench.tokens import estimate_tokens
 
 log = logging.getLogger(__name__)
 
@@ -292,7 +293,7 @@ def plan(state: ArenaState, todo: Sequence[tuple[str, str, str]], config: JudgeC
         aligns = len(alignment_prompt(a.units(unit))) + len(alignment_prompt(b.units(unit)))
         chars += extraction + 2 * history + aligns
     calls = CALLS_PER_COMPARISON * len(todo)
-    prompt_tokens = chars // 4
+    prompt_tokens = estimate_tokens(chars)
     completion = calls * config.max_tokens
     prices = price_for(config.model, config.price_in, config.price_out)
     cost = estimate_cost(prompt_tokens, completion, prices) if prices else None

@@ -10,8 +10,9 @@ the middle of the transcript (marked ``[...]``).
 Transcript and summary are counted with the judge's tokenizer (an estimate where there
 is none, and the messages say so). What the longest prompt holds besides them is not known
 before the calls (the step template, the earlier steps' replies it quotes, the debate
-text), so it is an allowance: the template and debate text at :data:`CHARS_PER_TOKEN`
-characters per token (fewer than the 3.3-4.0 OpenAI's tokenizers give on this text) and
+text), so it is an allowance: the template and debate text at the package's one ratio,
+:data:`elitr_bench.tokens.CHARS_PER_TOKEN` characters per token, over sizes already
+rounded up (the longest template has about 1,500 characters, 1,600 are counted), and
 ``max_tokens`` per quoted reply. The cut is sized for a summary of at least
 ``SUMMARY_ALLOWANCE`` tokens, so all summaries of a meeting (almost all shorter) see the
 same cut transcript and keep a shared, cacheable prefix.
@@ -32,11 +33,11 @@ from elitr_bench.llm.context_window import (
     overlength_line,
     way_out,
 )
+from elitr_bench.tokens import CHARS_PER_TOKEN
 
 if TYPE_CHECKING:
     from elitr_bench.judges.config import JudgeConfig
 
-CHARS_PER_TOKEN = 3.3
 SUMMARY_ALLOWANCE = 2048
 OVERLENGTH_POLICIES = ("error", "skip", "truncate_middle")
 #: Marker inserted where ``truncate_middle`` removed part of a transcript (as the QA tasks).
@@ -51,7 +52,7 @@ _DEBATE_CHARS = 1500
 
 
 def approx_tokens(text: str) -> int:
-    """Allowance tokens of fixed prompt text (characters / 3.3, rounded up)."""
+    """Allowance tokens of fixed prompt text (characters / ``CHARS_PER_TOKEN``, rounded up)."""
     return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 

@@ -5,8 +5,8 @@ paper's Single-n, ``debate=none``) and 120 with it (draft, 3 challengers and syn
 step: the paper's MESA, MADP-S, the default), each carrying the whole transcript, so the
 preview matters. It names the variant, and with MADP-M prices each challenger's share at
 its own model. Prompt tokens are estimated from
-the prompt lengths (characters / 3.7, the ratio measured with GPT-4o's tokenizer on the
-AutoMin transcripts; see :mod:`.fit`); completion tokens are bounded by
+the prompt lengths (:func:`elitr_bench.tokens.estimate_tokens`, the package's one
+characters-per-token ratio); completion tokens are bounded by
 ``max_tokens`` per call. Error types whose first call is cached are not counted, so a
 finished run plans 0 calls.
 """
@@ -25,9 +25,7 @@ from elitr_bench.judges.summary.budget import Cap
 from elitr_bench.judges.summary.budget import check_budget as budget_check
 from elitr_bench.llm.client import JudgeClient
 from elitr_bench.llm.pricing import estimate_cost, price_for
-
-#: Typical characters per token (o200k on the 12 AutoMin 2023 transcripts: 3.72).
-TYPICAL_CHARS_PER_TOKEN = 3.7
+from elitr_bench.tokens import estimate_tokens
 
 
 @dataclass(frozen=True)
@@ -115,7 +113,7 @@ def make_plan(
     calls += extra_calls
     calls_max += extra_calls * (config.reask + 1)
     chars += extra_prompt_chars
-    prompt_tokens = int(chars / TYPICAL_CHARS_PER_TOKEN)
+    prompt_tokens = estimate_tokens(chars)
     completion = calls * config.max_tokens
     cost = _cost(method, config, calls, prompt_tokens, per_step)
     variant = (

@@ -25,9 +25,7 @@ from elitr_bench.judges.qa.engine import JudgeItem
 from elitr_bench.llm.base import CompletionRequest
 from elitr_bench.llm.context_window import judge_label, judge_window
 from elitr_bench.llm.pricing import estimate_cost, price_for
-
-#: Characters per token where no tokenizer of the judge is at hand (the minutes plan's).
-CHARS_PER_TOKEN = 4
+from elitr_bench.tokens import CHARS_PER_TOKEN
 
 
 @dataclass(frozen=True)

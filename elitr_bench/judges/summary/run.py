@@ -28,6 +28,7 @@ from elitr_bench.judges.summary.base import (
     error_assessment,
 )
 from elitr_bench.judges.summary.registry import get_method
+from elitr_bench.tokens import estimate_tokens
 
 if TYPE_CHECKING:
     from elitr_bench.judges.config import JudgeConfig
@@ -326,13 +327,13 @@ def plan(
         n = method.planned_calls(item)
         calls += n
         restated += method.planned_restatements(item)
-        prompt_tokens += int(method.planned_prompt_chars(item)) // 4
+        prompt_tokens += estimate_tokens(int(method.planned_prompt_chars(item)))
         out = method.planned_completion_tokens(item)
         completion_tokens += int(out) if out is not None else n * config.max_tokens
         for extra in method.planned_side_calls(item):
             entry = side.setdefault(extra.label, [extra.config, 0, 0, 0])
             entry[1] += extra.calls
-            entry[2] += extra.prompt_chars // 4
+            entry[2] += estimate_tokens(extra.prompt_chars)
             entry[3] += extra.completion_tokens
     prices = price_for(config.model, config.price_in, config.price_out)
     cost = estimate_cost(prompt_tokens, completion_tokens, prices) if prices else None
