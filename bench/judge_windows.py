@@ -84,7 +84,8 @@ def _summary(spec: str, over: Sequence[object], unsure: Sequence[object], n: int
 
 def qa_check(spec: str) -> str:
     """The QA judge prompts of every released answer."""
-    from elitr_bench.judges.qa.engine import JudgeItem, judge_request, overlong_items
+    from elitr_bench.judges.asking import request_for
+    from elitr_bench.judges.qa.engine import JudgeItem, overlong_items
     from elitr_bench.llm.context_window import judge_window
 
     config = parse_judge_spec(spec)
@@ -97,8 +98,8 @@ def qa_check(spec: str) -> str:
     window = judge_window(config)
     longest = max(
         window.prompt_tokens(
-            judge_request(
-                config, config.rubric_obj.build_prompt(i.question, i.response, i.reference)
+            request_for(
+                config, config.rubric_obj.build_prompt(i.question, i.response, i.reference), 0
             )
         )
         for i in items

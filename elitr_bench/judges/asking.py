@@ -1,15 +1,16 @@
 """Ask -> read -> restate or re-ask: the one loop every judge family runs its prompts through.
 
-A family hands in how to build the request of each attempt (its draw and seed schedule,
-which the cache keys depend on) and its grammar (:mod:`.reading`: fields, asked format,
-restatement). A reply in the asked format is read with no further call. A reply that is
-not, or is conflicting, gets exactly one restatement turn in the same chat: the prompt,
-the reply as the assistant's turn, then the grammar's fixed message asking for the final
-values as one JSON object (with OpenAI's ``response_format`` when ``structured``). Only a
-cut-off, empty or refused reply is asked again with the same prompt, and never by a
-greedy judge, which would return the same text. Every completion, the restatement's too,
-goes through the one client, so each is cached before it is read (keyed on the full
-messages) and a killed run resumes.
+A family hands in the request of each attempt, built here (:func:`request_for`, and
+:func:`draws` for the draw and seed of each sample and re-ask, which the cache keys
+depend on), and its grammar (:mod:`.reading`: fields, asked format, restatement). A
+reply in the asked format is read with no further call. A reply that is not, or is
+conflicting, gets exactly one restatement turn in the same chat: the prompt, the reply
+as the assistant's turn, then the grammar's fixed message asking for the final values as
+one JSON object (with OpenAI's ``response_format`` when ``structured``). Only a cut-off,
+empty or refused reply is asked again with the same prompt, and never by a greedy judge,
+which would return the same text. Every completion, the restatement's too, goes through
+the one client, so each is cached before it is read (keyed on the full messages) and a
+killed run resumes.
 """
 
 from __future__ import annotations
@@ -75,13 +76,22 @@ class Asked:
         return self.raws[-1] if self.restated and self.raws else ""
 
     @property
-    def answer(self) -> str:
-        """What a later step reads of this ask: the reply, then the restated values.
+    def kept(self) -> str:
+        """The reply a record keeps: :attr:`reply` when read or restated, else the last.
 
-        A debate's challengers, a synthesis or a later CREAM step argue over the judge's
-        reasoning, which a restatement (values only) does not hold.
+        An ask that read nothing shows its last attempt (what the judge said when it was
+        last asked), not the one that came closest.
         """
-        return with_restatement(self.reply, self.restatement)
+        return self.reply if self.restated or self.reading.complete else self.last
+
+    @property
+    def answer(self) -> str:
+        """What a later step reads of this ask: :attr:`kept`, then the restated values.
+
+        A debate's challengers and its synthesis argue over the judge's reasoning, which
+        a restatement (values only) does not hold.
+        """
+        return with_restatement(self.kept, self.restatement)
 
 
 def with_restatement(reply: str, restatement: str) -> str:
@@ -92,7 +102,7 @@ def with_restatement(reply: str, restatement: str) -> str:
 
 
 class _Sampling(Protocol):
-    """What :func:`request_for` reads of a judge config."""
+    """What :func:`request_for` reads of a judge config (or of a :class:`Sampling`)."""
 
     @property
     def seed(self) -> int | None: ...
@@ -126,6 +136,44 @@ def request_for(
         seed,
         messages,
     )
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """Sampling fixed by a step rather than by the judge spec (the filler classifier's).
+
+    Attributes:
+        temperature: Sampling temperature (0 = greedy).
+        top_p: Nucleus mass.
+        max_tokens: Output token limit.
+        seed: Seed of draw 0, or None.
+    """
+
+    temperature: float
+    top_p: float
+    max_tokens: int
+    seed: int | None
+
+
+def draws(
+    spec: _Sampling,
+    prompt: str,
+    messages: tuple[tuple[str, str], ...] = (),
+    *,
+    index: int = 0,
+    samples: int = 1,
+) -> Callable[[int], tuple[CompletionRequest, int]]:
+    """The ``attempt_request`` of :func:`ask` for sample ``index`` of ``samples``.
+
+    Attempt ``a`` is draw ``index + samples * a``, so the samples and re-asks of one
+    prompt are distinct draws (seeds, cache keys) and no two of them share one.
+    """
+
+    def attempt_request(attempt: int) -> tuple[CompletionRequest, int]:
+        draw = index + samples * attempt
+        return request_for(spec, prompt, draw, messages), draw
+
+    return attempt_request
 
 
 @dataclass(frozen=True)

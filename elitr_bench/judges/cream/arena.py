@@ -21,6 +21,7 @@ from typing import Any
 
 from elitr_bench.data.errors import ElitrBenchError
 from elitr_bench.data.folder import write_atomic
+from elitr_bench.judges.asking import request_for
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.cream.compare import CALLS_PER_COMPARISON, CreamJudge, Entrant
 from elitr_bench.judges.cream.prompts import (
@@ -334,23 +335,18 @@ def context_check(
         return
     max_kf = int(state.judge.get("max_key_facts", 16))
 
-    def request(prompt: str, history: tuple[tuple[str, str], ...] = ()) -> CompletionRequest:
-        return CompletionRequest(
-            prompt, config.temperature, config.top_p, config.max_tokens, config.seed, history
-        )
-
     unit = str(state.judge.get("unit", DEFAULT_UNIT))
     over: list[Overlong] = []
     for meeting, first, second in todo:
         a = Summary.of(state.systems[first].minutes[meeting])
         b = Summary.of(state.systems[second].minutes[meeting])
         extraction = extraction_prompt(paragraph_of(a.lines, b.lines), max_kf)
-        needed = [window.prompt_tokens(request(extraction))]
+        needed = [window.prompt_tokens(request_for(config, extraction, 0))]
         history = (("user", extraction), ("assistant", ""))
         for side in (a, b):
             reply_bound = config.max_tokens
-            prompt = alignment_prompt(side.units(unit))
-            needed.append(window.prompt_tokens(request(prompt, history)) + reply_bound)
+            alignment = request_for(config, alignment_prompt(side.units(unit)), 0, history)
+            needed.append(window.prompt_tokens(alignment) + reply_bound)
         tokens = max(needed)
         if tokens > window.prompt_budget(config.max_tokens):
             over.append(Overlong(meeting, tokens, config.max_tokens))

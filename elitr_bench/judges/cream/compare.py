@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from elitr_bench.judges.asking import Asked, ask, policy_of, request_for
+from elitr_bench.judges.asking import Asked, ask, draws, policy_of
 from elitr_bench.judges.config import JudgeConfig, judge_endpoint
 from elitr_bench.judges.cream.parse import KEY_FACTS, AlignmentGrammar
 from elitr_bench.judges.cream.prompts import (
@@ -38,7 +38,6 @@ from elitr_bench.judges.cream.scoring import (
     unscored_side,
 )
 from elitr_bench.judges.cream.segment import DEFAULT_UNIT, Summary, check_unit
-from elitr_bench.llm.base import CompletionRequest
 from elitr_bench.llm.client import JudgeClient
 
 CALLS_PER_COMPARISON = 3
@@ -129,11 +128,6 @@ class CreamJudge:
             unit=self.unit,
         )
 
-    def _request(
-        self, prompt: str, draw: int, messages: tuple[tuple[str, str], ...] = ()
-    ) -> CompletionRequest:
-        return request_for(self.config, prompt, draw, messages)
-
     async def _extract(
         self, prompt: str, evaluated: Sequence[str]
     ) -> tuple[tuple[str, ...], Asked, str, tuple[tuple[str, str], ...]]:
@@ -145,7 +139,7 @@ class CreamJudge:
         """
         asked = await ask(
             self.client,
-            lambda draw: (self._request(prompt, draw), draw),
+            draws(self.config, prompt),
             KEY_FACTS,
             self.config.reask + 1,
             evaluated=evaluated,
@@ -177,17 +171,16 @@ class CreamJudge:
         grammar = AlignmentGrammar(tuple(key_facts), len(summary.units(self.unit)))
         asked = await ask(
             self.client,
-            lambda draw: (self._request(prompt, draw, history), draw),
+            draws(self.config, prompt, history),
             grammar,
             self.config.reask + 1,
             policy=policy_of(self.config),
         )
-        read = asked.reading.complete or asked.restated
         return score_side(
             entrant.system,
             len(summary.lines),
             key_facts,
-            asked.reply if read else asked.last,
+            asked.kept,
             attempts=asked.attempts,
             n_sentences=len(summary.sentences),
             unit=self.unit,

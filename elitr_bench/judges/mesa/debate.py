@@ -18,11 +18,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from elitr_bench.judges import asking
+from elitr_bench.judges.asking import Asked, ask, draws, policy_of
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.mesa.prompts import challenge_prompt, synthesis_prompt
 from elitr_bench.judges.reading import Grammar, Reading
-from elitr_bench.llm.base import CompletionRequest
 from elitr_bench.llm.client import JudgeClient, gather_settled
 
 
@@ -38,64 +37,35 @@ class Agent:
         """``backend:model`` for logs (never a key)."""
         return f"{self.config.backend}:{self.config.model}"
 
+    async def respond(
+        self, prompt: str, grammar: Grammar, reask: int = 0, evaluated: Sequence[str] = ()
+    ) -> Asked:
+        """The agent's reply to ``prompt``, asked through the one loop (:func:`.asking.ask`).
 
-@dataclass
-class Reply:
-    """The outcome of asking one agent (after re-asks).
-
-    Attributes:
-        raw: The agent's reply the reading comes from (the one a restatement turn
-            restated; the last attempt when none read).
-        reading: The reading of that reply (or of its restatement).
-        attempts: Completions asked.
-        restatement: The restatement turn's reply (``""`` when there was none).
-    """
-
-    raw: str
-    reading: Reading
-    attempts: int
-    restatement: str = ""
-
-    @property
-    def text(self) -> str:
-        """What the other agents read: the reply, then its restated values if any."""
-        return asking.with_restatement(self.raw, self.restatement)
+        Attempt ``a`` is draw ``a``; a reply that does not read completely is restated or
+        asked again up to ``reask`` times, as in every family.
+        """
+        return await ask(
+            self.client,
+            draws(self.config, prompt),
+            grammar,
+            reask + 1,
+            evaluated=evaluated,
+            policy=policy_of(self.config),
+        )
 
 
-def request_for(config: JudgeConfig, prompt: str, draw: int) -> CompletionRequest:
-    """The completion request of one draw (seed + draw, as the QA judges do)."""
-    return asking.request_for(config, prompt, draw)
-
-
-async def ask(
-    agent: Agent, prompt: str, grammar: Grammar, reask: int, evaluated: Sequence[str] = ()
-) -> Reply:
-    """Ask until the reply reads completely or ``reask`` extra attempts are used up."""
-    asked = await asking.ask(
-        agent.client,
-        lambda attempt: (request_for(agent.config, prompt, attempt), attempt),
-        grammar,
-        reask + 1,
-        evaluated=evaluated,
-        policy=asking.policy_of(agent.config),
-    )
-    if asked.restated:
-        return Reply(asked.reply, asked.reading, asked.attempts, asked.restatement)
-    raw = asked.raw if asked.reading.complete else asked.last
-    return Reply(raw, asked.reading, asked.attempts)
-
-
-def _trace(role: str, agent: Agent, reply: Reply) -> dict[str, Any]:
+def _trace(role: str, agent: Agent, asked: Asked) -> dict[str, Any]:
     trace: dict[str, Any] = {
         "role": role,
         "agent": agent.label,
-        "raw": reply.raw,
-        "valid": reply.reading.complete,
-        "reason": reply.reading.reason,
-        "attempts": reply.attempts,
+        "raw": asked.kept,
+        "valid": asked.reading.complete,
+        "reason": asked.reading.reason,
+        "attempts": asked.attempts,
     }
-    if reply.restatement:  # the values restated from ``raw``, kept apart from its words
-        trace["restatement"] = reply.restatement
+    if asked.restatement:  # the values restated from ``raw``, kept apart from its words
+        trace["restatement"] = asked.restatement
     return trace
 
 
@@ -120,25 +90,21 @@ async def run_step(
             supply a value.
     """
     if not challengers:
-        reply = await ask(moderator, prompt, parse, reask, evaluated)
+        reply = await moderator.respond(prompt, parse, reask, evaluated)
         return reply.reading, [_trace("single", moderator, reply)]
-    draft = await ask(moderator, prompt, parse, reask, evaluated)
+    draft = await moderator.respond(prompt, parse, reask, evaluated)
     trace = [_trace("draft", moderator, draft)]
     answers = await gather_settled(
         *(
-            ask(
-                agent,
-                challenge_prompt(prompt, draft.text, i, len(challengers)),
-                parse,
-                0,
-                evaluated,
+            agent.respond(
+                challenge_prompt(prompt, draft.answer, i, len(challengers)), parse, 0, evaluated
             )
             for i, agent in enumerate(challengers)
         )
     )
     for i, (agent, answer) in enumerate(zip(challengers, answers, strict=True)):
         trace.append(_trace(f"challenger{i + 1}", agent, answer))
-    synthesis = synthesis_prompt(prompt, draft.text, [a.text for a in answers])
-    final = await ask(moderator, synthesis, parse, reask, evaluated)
+    synthesis = synthesis_prompt(prompt, draft.answer, [a.answer for a in answers])
+    final = await moderator.respond(synthesis, parse, reask, evaluated)
     trace.append(_trace("synthesis", moderator, final))
     return final.reading, trace

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from elitr_bench.judges.asking import request_for
 from elitr_bench.judges.config import JudgeConfig, judge_endpoint
 from elitr_bench.judges.mesa.aggregate import overall
 from elitr_bench.judges.mesa.debate import Agent, run_step
@@ -188,8 +189,6 @@ class MesaMethod(MinutesMethod):
         replies), so a type counts as cached when its identification (or debate draft)
         completion is; the plan then leaves its calls out of the cost preview.
         """
-        from elitr_bench.judges.mesa.debate import request_for
-
         transcript = self.fitted(item).transcript
         guidance = self.options.guidance
         out = []

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from elitr_bench.data.errors import ElitrBenchError
-from elitr_bench.judges.mesa.debate import Agent, ask
+from elitr_bench.judges.mesa.debate import Agent
 from elitr_bench.judges.mesa.guidance import Guidance
 from elitr_bench.judges.mesa.method import MesaMethod
 from elitr_bench.judges.mesa.prompts import consolidation_prompt, feedback_prompt
@@ -226,13 +226,13 @@ async def train(
             assessment=assessment_block(assessment),
             human=human_block(sample.human),
         )
-        reply = await ask(agent, prompt, _FEEDBACK, reask)
+        reply = await agent.respond(prompt, _FEEDBACK, reask)
         return {
             "meeting_id": sample.item.meeting_id,
             "system": sample.item.system,
             "human": dict(sample.human),
             "mesa": {k: v for k, v in assessment.scores.items()},
-            "raw": reply.raw,
+            "raw": reply.kept,
             "valid": reply.reading.complete,
             "feedback": reply.reading.value("feedback") or {},
         }
@@ -251,12 +251,7 @@ async def train(
                 lines.append(f"- {record['system']} / {record['meeting_id']}: {text}")
         if not lines:
             return ""
-        reply = await ask(
-            agent,
-            consolidation_prompt(etype, "\n".join(lines)),
-            _GUIDANCE,
-            reask,
-        )
+        reply = await agent.respond(consolidation_prompt(etype, "\n".join(lines)), _GUIDANCE, reask)
         return str(reply.reading.value("guidance") or "")
 
     texts = await asyncio.gather(*(consolidate(code) for code in method.types.codes))

@@ -30,9 +30,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from elitr_bench.judges.asking import ask
+from elitr_bench.judges.asking import Sampling, ask, draws
 from elitr_bench.judges.minutes.prompts import FILLER, build_filler_prompt
-from elitr_bench.llm.base import CompletionRequest
 from elitr_bench.llm.client import gather_settled
 
 if TYPE_CHECKING:
@@ -50,6 +49,11 @@ _SPACES = re.compile(r"[ \t]{2,}")
 
 FILLER_MAX_TOKENS = 8
 """Output limit of a classification ("Filler" / "Content" are one or two tokens)."""
+
+
+def _greedy(seed: int | None) -> Sampling:
+    """The classifier's sampling, whatever the judge's: greedy, :data:`FILLER_MAX_TOKENS`."""
+    return Sampling(temperature=0.0, top_p=1.0, max_tokens=FILLER_MAX_TOKENS, seed=seed)
 
 
 @dataclass(frozen=True)
@@ -238,17 +242,6 @@ def compress(
     )
 
 
-def classification_request(turn: Turn, seed: int | None, attempt: int = 0) -> CompletionRequest:
-    """The greedy Fig. 19 request for one cleaned turn (``attempt`` > 0: a re-ask)."""
-    return CompletionRequest(
-        prompt=build_filler_prompt(turn.render()),
-        temperature=0.0,
-        top_p=1.0,
-        max_tokens=FILLER_MAX_TOKENS,
-        seed=None if seed is None else seed + attempt,
-    )
-
-
 async def compress_transcript(
     transcript: str, client: JudgeClient, seed: int | None = None, reask: int = 0
 ) -> Compression:
@@ -268,7 +261,7 @@ async def compress_transcript(
             return "filler", 1
         asked = await ask(
             client,
-            lambda attempt: (classification_request(turn, seed, attempt), attempt),
+            draws(_greedy(seed), build_filler_prompt(turn.render())),
             FILLER,
             reask + 1,
         )

@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from elitr_bench.judges.asking import Asked, ask, policy_of, request_for
+from elitr_bench.judges.asking import Asked, ask, draws, policy_of, request_for
 from elitr_bench.judges.minutes.family import (
     FILLER_FLAGGED,
     FILLER_UNCLASSIFIED,
@@ -60,7 +60,6 @@ from elitr_bench.judges.summary.base import (
 )
 from elitr_bench.judges.summary.registry import register_method
 from elitr_bench.judges.summary.run import make_client, usage_of
-from elitr_bench.llm.base import CompletionRequest
 from elitr_bench.llm.client import gather_settled
 from elitr_bench.llm.context_window import CONTEXT_DETAIL, Overlong, judge_window
 
@@ -187,7 +186,7 @@ class GPTMinutesJudge(MinutesMethod):
             if item.transcript not in bounds:
                 bounds[item.transcript] = self._bounds(item)
             transcript = bounds[item.transcript][1 if longest else 0]
-            request = self._request(self.prompt.build(transcript, item.minutes), 0)
+            request = request_for(self.config, self.prompt.build(transcript, item.minutes), 0)
             tokens = window.over(request)
             out.append(
                 None if tokens is None else Overlong(item.meeting_id, tokens, request.max_tokens)
@@ -266,19 +265,10 @@ class GPTMinutesJudge(MinutesMethod):
             self._compressions[key] = task
         return await task
 
-    def _request(self, prompt: str, draw: int) -> CompletionRequest:
-        return request_for(self.config, prompt, draw)
-
     async def _sample(self, prompt: str, index: int, client: JudgeClient, minutes: str) -> Asked:
-        samples = self.config.samples
-
-        def attempt_request(attempt: int) -> tuple[CompletionRequest, int]:
-            draw = index + samples * attempt
-            return self._request(prompt, draw), draw
-
         asked = await ask(
             client,
-            attempt_request,
+            draws(self.config, prompt, index=index, samples=self.config.samples),
             self.prompt.grammar,
             self.config.reask + 1,
             evaluated=(minutes,),
@@ -296,7 +286,7 @@ class GPTMinutesJudge(MinutesMethod):
             details["filler"] = compression.to_dict()  # "flagged" when a turn stayed unread
         prompt = self.prompt.build(transcript, item.minutes)
         window = client.window
-        tokens = window.over(self._request(prompt, 0)) if window is not None else None
+        tokens = window.over(request_for(self.config, prompt, 0)) if window is not None else None
         if (
             window is not None and tokens is not None
         ):  # checked again here: compression was only known now

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, Protocol, TypeVar, cast
 
 from elitr_bench.data.records import ReleasedResponse
-from elitr_bench.judges.asking import ask, make_client, policy_of, request_for
+from elitr_bench.judges.asking import ask, draws, make_client, policy_of, request_for
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.errors import JudgeError, ReplayMatchError
 from elitr_bench.judges.qa.family import qa_options
@@ -32,7 +32,7 @@ from elitr_bench.judges.reading import shows_format
 from elitr_bench.judges.rubrics import RUBRICS, Rubric
 from elitr_bench.judges.usage import usage_with_cost
 from elitr_bench.llm.aio import run_coroutine
-from elitr_bench.llm.base import CompletionBackend, CompletionRequest
+from elitr_bench.llm.base import CompletionBackend
 from elitr_bench.llm.cache import JudgeCache
 from elitr_bench.llm.client import JudgeClient, gather_settled
 from elitr_bench.llm.context_window import (
@@ -268,11 +268,6 @@ def _aggregate(samples: Sequence[SampleJudgement]) -> Judgement:
     )
 
 
-def judge_request(config: JudgeConfig, prompt: str, draw: int = 0) -> CompletionRequest:
-    """The request a QA judge sends for one draw (seed ``seed + draw``)."""
-    return request_for(config, prompt, draw)
-
-
 class LLMJudge:
     """Rubric prompt -> completion(s) -> strict parse, with re-asks and k samples.
 
@@ -286,20 +281,10 @@ class LLMJudge:
         self.client = client
         self.rubric: Rubric = config.rubric_obj
 
-    def request_for(self, prompt: str, draw: int) -> CompletionRequest:
-        """The completion request for one draw."""
-        return judge_request(self.config, prompt, draw)
-
     async def _sample(self, prompt: str, index: int, evaluated: Sequence[str]) -> SampleJudgement:
-        samples = self.config.samples
-
-        def attempt_request(attempt: int) -> tuple[CompletionRequest, int]:
-            draw = index + samples * attempt
-            return self.request_for(prompt, draw), draw
-
         asked = await ask(
             self.client,
-            attempt_request,
+            draws(self.config, prompt, index=index, samples=self.config.samples),
             self.rubric.grammar,
             self.config.reask + 1,
             evaluated=evaluated,
@@ -529,7 +514,7 @@ def overlong_items(items: Sequence[JudgeItem], config: JudgeConfig) -> list[Over
     out: list[Overlong | None] = []
     for i, item in enumerate(items):
         prompt = rubric.build_prompt(item.question, item.response, item.reference)
-        request = judge_request(config, prompt)
+        request = request_for(config, prompt, 0)
         tokens = window.over(request)
         out.append(
             None if tokens is None else Overlong(item_label(item, i), tokens, request.max_tokens)

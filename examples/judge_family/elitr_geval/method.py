@@ -5,7 +5,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from elitr_bench.judges.asking import ask, policy_of, request_for
+from elitr_bench.judges.asking import ask, draws, policy_of
 from elitr_bench.judges.reading import Field, NumericGrammar, Reading, Stated, read_reply
 from elitr_bench.judges.summary.base import (
     MinutesAssessment,
@@ -106,7 +106,7 @@ class GEvalMethod(MinutesMethod):
         prompt = build_prompt(item.transcript, item.minutes, self.steps)
         asked = await ask(
             client,
-            lambda attempt: (request_for(self.config, prompt, attempt), attempt),
+            draws(self.config, prompt),
             GRAMMAR,
             int(self.config.reask) + 1,
             evaluated=(item.minutes,),
