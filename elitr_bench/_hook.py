@@ -307,7 +307,7 @@ def _with_vllm_version() -> Callable[[], None]:
     import importlib.metadata
 
     original = importlib.metadata.version
-    importlib.metadata.version = vllm_aware_version(original)
+    importlib.metadata.version = vllm_aware_version(original)  # type: ignore[assignment]
 
     def undo() -> None:
         importlib.metadata.version = original
