@@ -36,6 +36,7 @@ Run::
 
     ELITR_BENCH_DATA_DIR=../shared/data python bench/real_model_cpu.py
     python bench/real_model_cpu.py --meetings 2 --questions 2 --max-length 1024   # a quick look
+    python bench/real_model_cpu.py --vllm-args enforce_eager=True   # vLLM without torch.compile
 """
 
 from __future__ import annotations
