@@ -118,8 +118,9 @@ def _check_answers_are_transformers_greedy_answers(vllm_run: Path, smollm2: Path
     Checked on each task's second request, the one vLLM may serve from cached blocks (the
     transcript it shares with the first). One forward pass of transformers over the prompt
     followed by vLLM's answer gives the logits at every answer position: vLLM's token (and
-    its end token where it stopped early) must be the top-1 there, or within ``NEAR_TIE``. vLLM's CPU kernels (its
-    own attention and GEMMs) sum in another order than transformers' SDPA and matmuls,
+    its end token where it stopped early) must be the top-1 there, or within ``NEAR_TIE``.
+    vLLM's CPU kernels (its own attention and GEMMs) sum in another order than
+    transformers' SDPA and matmuls,
     so logits differ in the last bits and a greedy pick may flip where the top two are
     that close; anywhere else a difference means vLLM computed something else (a wrong
     cache block, a cut prompt), and the test fails.
