@@ -168,9 +168,11 @@ class OpenAIBackend:
         try:
             response = await self._get_client().chat.completions.create(**kwargs)
         except openai.APITimeoutError as exc:
-            raise RetryableError(f"timeout: {self._msg(exc)}") from None
+            # The server is named: a judge server that died mid-run ends the run in one line
+            # that says which server to look at.
+            raise RetryableError(f"timeout at {self.base_url}: {self._msg(exc)}") from None
         except openai.APIConnectionError as exc:
-            raise RetryableError(f"connection error: {self._msg(exc)}") from None
+            raise RetryableError(f"cannot reach {self.base_url}: {self._msg(exc)}") from None
         except openai.APIStatusError as exc:
             status = exc.status_code
             headers = dict(exc.response.headers) if exc.response is not None else {}

@@ -318,3 +318,27 @@ def test_a_failing_mesa_item_waits_for_its_other_requests_so_counts_are_exact(
     assert usage["requests"] == len(loopback.requests) == 2 + 7 * 3
     assert usage["requests"] == usage["answered"] + usage["refused"] + usage["failed"]
     assert (usage["refused"], usage["answered"]) == (2, 21)
+
+
+def test_a_judge_server_that_is_gone_is_named_in_the_one_failure_line(tmp_path: Path) -> None:
+    """A server that died mid-run (nothing listens on its port any more): the error names it."""
+    import socket
+
+    with socket.socket() as sock:  # a port that was open a moment ago and is closed now
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    base = f"http://127.0.0.1:{port}/v1"
+    config = parse_judge_spec(f"openai:judge-model,base_url={base},retries=0,cache=memory")
+    client = JudgeClient(make_backend(config), NullCache(), retries=0)
+
+    async def run() -> BaseException:
+        try:
+            await client.complete(CompletionRequest("prompt", 0.0, 1.0, 8, 7))
+        except JudgeRequestError as exc:
+            return exc
+        finally:
+            await client.aclose()
+        raise AssertionError("a request to a closed port succeeded")
+
+    message = str(asyncio.run(run()))
+    assert f"cannot reach {base}" in message and "\n" not in message
