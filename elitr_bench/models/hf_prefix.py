@@ -34,7 +34,7 @@ from typing import Any
 import torch
 from lm_eval.api.instance import Instance
 from lm_eval.api.registry import register_model
-from lm_eval.models.huggingface import HFLM
+from lm_eval.models.huggingface import HFLM, stop_sequences_criteria
 from lm_eval.models.utils import (
     handle_stop_sequences,
     normalize_gen_kwargs,
@@ -92,30 +92,25 @@ def _kv_pairs(cache: Any) -> list[tuple[torch.Tensor, torch.Tensor]]:
 class RowStop(StoppingCriteria):
     """Stops each row of a batched ``generate`` at its own stop sequence, as ``hf`` would alone.
 
-    lm-eval's criteria stop a batch when every row holds the same stop sequence; this one
-    marks each row done when the decoded tail of its answer (each stop sequence's token
-    length plus two, lm-eval's look-back) contains any stop sequence, and ``generate``
-    then pads that row. ``lengths`` keeps where each row stopped.
+    lm-eval's own criteria (``stop_sequences_criteria``, the ones its ``hf`` model passes
+    to ``generate``) already track, row by row, whether the decoded tail of an answer holds
+    a stop sequence, but answer for the whole batch: stop when every row is done. This
+    wraps them and answers per row instead, so ``generate`` pads a finished row while the
+    others go on; ``lengths`` keeps where each row stopped.
     """
 
     def __init__(self, tokenizer: Any, stops: list[str], start: int, rows: int) -> None:
-        self.tokenizer = tokenizer
         self.start = start
-        self.looks = [
-            (stop, len(tokenizer.encode(stop, add_special_tokens=False)) + 2) for stop in stops
-        ]
+        self.criteria = list(stop_sequences_criteria(tokenizer, stops, start, rows))
         self.lengths: list[int | None] = [None] * rows
 
     def __call__(self, input_ids: torch.Tensor, scores: Any, **kwargs: Any) -> torch.Tensor:
         """Per-row done flags after the latest token."""
-        answers = input_ids[:, self.start :]
+        for criterion in self.criteria:
+            criterion(input_ids, scores)
         for row, length in enumerate(self.lengths):
-            if length is not None:
-                continue
-            for stop, look in self.looks:
-                if stop in self.tokenizer.decode(answers[row, -look:]):
-                    self.lengths[row] = int(answers.shape[1])
-                    break
+            if length is None and any(c.done_tracker[row] for c in self.criteria):
+                self.lengths[row] = int(input_ids.shape[1]) - self.start
         done = [length is not None for length in self.lengths]
         return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
 

@@ -322,3 +322,34 @@ def test_batched_decode_bounds_rows_by_the_batch_cache_width(
     assert batches == [(1, longest_of(splits[0])), (1, longest_of(splits[1]))]
     assert all(rows * width <= limit[0] for rows, width in batches), batches
     assert ours.prefix_stats.reused_from_store > 0  # the rows came from their turn 1
+
+
+class _CharTokenizer:
+    """One token per character (ids are code points): enough for lm-eval's stop criteria."""
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
+        return [ord(c) for c in text]
+
+    def batch_decode(self, rows: torch.Tensor) -> list[str]:
+        return ["".join(chr(int(i)) for i in row) for row in rows]
+
+    def decode(self, row: torch.Tensor) -> str:
+        return "".join(chr(int(i)) for i in row)
+
+
+def test_row_stop_ends_each_row_at_its_own_stop_sequence() -> None:
+    """Per-row flags from lm-eval's own stop criteria: a row ends alone, the others go on."""
+    from elitr_bench.models.hf_prefix import RowStop
+
+    prompt = "ctx:"  # a stop sequence inside the prompt never counts
+    answers = ["ab\n\ncd", "abcdef", "Q:wxyz"]
+    stop = RowStop(_CharTokenizer(), ["\n\n", "Q:"], len(prompt), len(answers))
+    flags = []
+    for step in range(1, 7):
+        ids = torch.tensor([[ord(c) for c in prompt + a[:step]] for a in answers])
+        flags.append(stop(ids, None).tolist())
+    assert flags[0] == [False, False, False]
+    assert flags[1] == [False, False, True]  # "Q:" after 2 tokens: only row 2 ends
+    assert flags[3] == [True, False, True]  # "ab\n\n" after 4
+    assert flags[-1] == [True, False, True]  # a finished row stays finished
+    assert stop.lengths == [4, None, 2]
