@@ -4,14 +4,14 @@ Model developers ask of a long-context benchmark whether reading the whole trans
 beats retrieving a few passages of it. The baseline answers from the passages a BM25
 retriever (``bm25s``, Lucene's BM25 on sparse matrices) ranks highest for the question:
 
-* passages are whole speaker turns (:func:`~elitr_bench.tasks.context.speaker_turns`)
+* passages are whole speaker turns (:func:`~elitr_bench.middle_cut.speaker_turns`)
   merged in transcript order up to ``rag_chunk`` tokens, so no utterance is split and
   every passage says who speaks; text without a speaker label (one meeting,
   ``meeting_en_dev_006``, has none at all) is taken line by line instead, or it would be
   one passage longer than any budget (:func:`units`);
 * the best-ranked passages are taken while they fit ``rag_budget`` tokens (ties: the
   earlier passage first), then put back in transcript order, joined with the
-  :data:`~elitr_bench.tasks.context.ELISION` marker where turns were skipped.
+  :data:`~elitr_bench.middle_cut.ELISION` marker where turns were skipped.
 
 A meeting's index is built once and kept under ``<cache root>/retrieval/<key>/`` (the
 root of the noise and data caches), named by the SHA-256 of everything that determines
@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from elitr_bench.data.store import cache_root
-from elitr_bench.tasks.context import ELISION, SPEAKER_TURN, speaker_turns
+from elitr_bench.middle_cut import ELISION, SPEAKER_TURN, speaker_turns
 from elitr_bench.tasks.options import OptionError
 from elitr_bench.tokens import CHARS_PER_TOKEN
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
+from elitr_bench.middle_cut import TURN_CUT
 from elitr_bench.models import real_model
-from elitr_bench.tasks.context import TURN_CUT
 from tests.conftest import run_lm_eval
 
 #: single-turn; multi-turn with the released answers as history; multi-turn with its own

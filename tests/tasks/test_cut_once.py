@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-from elitr_bench.tasks.context import ELISION, TURN_CUT, join_cut, speaker_turns
+from elitr_bench.middle_cut import ELISION, TURN_CUT, join_cut, speaker_turns
 from tests.support.evaluate import evaluate
 from tests.tasks.test_long_context import _assert_ends_of, _transcript_part
 

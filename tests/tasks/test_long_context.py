@@ -14,15 +14,9 @@ from pathlib import Path
 import pytest
 
 from elitr_bench.data import load_benchmark
+from elitr_bench.middle_cut import ELISION, TURN_CUT, speaker_turns, turn_starts
 from elitr_bench.tasks import retrieval
-from elitr_bench.tasks.context import (
-    ELISION,
-    TURN_CUT,
-    TokenCounter,
-    budget_cut,
-    speaker_turns,
-    turn_starts,
-)
+from elitr_bench.tasks.context import TokenCounter, budget_cut
 from elitr_bench.tasks.options import OptionError, TaskOptions
 from tests.support.evaluate import evaluate
 

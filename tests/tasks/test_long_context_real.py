@@ -14,7 +14,8 @@ from typing import Any
 
 from elitr_bench.cli import main
 from elitr_bench.data import load_benchmark
-from elitr_bench.tasks.context import ELISION, TokenCounter, budget_cut, fit_middle
+from elitr_bench.middle_cut import ELISION
+from elitr_bench.tasks.context import TokenCounter, budget_cut, fit_middle
 from tests.conftest import run_lm_eval
 from tests.tasks.test_long_context import _assert_ends_of
 

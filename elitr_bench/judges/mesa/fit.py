@@ -33,6 +33,7 @@ from elitr_bench.llm.context_window import (
     overlength_line,
     way_out,
 )
+from elitr_bench.middle_cut import CUT_SLACK, join_cut
 from elitr_bench.tokens import CHARS_PER_TOKEN
 
 if TYPE_CHECKING:
@@ -40,8 +41,6 @@ if TYPE_CHECKING:
 
 SUMMARY_ALLOWANCE = 2048
 OVERLENGTH_POLICIES = ("error", "skip", "truncate_middle")
-#: Marker inserted where ``truncate_middle`` removed part of a transcript (as the QA tasks).
-ELISION = "\n[...]\n"
 #: The ways out of an over-long MESA prompt besides a larger judge.
 MESA_WAY_OUT = "add overlength=skip or overlength=truncate_middle to the judge spec"
 
@@ -113,28 +112,25 @@ class Fitted:
 
 
 def middle_cut(transcript: str, keep_tokens: int, count: Callable[[str], int]) -> str:
-    """Keep at most ``keep_tokens`` of the transcript: its beginning and end, cut at lines."""
+    """Keep at most ``keep_tokens`` of the transcript: its beginning and end, cut as the tasks cut.
+
+    The judge's tokens are counted, not decoded (an OpenAI judge has no tokenizer here), so
+    the cut is sized in characters at the transcript's own characters per token and shrunk
+    until it fits; where it falls and how it is marked is the package's one middle cut
+    (:func:`elitr_bench.middle_cut.join_cut`).
+    """
     total = count(transcript)
     if keep_tokens >= total:
         return transcript
     chars_per_token = len(transcript) / max(total, 1)
     keep_chars = max(int(keep_tokens * chars_per_token), 0)
     while True:
-        cut = _cut_at_lines(transcript, keep_chars)
+        head_len = keep_chars // 2
+        tail_at = len(transcript) - (keep_chars - head_len)
+        cut = join_cut(transcript, head_len, tail_at, int(CUT_SLACK * keep_chars))
         if count(cut) <= keep_tokens or keep_chars == 0:
             return cut
         keep_chars = int(keep_chars * 0.95)  # the cut's text tokenizes denser than average
-
-
-def _cut_at_lines(transcript: str, keep_chars: int) -> str:
-    head_end = keep_chars // 2
-    tail_start = len(transcript) - (keep_chars - head_end)
-    # Snap to line boundaries so no speaker turn is split mid-word.
-    nl = transcript.rfind("\n", 0, head_end)
-    head_end = nl + 1 if nl > 0 else head_end
-    nl = transcript.find("\n", tail_start)
-    tail_start = nl + 1 if 0 <= nl < len(transcript) - 1 else tail_start
-    return transcript[:head_end].rstrip("\n") + ELISION + transcript[tail_start:]
 
 
 def fit(
