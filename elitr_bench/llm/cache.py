@@ -405,56 +405,7 @@ class SQLiteCache:
                 f"judge cache {self.path} is damaged ({found.detail}); "
                 f"{damaged_cache_fix(self.path)}"
             )
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(
-                str(self.path),
-                timeout=busy_timeout_s,
-                check_same_thread=False,
-                isolation_level=None,
-            )
-            if found.kind != "ours":  # a new file, or one of ours from before the marker
-                with contextlib.suppress(sqlite3.OperationalError):  # a read-only file
-                    self._conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
-            self._conn.execute(
-                "CREATE TABLE IF NOT EXISTS completions ("
-                " key TEXT PRIMARY KEY, backend TEXT, model TEXT, params TEXT,"
-                " text TEXT NOT NULL, prompt_tokens INTEGER, completion_tokens INTEGER,"
-                " created REAL, finish_reason TEXT)"
-            )
-            columns = {row[1] for row in self._conn.execute("PRAGMA table_info(completions)")}
-            if "finish_reason" not in columns:  # a cache written before finish reasons
-                self._conn.execute("ALTER TABLE completions ADD COLUMN finish_reason TEXT")
-            if "used" not in columns:  # a cache written before the size limit: last hit
-                self._conn.execute("ALTER TABLE completions ADD COLUMN used REAL")
-            # Requests some process is sending now (see claim()); rows live for seconds.
-            # A file that takes no writes still serves lookups, without these marks.
-            try:
-                self._conn.execute(
-                    "CREATE TABLE IF NOT EXISTS pending ("
-                    " key TEXT PRIMARY KEY, host TEXT, pid INTEGER, since REAL)"
-                )
-                self._marks = True
-            except sqlite3.OperationalError:
-                self._marks = False
-        except sqlite3.DatabaseError as exc:
-            if isinstance(exc, sqlite3.OperationalError):  # permissions, locks, no such dir
-                raise JudgeConfigError(
-                    f"judge cache {self.path}: cannot open ({exc}); set ELITR_JUDGE_CACHE or "
-                    "cache= to a writable path, or cache=off"
-                ) from None
-            raise JudgeCacheError(
-                f"judge cache {self.path} is not a readable cache ({exc}); "
-                f"{damaged_cache_fix(self.path)}"
-            ) from None
-        except OSError as exc:
-            raise JudgeConfigError(
-                f"judge cache {self.path}: cannot open ({exc}); set ELITR_JUDGE_CACHE or cache= "
-                "to a writable path, or cache=off"
-            ) from None
+        self._conn, self._marks = self._open_writer(found.kind, busy_timeout_s)
         #: Guards the writer connection (puts, marks, upkeep).
         self._lock = threading.Lock()
         #: Lookups use a connection of their own: in WAL mode a reader never waits for a
@@ -474,6 +425,69 @@ class SQLiteCache:
         if self.max_bytes is not None:
             with self._lock, contextlib.suppress(sqlite3.Error):
                 self._evict()
+
+    def _open_writer(self, kind: str, busy_timeout_s: float) -> tuple[sqlite3.Connection, bool]:
+        """The writer connection, its schema brought up to date; whether it takes marks.
+
+        Args:
+            kind: What :func:`inspect_cache_file` found (``ours``, or a file still to mark).
+            busy_timeout_s: How long a statement waits for another process's write.
+
+        Raises:
+            JudgeConfigError: The file cannot be opened (permissions, locks, no folder).
+            JudgeCacheError: The file is not a readable cache.
+        """
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(
+                str(self.path),
+                timeout=busy_timeout_s,
+                check_same_thread=False,
+                isolation_level=None,
+            )
+            if kind != "ours":  # a new file, or one of ours from before the marker
+                with contextlib.suppress(sqlite3.OperationalError):  # a read-only file
+                    conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS completions ("
+                " key TEXT PRIMARY KEY, backend TEXT, model TEXT, params TEXT,"
+                " text TEXT NOT NULL, prompt_tokens INTEGER, completion_tokens INTEGER,"
+                " created REAL, finish_reason TEXT)"
+            )
+            columns = {row[1] for row in conn.execute("PRAGMA table_info(completions)")}
+            if "finish_reason" not in columns:  # a cache written before finish reasons
+                conn.execute("ALTER TABLE completions ADD COLUMN finish_reason TEXT")
+            if "used" not in columns:  # a cache written before the size limit: last hit
+                conn.execute("ALTER TABLE completions ADD COLUMN used REAL")
+            # Requests some process is sending now (see claim()); rows live for seconds.
+            # A file that takes no writes still serves lookups, without these marks.
+            try:
+                conn.execute(
+                    "CREATE TABLE IF NOT EXISTS pending ("
+                    " key TEXT PRIMARY KEY, host TEXT, pid INTEGER, since REAL)"
+                )
+                marks = True
+            except sqlite3.OperationalError:
+                marks = False
+            return conn, marks
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError):  # permissions, locks, no such dir
+                raise JudgeConfigError(
+                    f"judge cache {self.path}: cannot open ({exc}); set ELITR_JUDGE_CACHE or "
+                    "cache= to a writable path, or cache=off"
+                ) from None
+            raise JudgeCacheError(
+                f"judge cache {self.path} is not a readable cache ({exc}); "
+                f"{damaged_cache_fix(self.path)}"
+            ) from None
+        except OSError as exc:
+            raise JudgeConfigError(
+                f"judge cache {self.path}: cannot open ({exc}); set ELITR_JUDGE_CACHE or cache= "
+                "to a writable path, or cache=off"
+            ) from None
 
     def _connect_reader(self, busy_timeout_s: float) -> sqlite3.Connection:
         try:
