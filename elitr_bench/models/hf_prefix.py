@@ -557,67 +557,7 @@ class HFPrefixLM(HFLM):
             desc="Running generate_until requests (hf-prefix)",
         )
         for indices in groups.values():
-            gen_kwargs = requests[indices[0]].args[1]
-            if not isinstance(gen_kwargs, dict):
-                raise TypeError(
-                    f"Expected `kwargs` to be of type `dict` but got {type(gen_kwargs)}"
-                )
-            kwargs: dict[str, Any] = dict(normalize_gen_kwargs(gen_kwargs, self.max_gen_toks))
-            if not self._greedy(kwargs):
-                stock.extend(indices)
-                continue
-            until = handle_stop_sequences(kwargs.pop("until", None), eos=eos)
-            max_gen_toks = int(kwargs.pop("max_gen_toks"))
-            max_ctx_len = self.max_length - max_gen_toks
-            if max_ctx_len <= 0:
-                raise PrefixCacheError(
-                    f"max_gen_toks={max_gen_toks} must be less than the model's max_length "
-                    f"({self.max_length}); lower max_gen_toks or raise max_length"
-                )
-            contexts = [str(requests[i].args[0]) for i in indices]
-            ids = [self._encode_like_hf(c, max_ctx_len) for c in contexts]
-            neighbours = prefix_schedule(ids, self.min_prefix_tokens).shares_with_neighbour()
-            keep_across = self.prefix_store.budget_bytes > 0
-            chosen = [
-                k
-                for k in range(len(indices))
-                if len(ids[k]) >= self.min_prefix_tokens and (neighbours[k] or keep_across)
-            ]
-            picked = set(chosen)
-            stock.extend(indices[k] for k in range(len(indices)) if k not in picked)
-            if not chosen:
-                continue
-
-            def run(
-                pos: int,
-                seq: list[int],
-                cache: Any,
-                cached: int,
-                _until: list[str] = until,
-                _max_gen: int = max_gen_toks,
-                _kw: dict[str, Any] = kwargs,
-            ) -> list[int]:
-                out = self._generate_one(seq, cache, cached, _until, _max_gen, _kw)
-                pbar.update(1)
-                return out
-
-            if self.prefix_batch:
-                generated = self._serve_batched(
-                    [ids[k] for k in chosen], until, max_gen_toks, kwargs, call_stats, pbar
-                )
-            else:
-                generated = serve_with_prefix_reuse(
-                    [ids[k] for k in chosen],
-                    self._cache_ops,
-                    self.prefix_store,
-                    run,
-                    min_prefix_tokens=self.min_prefix_tokens,
-                    stats=call_stats,
-                )
-            for k, cont in zip(chosen, generated, strict=True):
-                text = self._finish(cont, until)
-                results[indices[k]] = text
-                self.cache_hook.add_partial("generate_until", (contexts[k], gen_kwargs), text)
+            self._serve_group(requests, indices, eos, results, stock, call_stats, pbar)
         pbar.close()
 
         if stock:
@@ -628,6 +568,81 @@ class HFPrefixLM(HFLM):
                 results[i] = text
         self._record(call_stats, len(stock))
         return [r if r is not None else "" for r in results]
+
+    def _serve_group(
+        self,
+        requests: list[Instance],
+        indices: list[int],
+        eos: str,
+        results: list[str | None],
+        stock: list[int],
+        call_stats: PrefillStats,
+        pbar: Any,
+    ) -> None:
+        """Answer the requests of one set of generation settings, with prefix reuse.
+
+        Fills ``results`` at the answered indices; the requests this path does not take
+        (sampling, a short prompt sharing nothing) are appended to ``stock`` for ``hf``.
+        """
+        gen_kwargs = requests[indices[0]].args[1]
+        if not isinstance(gen_kwargs, dict):
+            raise TypeError(f"Expected `kwargs` to be of type `dict` but got {type(gen_kwargs)}")
+        kwargs: dict[str, Any] = dict(normalize_gen_kwargs(gen_kwargs, self.max_gen_toks))
+        if not self._greedy(kwargs):
+            stock.extend(indices)
+            return
+        until = handle_stop_sequences(kwargs.pop("until", None), eos=eos)
+        max_gen_toks = int(kwargs.pop("max_gen_toks"))
+        max_ctx_len = self.max_length - max_gen_toks
+        if max_ctx_len <= 0:
+            raise PrefixCacheError(
+                f"max_gen_toks={max_gen_toks} must be less than the model's max_length "
+                f"({self.max_length}); lower max_gen_toks or raise max_length"
+            )
+        contexts = [str(requests[i].args[0]) for i in indices]
+        ids = [self._encode_like_hf(c, max_ctx_len) for c in contexts]
+        neighbours = prefix_schedule(ids, self.min_prefix_tokens).shares_with_neighbour()
+        keep_across = self.prefix_store.budget_bytes > 0
+        chosen = [
+            k
+            for k in range(len(indices))
+            if len(ids[k]) >= self.min_prefix_tokens and (neighbours[k] or keep_across)
+        ]
+        picked = set(chosen)
+        stock.extend(indices[k] for k in range(len(indices)) if k not in picked)
+        if not chosen:
+            return
+
+        def run(
+            pos: int,
+            seq: list[int],
+            cache: Any,
+            cached: int,
+            _until: list[str] = until,
+            _max_gen: int = max_gen_toks,
+            _kw: dict[str, Any] = kwargs,
+        ) -> list[int]:
+            out = self._generate_one(seq, cache, cached, _until, _max_gen, _kw)
+            pbar.update(1)
+            return out
+
+        if self.prefix_batch:
+            generated = self._serve_batched(
+                [ids[k] for k in chosen], until, max_gen_toks, kwargs, call_stats, pbar
+            )
+        else:
+            generated = serve_with_prefix_reuse(
+                [ids[k] for k in chosen],
+                self._cache_ops,
+                self.prefix_store,
+                run,
+                min_prefix_tokens=self.min_prefix_tokens,
+                stats=call_stats,
+            )
+        for k, cont in zip(chosen, generated, strict=True):
+            text = self._finish(cont, until)
+            results[indices[k]] = text
+            self.cache_hook.add_partial("generate_until", (contexts[k], gen_kwargs), text)
 
     def get_model_info(self) -> dict[str, Any]:
         """``hf``'s model info plus prefix-cache counters (lm-eval logs it after the run)."""
