@@ -296,6 +296,18 @@ def _finished(ops: CacheOps[C], ids: list[int], generated: list[int], cache: C) 
     return (ids + generated)[: ops.length(cache)]
 
 
+def _begin_call(
+    sequences: Sequence[Sequence[int]],
+    store: PrefixStore[C],
+    min_prefix_tokens: int,
+    stats: PrefillStats | None,
+) -> tuple[PrefillStats, Schedule, list[list[int]]]:
+    """Start one serving call, one-row or batched: its counters, its order and empty results."""
+    stats = stats if stats is not None else PrefillStats()
+    store.begin_call()
+    return stats, prefix_schedule(sequences, min_prefix_tokens), [[] for _ in sequences]
+
+
 def serve_with_prefix_reuse(
     sequences: Sequence[list[int]],
     ops: CacheOps[C],
@@ -318,10 +330,7 @@ def serve_with_prefix_reuse(
     Returns:
         Generated ids per request, in the order of ``sequences``.
     """
-    stats = stats if stats is not None else PrefillStats()
-    store.begin_call()
-    schedule = prefix_schedule(sequences, min_prefix_tokens)
-    results: list[list[int]] = [[] for _ in sequences]
+    stats, schedule, results = _begin_call(sequences, store, min_prefix_tokens, stats)
     trunk: C | None = None
     trunk_ids: list[int] = []
     for pos, index in enumerate(schedule.order):
@@ -528,10 +537,7 @@ def serve_batched(
     Returns:
         Generated ids per request, in the order of ``sequences``.
     """
-    stats = stats if stats is not None else PrefillStats()
-    store.begin_call()
-    schedule = prefix_schedule(sequences, min_prefix_tokens)
-    results: list[list[int]] = [[] for _ in sequences]
+    stats, schedule, results = _begin_call(sequences, store, min_prefix_tokens, stats)
     trunk: C | None = None
     trunk_ids: list[int] = []
     for batch, in_run in batch_runs(schedule, max_batch):
