@@ -137,38 +137,11 @@ def without_our_tasks(include_path: Any, discovered: Sequence[Any]) -> Any:
     return None if _same_folder(include_path, ours) else include_path
 
 
-def _patch_entry_point_manager(module: ModuleType, manager: Any) -> None:
-    """lm-eval finds our tasks itself: only keep a user's copy of our folder out."""
-    discover = getattr(module, "discover_plugin_task_paths", None)
-    if not callable(discover):
-        return
-    original = manager.__init__
-    signature = inspect.signature(original)
+def _wrap_manager_init(manager: Any, rewrite: Callable[[inspect.BoundArguments], None]) -> None:
+    """Let ``rewrite`` edit the arguments of every ``manager(...)`` call before lm-eval sees them.
 
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        try:
-            bound = signature.bind(self, *args, **kwargs)
-            discovered = list(discover())
-        except Exception:  # let lm-eval report its own argument error
-            original(self, *args, **kwargs)
-            return
-        arguments = bound.arguments
-        if arguments.get("include_path") is not None:
-            arguments["include_path"] = without_our_tasks(arguments["include_path"], discovered)
-        original(*bound.args, **bound.kwargs)
-
-    functools.update_wrapper(__init__, original)  # keeps the signature for later wrappers
-    manager.__init__ = __init__
-    manager._elitr_patched = True
-
-
-def _patch_task_manager(module: ModuleType) -> None:
-    manager = getattr(module, "TaskManager", None)
-    if manager is None or vars(manager).get("_elitr_patched", False):  # not a parent's mark
-        return
-    if _reads_entry_points(module, "lm_eval.tasks"):
-        _patch_entry_point_manager(module, manager)
-        return
+    Arguments that do not bind go to lm-eval unchanged, so it reports its own argument error.
+    """
     original = manager.__init__
     signature = inspect.signature(original)
 
@@ -178,17 +151,50 @@ def _patch_task_manager(module: ModuleType) -> None:
         except TypeError:  # let lm-eval report its own argument error
             original(self, *args, **kwargs)
             return
+        rewrite(bound)
+        original(*bound.args, **bound.kwargs)
+
+    functools.update_wrapper(__init__, original)  # keeps the signature for later wrappers
+    manager.__init__ = __init__
+    manager._elitr_patched = True
+
+
+def _patch_entry_point_manager(module: ModuleType, manager: Any) -> None:
+    """lm-eval finds our tasks itself: only keep a user's copy of our folder out."""
+    discover = getattr(module, "discover_plugin_task_paths", None)
+    if not callable(discover):
+        return
+
+    def rewrite(bound: inspect.BoundArguments) -> None:
+        arguments = bound.arguments
+        if arguments.get("include_path") is None:
+            return
+        try:
+            discovered = list(discover())
+        except Exception:  # let lm-eval report its own discovery error
+            return
+        arguments["include_path"] = without_our_tasks(arguments["include_path"], discovered)
+
+    _wrap_manager_init(manager, rewrite)
+
+
+def _patch_task_manager(module: ModuleType) -> None:
+    manager = getattr(module, "TaskManager", None)
+    if manager is None or vars(manager).get("_elitr_patched", False):  # not a parent's mark
+        return
+    if _reads_entry_points(module, "lm_eval.tasks"):
+        _patch_entry_point_manager(module, manager)
+        return
+
+    def rewrite(bound: inspect.BoundArguments) -> None:
         bound.apply_defaults()
         arguments = bound.arguments
         if "include_path" in arguments:
             arguments["include_path"] = with_our_tasks(
                 arguments["include_path"], bool(arguments.get("include_defaults", True))
             )
-        original(*bound.args, **bound.kwargs)
 
-    __init__.__doc__ = original.__doc__
-    manager.__init__ = __init__
-    manager._elitr_patched = True
+    _wrap_manager_init(manager, rewrite)
 
 
 def register_models(registry: Any) -> None:
