@@ -45,8 +45,10 @@ from elitr_bench.judges.mesa.prompts import (
     PREFIX_HEAD,
     SYNTHESIS,
     TEMPLATES,
+    Step,
     step_prompt,
 )
+from elitr_bench.judges.reading import Grammar
 from elitr_bench.judges.summary.base import (
     MinutesAssessment,
     MinutesItem,
@@ -316,24 +318,25 @@ class MesaMethod(MinutesMethod):
         result = TypeResult(etype.code)
         reask = self.config.reask
 
-        prompt = step_prompt("identification", etype, **common)
-        found, result.steps["identification"] = await run_step(
-            prompt, IDENTIFICATION, moderator, challengers, reask=reask
-        )
-        candidates = found.value("instances")
+        async def listing_step(name: Step, parse: Grammar, **fields: Any) -> Any:
+            """Steps 1-2: their instances, or None with the reason recorded in ``result``."""
+            prompt = step_prompt(name, etype, **fields, **common)
+            reading, result.steps[name] = await run_step(
+                prompt, parse, moderator, challengers, reask=reask
+            )
+            instances = reading.value("instances")
+            if instances is None:
+                result.reason = reading.reason
+            return instances
+
+        candidates = await listing_step("identification", IDENTIFICATION)
         if candidates is None:
-            result.reason = found.reason
             return result
         result.candidates = len(candidates)
 
         listing = _dumps([c.to_dict() for c in candidates])
-        prompt = step_prompt("verification", etype, list_of_instances=listing, **common)
-        checked, result.steps["verification"] = await run_step(
-            prompt, VERIFICATION, moderator, challengers, reask=reask
-        )
-        verified = checked.value("instances")
+        verified = await listing_step("verification", VERIFICATION, list_of_instances=listing)
         if verified is None:
-            result.reason = checked.reason
             return result
         result.verified = [v.to_dict() for v in verified]
         result.instances = sum(v.error_exists for v in verified)
