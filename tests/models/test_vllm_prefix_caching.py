@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.vllm_server import engine_env
+from tests.support.vllm_server import ENGINE_CORE, engine_env
 
 pytestmark = pytest.mark.slow
 
@@ -63,9 +63,8 @@ def _run_vllm(vllm_venv: Path, smollm2: Path, out: Path) -> Path:
         "--output_path", str(out),
         "--metadata", json.dumps({"overlength": "truncate_middle", "judge": "none"}),
     ]  # fmt: skip
-    proc = subprocess.run(
-        args, capture_output=True, text=True, env=engine_env(), timeout=900, check=False
-    )
+    env = engine_env(VLLM_CPU_OMP_THREADS_BIND=ENGINE_CORE)
+    proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=900, check=False)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return out
 
