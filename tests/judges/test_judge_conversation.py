@@ -30,9 +30,14 @@ from tests.judges.test_mesa_script import classify, make_script
 from tests.judges.test_restatement_e2e import restating
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest, Reply, api_refusal
 
-
 # --- the proof: the paper's judge through the real lm_eval ---------------------------------
+#: Items from this index on are restated to another value than their reply stated.
+CONTRADICTED = 12
+
+
 def _kind(index: int) -> str:
+    if index >= CONTRADICTED:
+        return "contradicted"
     return ("prose", "asked", "conflicting")[index % 3]
 
 
@@ -42,7 +47,7 @@ def _score(index: int) -> int:
 
 def _first_reply(index: int) -> str:
     s = _score(index)
-    if _kind(index) == "prose":
+    if _kind(index) in ("prose", "contradicted"):
         return f"Feedback: it names the right people and day. I would give it a {s} out of 10."
     if _kind(index) == "asked":
         return f"Feedback: correct and concise.\n\\boxed{{{s}}}"
@@ -50,10 +55,18 @@ def _first_reply(index: int) -> str:
 
 
 @pytest.mark.slow
+def _restated(index: int) -> int:
+    return _score(index) - 1 if _kind(index) == "contradicted" else _score(index)
+
+
 def test_the_papers_judge_loses_no_item_on_a_server_that_refuses_structured_output(
     tmp_path: Path,
 ) -> None:
-    """12 QA items judged by gpt-4-0613 at a loopback that refuses json_schema like the API."""
+    """12 QA items judged by gpt-4-0613 at a loopback that refuses json_schema like the API.
+
+    Three more items are restated to another value than the reply stated ("a 7 out of 10",
+    then ``{"score": 6}``): only they stay unscored, with the reason, the reply logged.
+    """
     lock = threading.Lock()
     answered: list[str] = []
 
@@ -67,43 +80,49 @@ def test_the_papers_judge_loses_no_item_on_a_server_that_refuses_structured_outp
         if restating(request):
             assert "response_format" not in request.body  # the API refuses it: never here
             index = int(response_in_chat(request).rsplit(" ", 1)[1].rstrip("."))
-            return json.dumps({"score": _score(index)})
+            return json.dumps({"score": _restated(index)})
         index = int(response_in(request).rsplit(" ", 1)[1].rstrip("."))
         return _first_reply(index)
 
     out = tmp_path / "out"
     with LoopbackOpenAI(server) as loop:
         judge = f"openai:gpt-4-0613,base_url={loop.base_url},cache={tmp_path / 'c.sqlite'}"
-        args = chat_qa_args(loop.chat_url, judge, out, limit=12)
+        args = chat_qa_args(loop.chat_url, judge, out, limit=CONTRADICTED + 3)
         proc = run_lm_eval(args, env={"OPENAI_API_KEY": "sk-test"})
         assert proc.returncode == 0, proc.stderr[-3000:]
         judged = [r for r in loop.requests if "### Response to evaluate:" in json.dumps(r.body)]
         refused = list(loop.refused)
     restated = [r for r in judged if restating(r)]
-    # 12 first replies; 8 restated (prose, conflicting); the first restatement was tried
-    # with its schema and refused, every later one was sent once, without it
-    assert len(judged) == 12 + 8 + 1 and len(restated) == 9
+    # 15 first replies; 11 restated (prose, conflicting, contradicted); the first
+    # restatement was tried with its schema and refused, every later one was sent once
+    assert len(judged) == 15 + 11 + 1 and len(restated) == 12
     assert [r.body["response_format"]["type"] for r in refused] == ["json_schema"]
     assert refused[0] is restated[0]
     assert proc.stderr.count("refuses response_format json_schema") == 1
     results = json.loads(next(out.rglob("results_*.json")).read_text())
     metrics = results["results"]["elitr_qa_dev"]
     assert metrics["judge_errors,openai:gpt-4-0613"] == 0.0  # no item lost, no breaker
-    assert metrics["judge_unscored,openai:gpt-4-0613"] == 0.0
+    assert metrics["judge_unscored,openai:gpt-4-0613"] == 3.0  # the contradicted items
     rows = [json.loads(x) for p in out.rglob("samples_*.jsonl") for x in p.read_text().splitlines()]
-    assert len(rows) == 12
+    assert len(rows) == 15
     for row in rows:
         judgement = json.loads(row["filtered_resps"][0][0])["judge"]
         index = int(row["resps"][0][0].rsplit(" ", 1)[1].rstrip("."))
         [sample] = judgement["samples"]
-        assert judgement["status"] == "scored" and sample["native"] == _score(index)
+        if _kind(index) == "contradicted":  # the restatement never overrides the reply
+            said, got = _score(index), _restated(index)
+            assert judgement["status"] == "unscored" and sample["native"] is None
+            why = f"restatement disagrees with the reply ({said} in the reply, {got} restated)"
+            assert sample["reason"] == why and judgement["reason"] == why
+        else:
+            assert judgement["status"] == "scored" and sample["native"] == _score(index)
         assert sample["raw"] == _first_reply(index)  # the judge's feedback is logged
         assert sample["restated"] == (_kind(index) != "asked")
-        restatement = json.dumps({"score": _score(index)}) if sample["restated"] else ""
+        restatement = json.dumps({"score": _restated(index)}) if sample["restated"] else ""
         assert sample["restatement"] == restatement
     usage = results["configs"]["elitr_qa_dev"]["metadata"]["judge_usage"]
-    assert usage["restated"] == 8 and usage["structured_refused"] == 1
-    assert usage["unstructured"] == 8 and usage["refused"] == 1 and usage["failed"] == 0
+    assert usage["restated"] == 11 and usage["structured_refused"] == 1
+    assert usage["unstructured"] == 11 and usage["refused"] == 1 and usage["failed"] == 0
 
 
 def response_in_chat(request: RecordedRequest) -> str:
