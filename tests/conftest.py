@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
+    from tests.support.lm_eval_fork import ForkedLmEval
     from tests.support.vllm_server import VLLMServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,11 +52,40 @@ def tiny_llama(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_llama(tmp_path_factory.mktemp("tiny-llama"))
 
 
+#: The environment lm_eval launches start from (before any test changes it).
+_BASE_ENV = dict(os.environ)
+_FORK: ForkedLmEval | None = None
+
+
+def _fork_server() -> ForkedLmEval | None:
+    """This process's warm lm_eval server (tests/support/lm_eval_fork.py), started once."""
+    global _FORK
+    if os.environ.get("ELITR_TEST_FRESH_LM_EVAL", "") not in ("", "0"):
+        return None
+    if _FORK is None:
+        import atexit
+
+        from tests.support.lm_eval_fork import ForkedLmEval
+
+        _FORK = ForkedLmEval(_BASE_ENV)
+        atexit.register(_FORK.close)
+    return _FORK
+
+
 def run_lm_eval(
     args: list[str], *, env: dict[str, str] | None = None, timeout: int = 600
 ) -> subprocess.CompletedProcess[str]:
-    """Run the real ``lm_eval`` console script in a fresh interpreter."""
+    """Run the real ``lm_eval`` CLI: lm-eval's console entry point in a process of its own.
+
+    The process is forked from a warm interpreter (:mod:`tests.support.lm_eval_fork`): a
+    launch then costs its own work, not the imports and lm-eval's index of its built-in
+    tasks again. A launch whose environment changes what modules read at import time, or
+    any under ``ELITR_TEST_FRESH_LM_EVAL=1``, runs the console script in a fresh interpreter.
+    """
     full_env = {**os.environ, **(env or {})}
+    fork = _fork_server()
+    if fork is not None and fork.serves(full_env):
+        return fork.run(args, full_env, timeout)
     exe = Path(sys.executable).with_name("lm_eval")
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "lm_eval"]
     return subprocess.run(

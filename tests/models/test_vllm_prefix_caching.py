@@ -7,8 +7,11 @@ once; lm-eval passes unknown ``--model_args`` on to ``vllm.LLM``. The test drive
 its own torch and transformers), once for the three kinds of task, since loading the engine
 is the cost: single-turn QA, multi-turn QA with the released answers as history, and Conv,
 where each turn carries the model's own earlier answers. The 1,024-token window forces the
-over-length cut, counted with vLLM's tokenizer. The answers are then compared with
-transformers' greedy decoding of the same prompts in this venv.
+over-length cut, counted with vLLM's tokenizer. A fourth task, ``elitr_qa_dev`` under
+``context_budget`` (a task YAML of the test's own, since ``--metadata`` is one for the
+whole launch), checks the budget cut counted with vLLM's tokenizer in the same launch. The
+answers are then compared with transformers' greedy decoding of the same prompts in this
+venv.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from typing import Any
 
 import pytest
 
+import elitr_bench
+from elitr_bench.middle_cut import ELISION
 from tests.support.vllm_server import ENGINE_CORE, engine_env
 
 pytestmark = pytest.mark.slow
@@ -29,11 +34,25 @@ WINDOW = 1024
 MAX_GEN = 32
 #: Top-1 minus top-2 logit (float32) below which two kernels may pick different tokens.
 NEAR_TIE = 0.05
+#: ``elitr_qa_dev`` with its transcripts cut to ``BUDGET`` tokens (a name that no
+#: ``samples_<task>_*`` glob of the other tasks matches).
+BUDGET_TASK, BUDGET = "vllm_budget_qa", 300
 
 
-def _samples(out: Path) -> dict[str, list[dict[str, Any]]]:
+def _budget_task(folder: Path) -> Path:
+    """An include path holding ``elitr_qa_dev`` under ``context_budget``, as a user writes it."""
+    base = Path(elitr_bench.__file__).parent / "tasks" / "elitr_qa" / "_elitr_qa_base.yaml"
+    folder.mkdir()
+    (folder / f"{BUDGET_TASK}.yaml").write_text(
+        f"include: {base}\ntask: {BUDGET_TASK}\ntest_split: dev\n"
+        f"metadata:\n  version: 1.0\n  context_budget: {BUDGET}\n"
+    )
+    return folder
+
+
+def _samples(out: Path, tasks: tuple[str, ...] = TASKS) -> dict[str, list[dict[str, Any]]]:
     found = {}
-    for task in TASKS:
+    for task in tasks:
         path = next(out.rglob(f"samples_{task}_*.jsonl"))
         rows = [json.loads(line) for line in path.read_text().splitlines()]
         found[task] = sorted(rows, key=lambda s: s["doc_id"])
@@ -55,7 +74,8 @@ def _run_vllm(vllm_venv: Path, smollm2: Path, out: Path) -> Path:
         str(vllm_venv / "bin" / "lm_eval"),
         "--model", "vllm",
         "--model_args", model_args,
-        "--tasks", ",".join(TASKS),
+        "--include_path", str(_budget_task(out / "tasks")),
+        "--tasks", ",".join((*TASKS, BUDGET_TASK)),
         "--limit", "2",
         "--gen_kwargs", f"max_gen_toks={MAX_GEN}",
         "--apply_chat_template",
@@ -75,6 +95,7 @@ def test_vllm_runs_single_turn_multi_turn_and_conv(
     """One launch (loading the engine is the cost; one test, so xdist never splits it)."""
     vllm_run = _run_vllm(vllm_venv, smollm2, tmp_path)
     _check_tasks(vllm_run, smollm2)
+    _check_budget(vllm_run, smollm2)
     _check_answers_are_transformers_greedy_answers(vllm_run, smollm2)
 
 
@@ -109,6 +130,32 @@ def _check_tasks(vllm_run: Path, smollm2: Path) -> None:
         history = _prompt(second)[len(_prompt(first)) :]
         assert history.endswith(f"{second['doc']['question']}<|im_end|>\n<|im_start|>assistant\n")
         assert history.startswith(first["resps"][0][0].strip() + "<|im_end|>\n"), history
+
+
+def _check_budget(vllm_run: Path, smollm2: Path) -> None:
+    """``context_budget`` cut each transcript to the budget, counted with vLLM's tokenizer.
+
+    lm-eval's ``vllm`` model has ``tok_encode`` but no ``tok_decode``; the cut decodes with
+    its tokenizer instead. Each prompt's transcript (between Fig. 5's opening and closing)
+    holds at most ``BUDGET`` tokens, near all of it, and the sample records that count.
+    """
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(smollm2)
+    results = json.loads(next(vllm_run.rglob("results_*.json")).read_text())
+    assert results["configs"][BUDGET_TASK]["metadata"]["context_budget"] == BUDGET
+    # the budget left the prompts inside the window: nothing more to cut
+    assert results["results"][BUDGET_TASK]["overlength_truncated,none"] == 0
+    rows = _samples(vllm_run, (BUDGET_TASK,))[BUDGET_TASK]
+    assert len(rows) == 2
+    for row in rows:
+        prompt = _prompt(row)
+        transcript = prompt.split("several lines.\n\n", 1)[1].split("\n\nAs a professional")[0]
+        assert transcript.count(ELISION) == 1
+        kept = len(tokenizer(transcript, add_special_tokens=False)["input_ids"])
+        assert 0.8 * BUDGET <= kept <= BUDGET, kept
+        assert row["transcript_tokens"] == kept
+        assert row["resps"][0][0].strip()
 
 
 def _check_answers_are_transformers_greedy_answers(vllm_run: Path, smollm2: Path) -> None:

@@ -20,8 +20,10 @@ from tests.conftest import run_lm_eval
 from tests.tasks.test_long_context import _assert_ends_of
 
 #: Budgets of the fill test: small ones where the slack is a few words, up to the model's
-#: 8,192 positions (which holds some meetings whole).
-FILL_BUDGETS = (256, 512, 1024, 2048, 4096, 8192)
+#: 8,192 positions (which holds some meetings whole). At 300, ``meeting_en_dev_002`` once
+#: had no cut: its cuts keeping 282-294 tokens were all one 301-token text, and the
+#: one-token steps of the search ran out before leaving that plateau.
+FILL_BUDGETS = (256, 300, 512, 1024, 2048, 4096, 8192)
 
 
 def _run(checkpoint: Path, out: Path, tasks: str, metadata: dict[str, Any]) -> None:

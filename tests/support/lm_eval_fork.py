@@ -1,0 +1,233 @@
+"""The real ``lm_eval`` CLI, launched as a fork of an interpreter that has already started.
+
+Most of the suite's time went into ``lm_eval`` launches, and most of a launch is the same
+work every time: importing lm-eval, torch and transformers (about 4 s on this project's
+2-core machine) and indexing lm-eval's own 14,000 task YAMLs (about 6 s; lm-eval 0.4
+parses them all in every ``TaskManager``). A test's own part is often a second or two.
+
+So each pytest worker keeps one server process (this file, run as a script). It imports
+what every launch imports, builds lm-eval's index of its *built-in* task folder once, and
+then, for each launch, forks: the child chdirs, takes the launch's environment, points its
+stdin at ``/dev/null`` and its stdout and stderr at files, sets ``sys.argv`` as the
+console script would, and calls lm-eval's console entry point ``cli_evaluate``. It ends as
+the console script's interpreter would: ``SystemExit`` (or an uncaught exception, with its
+traceback) leaves through the top of this script, so non-daemon threads are joined, the
+``atexit`` handlers run and the streams are flushed. Everything after the fork is the
+launch's own: each child starts from the same just-imported state, and nothing it
+changes (modules, registries, the index) reaches the next one.
+
+What differs from a fresh interpreter, and why it does not matter here:
+
+* the modules are imported before the launch's arguments are parsed (the hook, lm-eval's
+  registries and the import watcher do the same work on the same imports, only earlier);
+* lm-eval's index of its own folder is built by the server, from the same files, with
+  lm-eval's own ``TaskIndex.build``; any ``--include_path`` (ours, which the start-up hook
+  adds, and a test's) is indexed by the child, and a task there overrides a built-in one
+  with lm-eval's warning, as in a fresh run;
+* the environment is read at import time by some libraries (Hugging Face offline
+  switches, OpenMP threads, ``PYTHONPATH``, lm-eval's ``LM_HARNESS_CACHE_PATH``, our
+  ``ELITR_BENCH_NO_HOOK``; our package reads none at import): a launch whose
+  environment differs from the server's in such a variable (:func:`import_time_env`) runs
+  in a fresh interpreter instead, as does every launch under ``ELITR_TEST_FRESH_LM_EVAL=1``.
+
+Tests of the start-up hook itself launch fresh interpreters of their own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import IO, Any
+
+#: Environment variables read when a module is imported: a launch that sets them differently
+#: from the server's environment needs an interpreter of its own.
+IMPORT_TIME_PREFIXES = (
+    "PYTHON", "HF_", "HUGGINGFACE", "TRANSFORMERS", "TORCH", "OMP_", "MKL_", "KMP_", "CUDA",
+    "LD_", "TOKENIZERS", "XDG_", "HOME", "ELITR_BENCH_NO_HOOK", "LMEVAL", "LM_EVAL",
+    "LM_HARNESS", "DATASETS", "VIRTUAL_ENV", "ACCELERATE", "RANK", "LOCAL_RANK", "WORLD_SIZE",
+    "MASTER_",
+)  # fmt: skip
+
+
+def import_time_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The variables of ``env`` that some module may read when it is imported."""
+    return {k: v for k, v in env.items() if k.upper().startswith(IMPORT_TIME_PREFIXES)}
+
+
+# --------------------------------------------------------------------------- client
+class ForkedLmEval:
+    """One worker's server and the launches it forks (one at a time)."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self.env = dict(env)
+        self._lock = threading.Lock()
+        self._server = subprocess.Popen(
+            [sys.executable, __file__],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=self.env,
+            text=True,
+        )
+        ready = self._read()
+        if ready.get("ready") is not True:  # pragma: no cover - the server failed to start
+            raise RuntimeError(f"lm_eval fork server did not start: {ready}")
+        #: What the imports themselves put in the environment (lm-eval sets
+        #: ``HF_XET_HIGH_PERFORMANCE``): a launch that has not set them gets them, as a
+        #: fresh interpreter would from the same imports.
+        self.set_at_import: dict[str, str] = ready["set_at_import"]
+
+    def serves(self, env: Mapping[str, str]) -> bool:
+        """Whether a launch with ``env`` can be forked from this server."""
+        if self._server.poll() is not None:
+            return False
+        wanted, started = import_time_env(env), import_time_env(self.env)
+        for key, value in self.set_at_import.items():
+            if wanted.get(key, value) == value:
+                wanted.pop(key, None)
+                started.pop(key, None)
+        return wanted == started
+
+    def run(
+        self, args: list[str], env: Mapping[str, str], timeout: float, cwd: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """``subprocess.run``'s answer for ``lm_eval *args``, from a forked child."""
+        cmd = ["lm_eval", *args]
+        with self._lock, tempfile.TemporaryDirectory(prefix="lm-eval-fork-") as scratch:
+            out, err = Path(scratch) / "stdout", Path(scratch) / "stderr"
+            request = {
+                "argv": args,
+                "env": dict(env),
+                "cwd": cwd or os.getcwd(),
+                "stdout": str(out),
+                "stderr": str(err),
+                "timeout": timeout,
+            }
+            assert self._server.stdin is not None
+            self._server.stdin.write(json.dumps(request) + "\n")
+            self._server.stdin.flush()
+            reply = self._read()
+            stdout = out.read_text(errors="replace") if out.exists() else ""
+            stderr = err.read_text(errors="replace") if err.exists() else ""
+        if reply.get("timed_out"):
+            raise subprocess.TimeoutExpired(cmd, timeout, output=stdout, stderr=stderr)
+        return subprocess.CompletedProcess(cmd, int(reply["returncode"]), stdout, stderr)
+
+    def close(self) -> None:
+        """End the server (its stdin closes; it exits at the end of its loop)."""
+        if self._server.stdin is not None and not self._server.stdin.closed:
+            self._server.stdin.close()
+        try:
+            self._server.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # pragma: no cover
+            self._server.kill()
+
+    def _read(self) -> dict[str, Any]:
+        assert self._server.stdout is not None
+        line = self._server.stdout.readline()
+        if not line:
+            raise RuntimeError("lm_eval fork server ended unexpectedly")
+        reply: dict[str, Any] = json.loads(line)
+        return reply
+
+
+# --------------------------------------------------------------------------- server
+def _warm() -> None:
+    """Import what every launch imports; index lm-eval's built-in tasks once."""
+    import logging
+
+    import lm_eval  # our start-up hook patches lm-eval on this import
+    import lm_eval.__main__
+    import lm_eval.evaluator
+    import lm_eval.models
+    import lm_eval.models.huggingface
+    import lm_eval.tasks
+    from lm_eval.tasks._index import TaskIndex
+
+    import elitr_bench.tasks.task  # noqa: F401
+
+    builtin = Path(lm_eval.tasks.__file__).parent
+    original = TaskIndex.build
+    built_in_index = original([builtin])
+    log = logging.getLogger("lm_eval.tasks._index")
+
+    def build(paths: Any, *, resolve_includes: bool = True) -> dict[str, Any]:
+        paths = [Path(p) for p in paths]
+        if not (resolve_includes and paths and paths[0] == builtin):
+            return original(paths, resolve_includes=resolve_includes)
+        index = dict(built_in_index)
+        for name, entry in original(paths[1:], resolve_includes=True).items():
+            if name in index:  # lm-eval's own warning for a later path's override
+                log.warning(
+                    "Task '%s' from %s overrides existing task from %s",
+                    name,
+                    entry.yaml_path,
+                    index[name].yaml_path,
+                )
+            index[name] = entry
+        return index
+
+    TaskIndex.build = staticmethod(build)  # type: ignore[method-assign]
+
+
+def _launch(request: dict[str, Any], set_at_import: dict[str, str]) -> None:
+    """In the forked child: become ``lm_eval *argv`` and end as its interpreter would."""
+    os.setpgid(0, 0)  # a timeout ends the launch and whatever it started
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update({**set_at_import, **request["env"]})
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
+        os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), fd)
+    sys.stdin = open(os.devnull)  # noqa: SIM115 - the child's stdin until it exits
+    script = Path(sys.executable).with_name("lm_eval")
+    sys.argv = [str(script), *request["argv"]]
+    from lm_eval.__main__ import cli_evaluate
+
+    sys.exit(cli_evaluate())  # the console script's last line
+
+
+def _wait(pid: int, timeout: float) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return {"returncode": os.waitstatus_to_exitcode(status), "timed_out": False}
+        if time.monotonic() > deadline:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return {"returncode": -9, "timed_out": True}
+        time.sleep(0.02)
+
+
+def _serve(requests: IO[str], replies: IO[str]) -> None:
+    before = dict(os.environ)
+    _warm()
+    set_at_import = {k: v for k, v in os.environ.items() if before.get(k) != v}
+    replies.write(json.dumps({"ready": True, "set_at_import": set_at_import}) + "\n")
+    replies.flush()
+    for line in iter(requests.readline, ""):
+        request = json.loads(line)
+        replies.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            _launch(request, set_at_import)  # leaves through SystemExit, out of this script
+        replies.write(json.dumps(_wait(pid, float(request["timeout"]))) + "\n")
+        replies.flush()
+
+
+if __name__ == "__main__":
+    # Not the folder of this file: a launch must import only what a fresh one would.
+    del sys.path[0]
+    _serve(sys.stdin, sys.stdout)

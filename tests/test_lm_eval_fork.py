@@ -1,0 +1,79 @@
+"""A forked ``lm_eval`` launch answers as the console script in a fresh interpreter does.
+
+The suite's launches go through :mod:`tests.support.lm_eval_fork`; these tests hold it to
+the fresh console script: the same exit status, output and samples, ``subprocess.run``'s
+timeout, and a fresh interpreter whenever the environment changes what is read at import.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import _BASE_ENV, _fork_server
+from tests.support.lm_eval_fork import import_time_env
+
+pytestmark = pytest.mark.slow
+
+
+def _fresh(args: list[str]) -> subprocess.CompletedProcess[str]:
+    exe = Path(sys.executable).with_name("lm_eval")
+    return subprocess.run(
+        [str(exe), *args], capture_output=True, text=True, env=dict(os.environ), check=False
+    )
+
+
+def _samples(out: Path) -> list[dict[str, object]]:
+    (path,) = out.rglob("samples_*.jsonl")
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    return [{k: r[k] for k in ("doc_id", "arguments", "resps", "filtered_resps")} for r in rows]
+
+
+def test_a_forked_launch_gives_the_fresh_console_scripts_answers(tmp_path: Path) -> None:
+    fork = _fork_server()
+    if fork is None:
+        pytest.skip("ELITR_TEST_FRESH_LM_EVAL is set: every launch is fresh")
+    run = [
+        "--model", "elitr-replay", "--model_args", "system=gpt-4", "--tasks", "elitr_qa_dev",
+        "--limit", "2", "--log_samples", "--metadata", json.dumps({"judge": "none"}),
+    ]  # fmt: skip
+    forked = fork.run([*run, "--output_path", str(tmp_path / "forked")], os.environ, 300)
+    fresh = _fresh([*run, "--output_path", str(tmp_path / "fresh")])
+    assert forked.returncode == fresh.returncode == 0, forked.stderr[-2000:]
+    assert _samples(tmp_path / "forked") == _samples(tmp_path / "fresh")
+    table = [line for line in forked.stdout.splitlines() if "elitr_qa_dev" in line]
+    assert table and table == [line for line in fresh.stdout.splitlines() if "elitr_qa_dev" in line]
+
+    # a mistyped task: the same status and the same last line of stderr
+    typo = ["--model", "elitr-replay", "--model_args", "system=gpt-4", "--tasks", "elitr_qa_devv"]
+    forked, fresh = fork.run(typo, os.environ, 300), _fresh(typo)
+    assert forked.returncode == fresh.returncode != 0
+    assert forked.stderr.strip().splitlines()[-1] == fresh.stderr.strip().splitlines()[-1]
+
+
+def test_a_launch_past_its_timeout_raises_as_subprocess_run_does(tmp_path: Path) -> None:
+    fork = _fork_server()
+    if fork is None:
+        pytest.skip("ELITR_TEST_FRESH_LM_EVAL is set: every launch is fresh")
+    args = ["--model", "elitr-replay", "--model_args", "system=gpt-4", "--tasks", "elitr_qa_dev"]
+    with pytest.raises(subprocess.TimeoutExpired):
+        fork.run([*args, "--output_path", str(tmp_path)], os.environ, 0.5)
+    # the server goes on serving
+    assert fork.run(["--model", "nope-model", "--tasks", "x"], os.environ, 300).returncode != 0
+
+
+def test_an_import_time_variable_takes_a_fresh_interpreter(tmp_path: Path) -> None:
+    """lm-eval reads ``LM_HARNESS_CACHE_PATH`` at import: a fork would keep the server's."""
+    fork = _fork_server()
+    if fork is None:
+        pytest.skip("ELITR_TEST_FRESH_LM_EVAL is set: every launch is fresh")
+    assert fork.serves({**_BASE_ENV, "ELITR_BENCH_CACHE": "/elsewhere"})  # read at run time
+    changed = {**_BASE_ENV, "LM_HARNESS_CACHE_PATH": str(tmp_path)}
+    assert import_time_env(changed) != import_time_env(_BASE_ENV)
+    assert not fork.serves(changed)
+    # tests/tasks/test_request_safety.py then finds lm-eval's request cache where it put it
