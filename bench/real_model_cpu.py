@@ -45,7 +45,6 @@ import argparse
 import json
 import logging
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -55,9 +54,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import vllm_venv
+
 TASKS = ("elitr_qa_dev", "elitr_qa_mt_dev")
-ROOT = Path(__file__).resolve().parents[1]
-VLLM = "vllm apc"
+VLLM = vllm_venv.ROW
 
 
 @dataclass
@@ -166,13 +166,6 @@ def margins(model: Any, tokenizer: Any, ref: Tally, other: Tally) -> list[str]:
     return lines
 
 
-def extra_args(text: str) -> dict[str, Any]:
-    """``--vllm-args`` (``k=v,k=v``) as ``vllm.LLM`` keyword arguments, typed as lm-eval does."""
-    from lm_eval.utils import simple_parse_args_string
-
-    return dict(simple_parse_args_string(text)) if text else {}
-
-
 def vllm_child(args: argparse.Namespace, checkpoint: Path, out: Path) -> int:
     """Run only the ``vllm apc`` row (in the vLLM venv) and write its tallies to ``out``."""
     from lm_eval.models.vllm_causallms import VLLM as VLLMLM
@@ -188,7 +181,7 @@ def vllm_child(args: argparse.Namespace, checkpoint: Path, out: Path) -> int:
         # vLLM 0.32's CPU engine dies on a seeded request whose prefill is chunked
         enable_chunked_prefill=False,
         max_num_batched_tokens=max(args.max_length, 8192),
-        **extra_args(args.vllm_args),
+        **vllm_venv.extra_args(args.vllm_args),
     )
     load_s = time.perf_counter() - start
     tallies = {task: Tally() for task in tasks}
@@ -212,18 +205,12 @@ def vllm_row(
     args: argparse.Namespace, argv: Sequence[str], checkpoint: Path
 ) -> tuple[dict[str, Tally], str]:
     """The ``vllm apc`` tallies from a run of this script in the vLLM venv, and a note."""
-    python = Path(args.vllm_venv) / "bin" / "python"
-    if not python.exists():
-        return {}, f"vllm apc: skipped (no vLLM venv at {args.vllm_venv}: make install-vllm)"
-    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
-    env.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     with tempfile.TemporaryDirectory() as scratch:
         out = Path(scratch) / "vllm.json"
-        cmd = [str(python), __file__, *argv, "--checkpoint", str(checkpoint)]
-        proc = subprocess.run([*cmd, "--vllm-child", str(out)], env=env, check=False)
-        if proc.returncode != 0 or not out.exists():
-            return {}, f"vllm apc: failed (exit {proc.returncode}; its output is above)"
+        child = [*argv, "--checkpoint", str(checkpoint), "--vllm-child", str(out)]
+        failed = vllm_venv.run_child(__file__, child, args.vllm_venv, out, kv_cache_gib="2")
+        if failed:
+            return {}, failed
         record = json.loads(out.read_text())
     tallies = {task: Tally(**fields) for task, fields in record["tallies"].items()}
     note = f"vllm apc: vLLM {record['version']}, engine loaded in {record['load_s']:.0f} s"
@@ -247,16 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--rounds", type=int, default=1, help="repeat, rotating the order")
     parser.add_argument("--tasks", default=",".join(TASKS), help="comma list of our QA tasks")
-    parser.add_argument(
-        "--vllm-venv",
-        default=os.environ.get("ELITR_BENCH_VLLM_VENV") or str(ROOT / ".venv-vllm"),
-        help="the venv of make install-vllm (the vllm apc row runs there; missing: skipped)",
-    )
-    parser.add_argument("--no-vllm", action="store_true", help="leave out the vllm apc row")
-    parser.add_argument(
-        "--vllm-args", default="", help="more vllm.LLM arguments, k=v,... (enforce_eager=True)"
-    )
-    parser.add_argument("--vllm-child", type=Path, help=argparse.SUPPRESS)
+    vllm_venv.add_arguments(parser)
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     if args.meetings < 1 or args.rounds < 1:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -67,10 +68,10 @@ def test_peak_from_device_name(name: str, tflops: float | None) -> None:
     assert _load().peak_tflops(name) == tflops
 
 
-def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**(env or os.environ), "CUDA_VISIBLE_DEVICES": ""}
     return subprocess.run(
-        [sys.executable, str(SCRIPT), *args], capture_output=True, text=True, env=env, timeout=300
+        [sys.executable, str(SCRIPT), *args], capture_output=True, text=True, env=env, timeout=600
     )
 
 
@@ -79,7 +80,7 @@ def test_cpu_mode_runs_every_back_end_on_real_prompts() -> None:
     """Stock hf at batch 1 and 2, hf-prefix serial and batched: same answers, fewer prefills."""
     proc = _run(
         "--shape", "tiny", "--meetings", "1", "--questions", "2", "--max-gen-toks", "6",
-        "--mean-answer-tokens", "3", "--stock-batch-sizes", "2", "--modes", "st,mt",
+        "--mean-answer-tokens", "3", "--stock-batch-sizes", "2", "--modes", "st,mt", "--no-vllm",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = proc.stdout
@@ -100,6 +101,66 @@ def test_cpu_mode_runs_every_back_end_on_real_prompts() -> None:
         for ours in ("hf-prefix serial", "hf-prefix batched"):
             assert rows["hf b1"][0] > 1.8 * rows[ours][0] > 0
         assert "1.00x" in {speed for _, _, speed in rows.values()}  # stock's best itself
+
+
+@pytest.mark.slow
+def test_vllm_row_decodes_hf_b1s_answer_lengths(vllm_venv: Path, tmp_path: Path) -> None:
+    """The tiny shape with the vllm apc row: one engine for st and mt, on the CPU.
+
+    The parent sends every call's prompt ids and ``hf b1``'s decoded token counts; the
+    child records how many tokens vLLM generated per request. They must be equal, the
+    counts must be ``hf b1``'s (the random model and its end hook decode the single-turn
+    prompts again here, whose order lm-eval sorts by length), the conversation's second
+    turn must find its transcript in vLLM's prefix cache, and the row must print its wall
+    time and its ratio to stock's best.
+    """
+    import torch
+    from transformers import AutoTokenizer
+
+    from tests.support.vllm_server import SERVER_CORE, engine_env
+
+    # the server of the vLLM tests idles between requests; vLLM's default core is 0
+    env = engine_env(VLLM_CPU_OMP_THREADS_BIND=SERVER_CORE)
+    proc = _run(
+        # 3 questions: the first two prompts have one length, so their answers end alike
+        "--shape", "tiny", "--meetings", "1", "--questions", "3", "--max-gen-toks", "6",
+        "--mean-answer-tokens", "5", "--stock-batch-sizes", "1", "--modes", "st,mt",
+        "--vllm-venv", str(vllm_venv), "--vllm-keep", str(tmp_path), env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    out = proc.stdout
+    assert "back ends: hf b1, hf-prefix serial, hf-prefix batched, vllm apc" in out
+    assert re.search(
+        r"^vllm apc: vLLM \S+, engine loaded in \d+ s \(not in the ratios\); .* decoded hf b1's "
+        r"token count for 6/6 requests; answers not compared",
+        out,
+        re.M,
+    ), out[-3000:]
+    for mode in ("st", "mt"):
+        block = out.split(f"\n[{mode}]")[1]
+        row = re.search(r"^\s+vllm apc\s+([\d,]+)\s+([\d.]+)\s.*\sn/a\s+([\d.]+x)$", block, re.M)
+        assert row, block
+    sent = json.loads((tmp_path / "requests.json").read_text())
+    replies = json.loads((tmp_path / "replies.json").read_text())
+    assert list(replies["modes"]) == ["st", "mt"]
+    for mode in ("st", "mt"):
+        calls = zip(sent["modes"][mode], replies["modes"][mode], strict=True)
+        assert all(reply["generated"] == call["counts"] for call, reply in calls)
+    # Prefix caching is on: turn 2 of the conversation prefills little beyond turn 1's prompt.
+    (turn2_ids,) = sent["modes"]["mt"][1]["prompts"]
+    assert 0 < replies["modes"]["mt"][1]["prefill_tokens"] < len(turn2_ids) / 4
+    (st,) = sent["modes"]["st"]
+    assert len(set(st["counts"])) > 1  # answers of different lengths: no order hides a swap
+    bench = _load()
+    tok = AutoTokenizer.from_pretrained(tmp_path / "model")
+    model = bench.build_model(bench.SHAPES["tiny"], len(tok), "cpu", torch.float32)
+    bench.AnswerEnd(mean=5, eos=tok.eos_token_id).attach(model)
+    for ids, count in zip(st["prompts"], st["counts"], strict=True):
+        answer = model.generate(
+            input_ids=torch.tensor([ids]), max_new_tokens=6, do_sample=False,
+            eos_token_id=tok.eos_token_id, pad_token_id=tok.eos_token_id,
+        )  # fmt: skip
+        assert answer.shape[1] - len(ids) == count
 
 
 def test_answer_end_hook_ends_a_real_batch_where_each_row_ends_alone() -> None:
