@@ -58,9 +58,18 @@ IMPORT_TIME_PREFIXES = (
 )  # fmt: skip
 
 
+#: Read at import by a module the server does not import (``evaluate``, which lm-eval loads
+#: for a metric it does not register), so the launch itself reads them.
+READ_BY_THE_LAUNCH = ("HF_EVALUATE_OFFLINE",)
+
+
 def import_time_env(env: Mapping[str, str]) -> dict[str, str]:
-    """The variables of ``env`` that some module may read when it is imported."""
-    return {k: v for k, v in env.items() if k.upper().startswith(IMPORT_TIME_PREFIXES)}
+    """The variables of ``env`` that a module the server imports may read at import."""
+    return {
+        k: v
+        for k, v in env.items()
+        if k.upper().startswith(IMPORT_TIME_PREFIXES) and k not in READ_BY_THE_LAUNCH
+    }
 
 
 # --------------------------------------------------------------------------- client
@@ -176,6 +185,8 @@ def _warm() -> None:
         return index
 
     TaskIndex.build = staticmethod(build)  # type: ignore[method-assign]
+    if "evaluate" in sys.modules:  # READ_BY_THE_LAUNCH would then be read here, too early
+        raise RuntimeError("the lm_eval fork server imported `evaluate`: see READ_BY_THE_LAUNCH")
 
 
 def _launch(request: dict[str, Any], set_at_import: dict[str, str]) -> None:
