@@ -51,16 +51,21 @@ from typing import IO, Any
 #: Environment variables read when a module is imported: a launch that sets them differently
 #: from the server's environment needs an interpreter of its own.
 IMPORT_TIME_PREFIXES = (
-    "PYTHON", "HF_", "HUGGINGFACE", "TRANSFORMERS", "TORCH", "OMP_", "MKL_", "KMP_", "CUDA",
+    "PYTHON", "HF_", "HUGGINGFACE", "TRANSFORMERS", "TORCH", "OMP_", "MKL_", "CUDA",
     "LD_", "TOKENIZERS", "XDG_", "HOME", "ELITR_BENCH_NO_HOOK", "LMEVAL", "LM_EVAL",
     "LM_HARNESS", "DATASETS", "VIRTUAL_ENV", "ACCELERATE", "RANK", "LOCAL_RANK", "WORLD_SIZE",
     "MASTER_",
 )  # fmt: skip
 
 
-#: Read at import by a module the server does not import (``evaluate``, which lm-eval loads
-#: for a metric it does not register), so the launch itself reads them.
-READ_BY_THE_LAUNCH = ("HF_EVALUATE_OFFLINE",)
+#: Matching the prefixes above but read only by the launch itself: ``HF_EVALUATE_OFFLINE`` at
+#: the import of ``evaluate``, which the server never imports (lm-eval loads it for a metric
+#: it does not register), and ``TORCHINDUCTOR_CACHE_DIR`` whenever inductor looks for its
+#: cache. Both are set in a pytest worker by what it ran before (a fixture; torch compiling),
+#: and a fresh launch would inherit them just the same. (Intel OpenMP's ``KMP_*``, which
+#: sklearn and joblib set when imported, are not matched at all: torch's CPU build on Linux
+#: runs on GNU OpenMP, which does not read them.)
+READ_BY_THE_LAUNCH = ("HF_EVALUATE_OFFLINE", "TORCHINDUCTOR_CACHE_DIR")
 
 
 def import_time_env(env: Mapping[str, str]) -> dict[str, str]:
