@@ -254,7 +254,9 @@ async def ask(
         completion = await client.complete(request, draw)
         raws.append(completion.text or "")
         reasons.append(completion.finish_reason)
-        reading = read_reply(grammar, completion.text, completion.finish_reason, evaluated)
+        reading = read_reply(
+            grammar, completion.text, completion.finish_reason, evaluated, completion.reasoned_out
+        )
         if restatement is not None and reading.restate and not reading.complete:
             follow = restatement_request(request, raws[-1], restatement, policy.structured)
             try:
@@ -272,7 +274,9 @@ async def ask(
             client.usage.restated += 1
             raws.append(second.text or "")
             reasons.append(second.finish_reason)
-            restated = read_restatement(grammar, reading, second.text, second.finish_reason)
+            restated = read_restatement(
+                grammar, reading, second.text, second.finish_reason, second.reasoned_out
+            )
             restated = explained(restated, len(raws))
             return Asked(restated, tuple(raws), len(raws), len(raws) - 1, tuple(reasons), True)
         if best is None or reading.n_scored > best.n_scored:

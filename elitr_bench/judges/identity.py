@@ -19,10 +19,12 @@ from elitr_bench.judges.family import (
     get_family,
 )
 from elitr_bench.judges.rubrics import DEFAULT_RUBRIC, RUBRICS, Rubric
+from elitr_bench.llm import reasoning
 from elitr_bench.llm.endpoint import endpoint_key
 from elitr_bench.llm.redact import (
     redact_text,
 )
+from elitr_bench.llm.refusals import Scope
 
 _Options = TypeVar("_Options")
 
@@ -158,6 +160,9 @@ class JudgeConfig:
     def identity(self) -> dict[str, Any]:
         """What a reported score depends on: backend, model, rubric, sampling, prompt hash.
 
+        An OpenAI reasoning model (:mod:`elitr_bench.llm.reasoning`) also records the
+        sampling it ran at (``sampling.effective``: temperature 1, ``max_completion_tokens``).
+
         Contains no secrets (the key's *variable name* is not even included).
         """
         ident: dict[str, Any] = {
@@ -180,6 +185,12 @@ class JudgeConfig:
                 "reask": self.reask,
             }
         endpoint = judge_endpoint(self)
+        if self.backend == "openai":  # a reasoning model runs at 1 whatever was asked
+            effective = reasoning.effective_sampling(
+                Scope(self.backend, endpoint, self.model), self.max_tokens
+            )
+            if effective is not None:
+                ident["sampling"]["effective"] = effective
         if endpoint:  # only then, so identities of the default OpenAI API stay as they were
             ident["endpoint"] = endpoint
         if self.backend == "lexical":

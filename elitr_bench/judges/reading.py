@@ -17,10 +17,15 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 TRUNCATED = "truncated: the reply was cut off at the token limit (finish_reason=length)"
+#: A reasoning model's limit counts its hidden reasoning: spent there, no text was written.
+REASONED_OUT = (
+    "truncated: the token limit was spent on the judge's hidden reasoning before it wrote "
+    "any reply (finish_reason=length); raise max_tokens"
+)
 EMPTY = "empty reply: the judge wrote no text"
 REFUSED = "refused: the judge declined to answer"
 #: Reasons whose remedy is asking the same prompt again (never a restatement).
-REASK = (TRUNCATED, EMPTY, REFUSED)
+REASK = (TRUNCATED, REASONED_OUT, EMPTY, REFUSED)
 
 
 @dataclass(frozen=True)
@@ -241,10 +246,15 @@ def read_reply(
     raw: str | None,
     finish_reason: str | None = None,
     evaluated: Sequence[str] = (),
+    reasoned_out: bool = False,
 ) -> Reading:
-    """Read one first reply: cut-off, empty and refused replies first, then the grammar."""
+    """Read one first reply: cut-off, empty and refused replies first, then the grammar.
+
+    ``reasoned_out``: the usage says the limit went to hidden reasoning before any text
+    (:attr:`elitr_bench.llm.cache.Completion.reasoned_out`); the reason then says so.
+    """
     if finish_reason == "length":
-        return Reading.unscored(grammar.fields, TRUNCATED)
+        return Reading.unscored(grammar.fields, REASONED_OUT if reasoned_out else TRUNCATED)
     reply = Reply.of(raw or "", evaluated)
     if not reply.answer.strip():
         return Reading.unscored(grammar.fields, EMPTY)
@@ -256,7 +266,11 @@ def read_reply(
 
 
 def read_restatement(
-    grammar: Grammar, first: Reading, raw: str | None, finish_reason: str | None = None
+    grammar: Grammar,
+    first: Reading,
+    raw: str | None,
+    finish_reason: str | None = None,
+    reasoned_out: bool = False,
 ) -> Reading:
     """Read the answer to a restatement strictly; it must agree with what the reply stated.
 
@@ -267,7 +281,7 @@ def read_restatement(
     assert grammar.restatement is not None
     names = grammar.fields
     if finish_reason == "length":
-        return Reading.unscored(names, f"restatement {TRUNCATED}")
+        return Reading.unscored(names, f"restatement {REASONED_OUT if reasoned_out else TRUNCATED}")
     answer = without_reasoning(raw or "")
     if not answer.strip():
         return Reading.unscored(names, f"restatement: {EMPTY}")

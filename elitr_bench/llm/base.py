@@ -7,9 +7,15 @@ score parsing live elsewhere so that each can be swapped or reused on its own.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from elitr_bench.llm.cache import Completion
+
+#: Tokens added to a reasoning model's limit for its hidden reasoning: ``max_completion_tokens``
+#: counts reasoning and reply together, and a judge's ``max_tokens`` is sized for the reply
+#: (a few hundred tokens), which medium-effort reasoning alone can spend. Unused headroom
+#: costs nothing; a reply it still cuts off is unscored with that reason, never read.
+REASONING_HEADROOM = 8192
 
 
 @dataclass(frozen=True)
@@ -27,6 +33,11 @@ class CompletionRequest:
             always the final user message. Part of the cache key when non-empty.
         response_format: OpenAI's structured-output ``response_format`` as JSON text
             (``""``: none). Sent by backends that take it; part of the cache key when set.
+        completion_limit: Send the limit as ``max_completion_tokens`` (the endpoint refuses
+            ``max_tokens``: OpenAI's reasoning models), ``max_tokens`` plus
+            :data:`REASONING_HEADROOM`, since that limit counts hidden reasoning too.
+        sampling: Send ``temperature`` and ``top_p`` (False: the endpoint takes only its
+            default, 1, and neither is sent).
     """
 
     prompt: str
@@ -36,6 +47,27 @@ class CompletionRequest:
     seed: int | None
     messages: tuple[tuple[str, str], ...] = ()
     response_format: str = ""
+    completion_limit: bool = False
+    sampling: bool = True
+
+    def sent_params(self) -> dict[str, Any]:
+        """The sampling and limit parameters as sent, and as the cache key records them.
+
+        A plain request gives ``temperature``, ``top_p`` and ``max_tokens`` (the keys every
+        cache holds); an adapted one names what actually went out instead, so the reply of
+        a temperature-1 request is never filed under the temperature asked for.
+        """
+        params: dict[str, Any] = {}
+        if self.sampling:
+            params.update(temperature=self.temperature, top_p=self.top_p)
+        name = "max_completion_tokens" if self.completion_limit else "max_tokens"
+        params[name] = self.sent_limit
+        return params
+
+    @property
+    def sent_limit(self) -> int:
+        """The output token limit sent (reasoning headroom included where it counts)."""
+        return self.max_tokens + (REASONING_HEADROOM if self.completion_limit else 0)
 
     def chat(self) -> list[dict[str, str]]:
         """The full conversation in the OpenAI chat format, ending with ``prompt``."""
@@ -75,12 +107,15 @@ class FatalBackendError(Exception):
 class ParameterRefused(FatalBackendError):
     """The server refused a parameter of the request (HTTP 400 naming it).
 
-    Raised for ``response_format`` only, the one parameter a request may carry that a
-    server may not take: :class:`elitr_bench.llm.client.JudgeClient` sends the request
-    once more without it and remembers the endpoint (:mod:`elitr_bench.llm.structured`).
+    Raised for the parameters a request may carry that a server may not take:
+    ``response_format`` (:mod:`elitr_bench.llm.structured`), ``max_tokens``, and a
+    ``temperature`` or ``top_p`` other than 1 (:mod:`elitr_bench.llm.reasoning`).
+    :class:`elitr_bench.llm.client.JudgeClient` sends the request once more without it
+    and remembers the endpoint (:mod:`elitr_bench.llm.refusals`).
 
     Attributes:
-        param: The refused parameter (``response_format``).
+        param: The refused parameter (``response_format``, ``max_tokens``,
+            ``temperature`` or ``top_p``).
     """
 
     def __init__(self, message: str, status: int | None, param: str) -> None:

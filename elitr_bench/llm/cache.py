@@ -204,6 +204,9 @@ class Completion:
             ``"length"`` (the token limit cut the reply off), another server value, or
             None when unknown (a row cached before this field existed). A reply cut off by
             the limit is never read as a score: see :mod:`elitr_bench.judges.reading`.
+        reasoning_tokens: Completion tokens a reasoning model spent on hidden reasoning, as
+            its usage says (``completion_tokens_details.reasoning_tokens``); 0 when unsaid
+            or served from the cache (not stored: :attr:`reasoned_out` reads the rest).
     """
 
     text: str
@@ -211,11 +214,22 @@ class Completion:
     completion_tokens: int = 0
     cached: bool = False
     finish_reason: str | None = None
+    reasoning_tokens: int = 0
 
     @property
     def truncated(self) -> bool:
         """Whether the token limit cut the reply off."""
         return self.finish_reason == "length"
+
+    @property
+    def reasoned_out(self) -> bool:
+        """Whether the limit cut the reply off before any text, spent on hidden reasoning.
+
+        The usage says so: reasoning tokens counted, or (a cached row, which keeps no
+        reasoning count) completion tokens paid with no text to show for them.
+        """
+        spent = self.reasoning_tokens > 0 or self.completion_tokens > 0
+        return self.truncated and spent and not self.text.strip()
 
 
 def cache_key(backend: str, model: str, prompt: str, params: Mapping[str, Any]) -> str:

@@ -24,6 +24,11 @@ Three rules keep a run from paying for nothing:
   (:mod:`elitr_bench.llm.structured`); the refusal never fails the item. While nobody
   knows whether an endpoint takes a format, the first request carrying it is sent alone
   and the others wait for its answer, so a refusing server refuses once per process.
+* The same holds for ``max_tokens`` and a ``temperature``/``top_p`` other than 1, which
+  OpenAI's reasoning models refuse (:mod:`elitr_bench.llm.reasoning`): known models get
+  ``max_completion_tokens`` and no sampling parameters at once, any other endpoint is
+  asked once more as its refusal says and remembered (no probe: a refusal costs nothing,
+  and the preflight usually learns it before the run's first request).
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from typing import Any, TypeVar, cast
 
-from elitr_bench.llm import interrupt, structured
+from elitr_bench.llm import interrupt, reasoning, structured
 from elitr_bench.llm.base import (
     AuthenticationRejected,
     CompletionBackend,
@@ -165,8 +170,8 @@ def usage_line(usage: dict[str, Any]) -> str:
     return line
 
 
-class _FormatRefused(Exception):
-    """The server refused the request's ``response_format`` (learnt; sent again without)."""
+class _Refused(Exception):
+    """The server refused a parameter of the request (learnt; sent again as it takes it)."""
 
 
 @dataclass
@@ -225,13 +230,9 @@ class JudgeClient:
 
     def key_for(self, request: CompletionRequest, draw: int) -> str:
         """Cache key: backend kind, model, endpoint, full prompt, sampling params, seed, draw."""
-        params: dict[str, Any] = {
-            "temperature": request.temperature,
-            "top_p": request.top_p,
-            "max_tokens": request.max_tokens,
-            "seed": request.seed,
-            "draw": draw,
-        }
+        # What was sent: a reasoning model's reply is keyed by max_completion_tokens and no
+        # temperature, never by the temperature the judge asked for.
+        params: dict[str, Any] = {**request.sent_params(), "seed": request.seed, "draw": draw}
         if request.messages:  # only then, so single-prompt keys stay what they always were
             params["messages"] = [list(turn) for turn in request.messages]
         if request.response_format:
@@ -284,17 +285,19 @@ class JudgeClient:
             self._sem, self._loop = asyncio.Semaphore(self._concurrency), loop
             self._flights, self._probes = {}, {}
         probe: asyncio.Future[None] | None = None
+        asked = request
+        request = reasoning.adapt(request, self._format_scope())
         if request.response_format:
             request, probe = await self._formatted(request)
         try:
             return await self._complete(request, draw)
-        except _FormatRefused:  # learnt by now: asked again without it (once)
-            self.usage.unstructured += 1
-            return await self.complete(replace(request, response_format=""), draw)
+        except _Refused:  # learnt by now: asked again below as the endpoint takes it (once)
+            pass
         finally:
             if probe is not None:  # answered, refused or failed: the waiters decide again
                 self._probes.pop(structured.format_type(request.response_format), None)
                 probe.set_result(None)
+        return await self.complete(asked, draw)
 
     def _format_scope(self) -> structured.Scope:
         return structured.Scope(self.backend.kind, self.backend.endpoint, self.backend.model)
@@ -375,7 +378,7 @@ class JudgeClient:
         """
         assert self._sem is not None
         sent = len(request.prompt) + sum(len(content) for _, content in request.messages)
-        estimate = estimate_tokens(sent) + request.max_tokens
+        estimate = estimate_tokens(sent) + request.sent_limit
         name = f"judge {self.backend.kind}:{self.backend.model}"
         async with self._sem:
             # Another process sharing the cache may have answered it while this one queued.
@@ -460,13 +463,17 @@ class JudgeClient:
                 continue
             except ParameterRefused as exc:
                 self.usage.refused += 1
-                if not request.response_format:  # not ours to drop: the request is at fault
-                    raise JudgeRequestError(f"{name}: {exc}") from None
+                why = f" (HTTP {exc.status})" if exc.status else ""
+                taught = reasoning.taught(request, exc.param)
+                if taught is not None:
+                    reasoning.learn_refusal(self._format_scope(), taught, request, why)
+                    raise _Refused(str(exc)) from None
+                if exc.param != "response_format" or not request.response_format:
+                    raise JudgeRequestError(f"{name}: {exc}") from None  # the request's fault
                 self.usage.structured_refused += 1
                 kind = structured.format_type(request.response_format)
-                why = f" (HTTP {exc.status})" if exc.status else ""
                 structured.learn(self._format_scope(), kind, "refused", why)
-                raise _FormatRefused(str(exc)) from None
+                raise _Refused(str(exc)) from None
             except AuthenticationRejected as exc:
                 self.usage.refused += 1
                 reason = (
@@ -507,13 +514,7 @@ class JudgeClient:
                 "backend": self.backend.kind,
                 "model": self.backend.model,
                 **({"endpoint": self.backend.endpoint} if self.backend.endpoint else {}),
-                "params": {
-                    "temperature": request.temperature,
-                    "top_p": request.top_p,
-                    "max_tokens": request.max_tokens,
-                    "seed": request.seed,
-                    "draw": draw,
-                },
+                "params": {**request.sent_params(), "seed": request.seed, "draw": draw},
             },
         )
         interrupt.note_kept()

@@ -17,6 +17,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from elitr_bench.llm import reasoning
 from elitr_bench.llm.base import (
     AuthenticationRejected,
     CompletionRequest,
@@ -29,6 +30,7 @@ from elitr_bench.llm.context_window import note_served_window
 from elitr_bench.llm.endpoint import EndpointSpec, effective_base_url, endpoint_key
 from elitr_bench.llm.ratelimit import parse_retry_after
 from elitr_bench.llm.redact import redact_text, split_userinfo
+from elitr_bench.llm.refusals import Scope
 
 _RETRYABLE_STATUS = {408, 409, 425, 429}
 _AUTH_STATUS = {401, 403}
@@ -157,9 +159,7 @@ class OpenAIBackend:
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": request.chat(),
-            "temperature": request.temperature,
-            "top_p": request.top_p,
-            "max_tokens": request.max_tokens,
+            **request.sent_params(),
         }
         if request.seed is not None:
             kwargs["seed"] = request.seed
@@ -183,6 +183,9 @@ class OpenAIBackend:
                 raise AuthenticationRejected(message, status) from None
             if request.response_format and refuses_response_format(status, exc):
                 raise ParameterRefused(message, status, "response_format") from None
+            param = reasoning.refused_param(status, exc)
+            if param is not None and reasoning.taught(request, param):
+                raise ParameterRefused(message, status, param) from None
             raise FatalBackendError(message, status) from None
         except openai.OpenAIError as exc:
             raise FatalBackendError(f"{type(exc).__name__}: {self._msg(exc)}") from None
@@ -195,11 +198,13 @@ class OpenAIBackend:
         except RetryableError as exc:
             raise RetryableError(f"malformed reply from {self.base_url}: {exc}") from None
         usage = _field(response, "usage")
+        details = _field(usage, "completion_tokens_details") if usage is not None else None
         return Completion(
             text=text,
             prompt_tokens=_count(_field(usage, "prompt_tokens")),
             completion_tokens=_count(_field(usage, "completion_tokens")),
             finish_reason=finish_reason(response),
+            reasoning_tokens=_count(_field(details, "reasoning_tokens")) if details else 0,
         )
 
     async def preflight(self) -> str | None:
@@ -211,7 +216,9 @@ class OpenAIBackend:
         (model not listed, listing not served, Azure deployments) one completion of at
         most 1 token with the judge's own parameters decides, so whatever would reject
         the real calls (key, URL, model, unsupported parameter, exhausted quota) rejects
-        it too. A transient 5xx or connection failure is asked once more.
+        it too. A transient 5xx or connection failure is asked once more. A reasoning
+        model gets the parameters it takes (:mod:`elitr_bench.llm.reasoning`), known or
+        learnt from the refusal, which the run's requests then use too.
 
         Returns:
             None when the judge can be called, else a one-line description of the problem.
@@ -236,14 +243,17 @@ class OpenAIBackend:
             except (openai.OpenAIError, ValueError, TypeError, AttributeError):
                 pass  # listing not served or not standard: let a completion decide
         problem: str | None = None
-        for attempt in range(2):
+        scope = Scope(self.kind, self.endpoint, self.model)
+        request = CompletionRequest(
+            "Reply with OK.", self._config.temperature, self._config.top_p, 1, None
+        )
+        attempt = 0
+        while attempt < 2:
+            # The judge's own parameters, as this endpoint takes them (reasoning models).
+            request = reasoning.adapt(request, scope)
             try:
                 await client.chat.completions.create(
-                    model=self.model,
-                    messages=[{"role": "user", "content": "Reply with OK."}],
-                    temperature=self._config.temperature,
-                    top_p=self._config.top_p,
-                    max_tokens=1,
+                    model=self.model, messages=request.chat(), **request.sent_params()
                 )
                 return None
             except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
@@ -258,12 +268,18 @@ class OpenAIBackend:
                 problem = f"cannot reach {self.base_url} ({self._msg(exc)})"
             except openai.APIStatusError as exc:
                 problem = f"HTTP {exc.status_code} from {self.base_url}: {self._msg(exc)}"
+                param = reasoning.refused_param(exc.status_code, exc)
+                what = reasoning.taught(request, param) if param is not None else None
+                if what is not None:  # learnt for the run too; asked again as it takes it
+                    reasoning.learn_refusal(scope, what, request, f" (HTTP {exc.status_code})")
+                    continue
                 if exc.status_code < 500:
                     return problem
             except (openai.OpenAIError, ValueError) as exc:
                 return f"unusable reply from {self.base_url} ({self._msg(exc)})"
             if attempt == 0:
                 await asyncio.sleep(1.0)
+            attempt += 1
         return problem
 
     def _rejected(self, exc: Any) -> str:

@@ -13,20 +13,29 @@ process: each later restatement is sent once, without the parameter.
 :data:`NO_STRUCTURED` lists OpenAI's own models known to refuse a type, so that a run of
 the paper's default judge does not even send the first refused request; for any other
 server (or model) the first refusal teaches it. This module knows no judge: it keeps
-verdicts per :class:`Scope` for :class:`~elitr_bench.llm.client.JudgeClient`.
+verdicts per :class:`Scope` for :class:`~elitr_bench.llm.client.JudgeClient`, in the
+store of :mod:`elitr_bench.llm.refusals` that the reasoning models' parameters share.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import sys
-import threading
-from dataclasses import dataclass
-from typing import Literal
 
-#: What a scope is known to do with one ``response_format`` type.
-Verdict = Literal["accepted", "refused"]
+from elitr_bench.llm import refusals
+from elitr_bench.llm.refusals import Scope, Verdict
+
+__all__ = [
+    "NO_STRUCTURED",
+    "Scope",
+    "Verdict",
+    "forget",
+    "format_type",
+    "known_refusal",
+    "learn",
+    "note_known",
+    "verdict",
+]
 
 #: OpenAI models (name patterns, dated snapshots included) and the ``response_format`` types
 #: they refuse. Structured Outputs (``json_schema``) came with gpt-4o-2024-08-06 and
@@ -45,27 +54,6 @@ NO_STRUCTURED: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = tuple(
         (r"gpt-4o-2024-05-13|chatgpt-4o-latest", ("json_schema",)),
     )
 )
-
-
-@dataclass(frozen=True)
-class Scope:
-    """Where a verdict holds: one backend kind, endpoint and model.
-
-    Attributes:
-        kind: The backend kind (``openai``).
-        endpoint: The backend's endpoint key (``""``: OpenAI's own API).
-        model: The model (or Azure deployment) name.
-    """
-
-    kind: str
-    endpoint: str
-    model: str
-
-    @property
-    def label(self) -> str:
-        """``kind:model`` and where, for the one stderr line (never holds a secret)."""
-        where = f" at {self.endpoint}" if self.endpoint else ""
-        return f"{self.kind}:{self.model}{where}"
 
 
 def format_type(response_format: str) -> str:
@@ -87,15 +75,9 @@ def known_refusal(scope: Scope, kind: str) -> bool:
     return any(kind in types and pattern.fullmatch(name) for pattern, types in NO_STRUCTURED)
 
 
-_LOCK = threading.Lock()
-_VERDICTS: dict[tuple[Scope, str], Verdict] = {}
-_SAID: set[tuple[Scope, str]] = set()
-
-
 def verdict(scope: Scope, kind: str) -> Verdict | None:
     """What this process knows of ``kind`` at ``scope``: learnt, else the table, else None."""
-    with _LOCK:
-        learnt = _VERDICTS.get((scope, kind))
+    learnt = refusals.learnt(scope, kind)
     if learnt is not None:
         return learnt
     return "refused" if known_refusal(scope, kind) else None
@@ -103,35 +85,26 @@ def verdict(scope: Scope, kind: str) -> Verdict | None:
 
 def learn(scope: Scope, kind: str, outcome: Verdict, why: str = "") -> None:
     """Remember an answer; a refusal is said once per process on stderr (one line)."""
-    with _LOCK:
-        _VERDICTS[(scope, kind)] = outcome
-        say = outcome == "refused" and (scope, kind) not in _SAID
-        if say:
-            _SAID.add((scope, kind))
-    if say:
-        print(
-            f"note: judge {scope.label} refuses response_format {kind}{why}; its restatement "
-            "turns are sent without it from now on (the message still asks for the JSON "
-            "object, read the same way)",
-            file=sys.stderr,
-        )
+    refusals.learn(
+        scope,
+        kind,
+        outcome,
+        f"note: judge {scope.label} refuses response_format {kind}{why}; its restatement "
+        "turns are sent without it from now on (the message still asks for the JSON "
+        "object, read the same way)",
+    )
 
 
 def note_known(scope: Scope, kind: str) -> None:
     """Say once that a request goes without ``kind`` because the table says it is refused."""
-    with _LOCK:
-        say = (scope, kind) not in _SAID
-        _SAID.add((scope, kind))
-    if say:
-        print(
-            f"note: judge {scope.label} takes no response_format {kind} (OpenAI's models "
-            "before Structured Outputs); its restatement turns are sent without it",
-            file=sys.stderr,
-        )
+    refusals.say_once(
+        scope,
+        kind,
+        f"note: judge {scope.label} takes no response_format {kind} (OpenAI's models "
+        "before Structured Outputs); its restatement turns are sent without it",
+    )
 
 
 def forget() -> None:
-    """Forget every verdict and note of this process (tests, notebooks)."""
-    with _LOCK:
-        _VERDICTS.clear()
-        _SAID.clear()
+    """Forget every verdict and note of this process (tests, notebooks): the shared store."""
+    refusals.forget()

@@ -305,14 +305,25 @@ def test_a_refused_schema_leaves_no_item_for_the_finish_line(
 def test_a_request_the_server_refuses_is_not_suggested_again(
     loopback: LoopbackOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """o3 refuses max_tokens (HTTP 400): `score` with the same spec would fail alike."""
+    """A request the server refuses (HTTP 400): `score` with the same spec would fail alike.
+
+    (o3's refusal of ``max_tokens`` was this test's example until reasoning models got the
+    parameters they take: see tests/llm/test_reasoning_models.py.)
+    """
     from elitr_bench.judges.qa.lm_eval_filter import judge_responses
 
+    error = {
+        "message": "Invalid value for 'logit_bias': the request's token ids are unknown.",
+        "type": "invalid_request_error",
+        "param": "logit_bias",
+        "code": "invalid_value",
+    }
+    loopback.handler = lambda request: Reply(status=400, body={"error": error})
     lines = _filter_lines(monkeypatch)
-    spec = f"openai:o3,base_url={loopback.base_url},retries=0,concurrency=1,cache=memory"
+    spec = f"openai:gpt-4o,base_url={loopback.base_url},retries=0,concurrency=1,cache=memory"
     out = judge_responses([[f"answer {i}"] for i in range(4)], _DOCS, parse_judge_spec(spec))
     assert {json.loads(row[0])["judge"]["status"] for row in out} == {"error"}
     [line] = lines
-    assert "Unsupported parameter: 'max_tokens'" in line
-    assert "would fail the same way" in line and "--judge openai:o3" not in line
+    assert "Invalid value for 'logit_bias'" in line
+    assert "would fail the same way" in line and "--judge openai:gpt-4o" not in line
     assert line.endswith("finish with: elitr-bench score out --judge A_FIXED_JUDGE_SPEC")

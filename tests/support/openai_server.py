@@ -20,7 +20,9 @@ rules, a ``json_object`` request whose messages never say "json", and the parame
 reasoning models refuse (``max_tokens``, a ``temperature`` or ``top_p`` other than 1). So
 no test passes against a server that accepts anything; ``rules=None`` turns it off for a
 test that needs a server of another kind, and names why. ``max_model_len`` makes
-``GET /v1/models`` answer as vLLM does.
+``GET /v1/models`` answer as vLLM does. Azure OpenAI's deployment paths
+(``/openai/deployments/<name>/chat/completions?api-version=...``) are served as the
+``/v1`` ones, so ``AZURE_OPENAI_ENDPOINT`` may point here.
 """
 
 from __future__ import annotations
@@ -89,6 +91,9 @@ class Reply:
         completion_tokens: Reported completion usage (default: words in the content).
         finish_reason: The choice's ``finish_reason``; ``"length"`` is a reply cut off at
             ``max_tokens``.
+        reasoning_tokens: Hidden reasoning a reasoning model spent, reported as OpenAI
+            does (``usage.completion_tokens_details.reasoning_tokens``, also counted in
+            ``completion_tokens``); None reports no details.
     """
 
     content: str = ""
@@ -101,6 +106,7 @@ class Reply:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     finish_reason: str = "stop"
+    reasoning_tokens: int | None = None
 
 
 Handler = Callable[[RecordedRequest], "Reply | str"]
@@ -438,7 +444,11 @@ class LoopbackOpenAI:
         if over:
             http._send(503, {"error": {"message": "loopback request bound reached"}}, {})
             return
-        path = http.path.rstrip("/")
+        path = http.path.split("?")[0].rstrip("/")
+        # Azure OpenAI: /openai/deployments/<deployment>/chat/completions?api-version=...
+        azure = re.fullmatch(r"/openai/deployments/[^/]+(/chat/completions|/completions)", path)
+        if azure:
+            path = f"/v1{azure.group(1)}"
         if path not in ("/v1/chat/completions", "/v1/completions"):
             http._send(404, {"error": {"message": f"unknown path {http.path}"}}, {})
             return
@@ -479,7 +489,11 @@ class LoopbackOpenAI:
             if reply.completion_tokens is not None
             else len(reply.content.split())
         )
-        usage = {"prompt_tokens": p_tok, "completion_tokens": c_tok, "total_tokens": p_tok + c_tok}
+        usage: dict[str, Any] = {"prompt_tokens": p_tok}
+        if reply.reasoning_tokens is not None:
+            c_tok += reply.reasoning_tokens
+            usage["completion_tokens_details"] = {"reasoning_tokens": reply.reasoning_tokens}
+        usage.update(completion_tokens=c_tok, total_tokens=p_tok + c_tok)
         if path.endswith("/chat/completions"):
             return {
                 "id": f"chatcmpl-loop-{rec.index}",

@@ -1,0 +1,133 @@
+"""The request parameters of OpenAI's reasoning models (o1, o3, o4-mini, the gpt-5 family).
+
+They refuse ``max_tokens`` (HTTP 400 ``unsupported_parameter``: "Use
+'max_completion_tokens' instead") and any ``temperature`` or ``top_p`` other than their
+default 1 (HTTP 400 ``unsupported_value``). At OpenAI's own API and Azure, the models of
+:data:`REASONING_MODELS` get ``max_completion_tokens`` and no sampling parameters from the
+first request. Any endpoint that refuses one of them teaches it: the request is sent once
+more as the endpoint takes it, and the endpoint and model are remembered for the process
+(:mod:`elitr_bench.llm.refusals`, the store the ``response_format`` fallback uses).
+
+``max_completion_tokens`` counts the hidden reasoning as well as the reply, so it is sent as
+the judge's ``max_tokens`` plus :data:`~elitr_bench.llm.base.REASONING_HEADROOM`. Such a
+model samples at temperature 1 whatever the judge asked (one stderr line says so), and the
+cache key records what was sent (:meth:`~elitr_bench.llm.base.CompletionRequest.sent_params`).
+This module knows no judge.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Any
+
+from elitr_bench.llm import refusals
+from elitr_bench.llm.base import REASONING_HEADROOM, CompletionRequest
+from elitr_bench.llm.refusals import Scope, Verdict
+
+#: OpenAI's reasoning models (dated snapshots included; platform.openai.com/docs/guides/reasoning).
+REASONING_MODELS = re.compile(r"o1.*|o3.*|o4.*|gpt-5.*")
+
+#: The verdict keys of the two refusals: the ``max_tokens`` name, and sampling (either of
+#: ``temperature``/``top_p``: a model that takes only 1 for one takes only 1 for both).
+LIMIT = "max_tokens"
+SAMPLING = "sampling"
+
+#: The parameter an HTTP 400 names, to the verdict it teaches.
+TAUGHT_BY = {"max_tokens": LIMIT, "temperature": SAMPLING, "top_p": SAMPLING}
+
+
+def known(scope: Scope) -> bool:
+    """Whether OpenAI's API (or Azure) serves ``scope.model`` as a reasoning model (our table)."""
+    name = scope.openai_name
+    return name is not None and REASONING_MODELS.fullmatch(name) is not None
+
+
+def verdict(scope: Scope, what: str) -> Verdict | None:
+    """What this process knows of ``what`` (:data:`LIMIT`, :data:`SAMPLING`) at ``scope``."""
+    learnt = refusals.learnt(scope, what)
+    if learnt is not None:
+        return learnt
+    return "refused" if known(scope) else None
+
+
+def adapt(request: CompletionRequest, scope: Scope) -> CompletionRequest:
+    """The request as the endpoint takes it: limit and sampling as known or learnt.
+
+    The first adapted request of a scope the table names says so once on stderr.
+    """
+    limit = request.completion_limit or verdict(scope, LIMIT) == "refused"
+    sampling = request.sampling and verdict(scope, SAMPLING) != "refused"
+    if (limit, sampling) == (request.completion_limit, request.sampling):
+        return request
+    if known(scope):
+        refusals.say_once(
+            scope,
+            SAMPLING,
+            f"note: judge {scope.label} is a reasoning model: it is sent max_completion_tokens "
+            f"(max_tokens + {REASONING_HEADROOM} for its hidden reasoning) and no "
+            "temperature/top_p, so it samples at temperature 1 and its scores vary from run "
+            "to run",
+        )
+    return replace(request, completion_limit=limit, sampling=sampling)
+
+
+def taught(request: CompletionRequest, param: str) -> str | None:
+    """The verdict a refusal of ``param`` teaches, if the request sent it (else None)."""
+    what = TAUGHT_BY.get(param)
+    if what == LIMIT and not request.completion_limit:
+        return LIMIT
+    if what == SAMPLING and request.sampling:
+        return SAMPLING
+    return None
+
+
+def learn_refusal(scope: Scope, what: str, request: CompletionRequest, why: str = "") -> None:
+    """Remember that ``scope`` refuses ``what``; said once per process on stderr (one line)."""
+    if what == LIMIT:
+        line = (
+            f"note: judge {scope.label} refuses max_tokens{why}; its requests carry "
+            f"max_completion_tokens (max_tokens + {REASONING_HEADROOM} for hidden reasoning) "
+            "from now on"
+        )
+    else:
+        line = (
+            f"note: judge {scope.label} refuses temperature={request.temperature:g}/top_p="
+            f"{request.top_p:g}{why}; its requests are sent without them from now on: it "
+            "samples at temperature 1, so its scores vary from run to run"
+        )
+    refusals.learn(scope, what, "refused", line)
+
+
+def refused_param(status: int, exc: Any) -> str | None:
+    """The reasoning-model parameter an error answer refuses (None: not one of them).
+
+    OpenAI answers HTTP 400 with ``param`` and ``code`` (``unsupported_parameter`` for
+    ``max_tokens``, ``unsupported_value`` for ``temperature``/``top_p``); a server that
+    gives no ``param`` is read from its message ("Unsupported parameter: 'max_tokens'").
+    """
+    if status not in (400, 422):
+        return None
+    param, code = getattr(exc, "param", None), getattr(exc, "code", None)
+    if param in TAUGHT_BY and code in (None, "unsupported_parameter", "unsupported_value"):
+        return str(param)
+    for name in TAUGHT_BY:
+        if re.search(rf"unsupported (parameter|value): '{name}'", str(exc), re.I):
+            return name
+    return None
+
+
+def effective_sampling(scope: Scope, max_tokens: int) -> dict[str, Any] | None:
+    """What a model of the table runs at, for a judge's identity (None: as configured).
+
+    ``max_completion_tokens`` as sent, and temperature and top_p 1, the only values the
+    model takes (neither is sent). Learnt refusals are left out: an identity must not
+    depend on what this process happened to learn first.
+    """
+    if not known(scope):
+        return None
+    return {
+        "max_completion_tokens": max_tokens + REASONING_HEADROOM,
+        "temperature": 1.0,
+        "top_p": 1.0,
+    }
