@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -86,10 +87,26 @@ def run_lm_eval(
     fork = _fork_server()
     if fork is not None and fork.serves(full_env):
         return fork.run(args, full_env, timeout)
+    return run_fresh_lm_eval(args, env=full_env, timeout=timeout)
+
+
+def lm_eval_command() -> list[str]:
+    """The ``lm_eval`` console script of this interpreter (``python -m lm_eval`` without one)."""
     exe = Path(sys.executable).with_name("lm_eval")
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "lm_eval"]
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "lm_eval"]
+
+
+def run_fresh_lm_eval(
+    args: list[str], *, env: Mapping[str, str], timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
+    """The ``lm_eval`` console script in a fresh interpreter, with exactly ``env``."""
     return subprocess.run(
-        [*cmd, *args], capture_output=True, text=True, env=full_env, timeout=timeout, check=False
+        [*lm_eval_command(), *args],
+        capture_output=True,
+        text=True,
+        env=dict(env),
+        timeout=timeout,
+        check=False,
     )
 
 

@@ -10,22 +10,18 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import _BASE_ENV, _fork_server
+from tests.conftest import _BASE_ENV, _fork_server, run_fresh_lm_eval
 from tests.support.lm_eval_fork import import_time_env
 
 pytestmark = pytest.mark.slow
 
 
 def _fresh(args: list[str]) -> subprocess.CompletedProcess[str]:
-    exe = Path(sys.executable).with_name("lm_eval")
-    return subprocess.run(
-        [str(exe), *args], capture_output=True, text=True, env=dict(os.environ), check=False
-    )
+    return run_fresh_lm_eval(args, env=os.environ)
 
 
 def _samples(out: Path) -> list[dict[str, object]]:

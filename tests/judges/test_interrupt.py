@@ -26,7 +26,7 @@ import pytest
 from elitr_bench.judges import parse_judge_spec
 from elitr_bench.judges.qa.engine import JudgeItem, judge_items
 from elitr_bench.llm.interrupt import GRACE_ENV
-from tests.conftest import ROOT
+from tests.conftest import ROOT, lm_eval_command
 from tests.judges.conftest import boxed_by_response, response_in
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest, Reply
 from tests.support.stop_marker import MARKER_ENV, sitecustomize_source
@@ -200,8 +200,7 @@ def test_ctrl_c_in_the_lm_eval_cli_ends_with_one_line_and_status_130(tmp_path: P
             json.dumps({"judge": judge}),
         ]
         args += ["--output_path", str(tmp_path / "out"), "--log_samples"]
-        exe = Path(sys.executable).with_name("lm_eval")
-        cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "lm_eval"]
+        cmd = lm_eval_command()
         env, marker = _child_env(tmp_path)
         child = subprocess.Popen(
             [*cmd, *args], env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True

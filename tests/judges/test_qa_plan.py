@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from elitr_bench.judges import parse_judge_spec
 from elitr_bench.judges.qa.engine import JudgeItem, judge_items
 from elitr_bench.judges.qa.plan import QAPlan, plan_items
 from elitr_bench.judges.rubrics import RUBRICS
+from tests.conftest import lm_eval_command
 from tests.judges.conftest import chat_qa_args
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest, Reply
 
@@ -217,8 +217,7 @@ def test_lm_eval_prints_the_plan_before_the_first_judge_request(tmp_path: Path) 
     with LoopbackOpenAI(server) as loop:
         judge = f"openai:judge-model,price=10:30,base_url={loop.base_url},preflight=false"
         args = chat_qa_args(loop.chat_url, judge, out)
-        exe = Path(sys.executable).with_name("lm_eval")
-        cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "lm_eval"]
+        cmd = lm_eval_command()
         env = {**os.environ, "OPENAI_API_KEY": "sk-test", "ELITR_JUDGE_CACHE": str(tmp_path / "c")}
         with log.open("w", encoding="utf-8") as err:
             proc = subprocess.run(

@@ -111,7 +111,7 @@ class ForkedLmEval:
         return wanted == started
 
     def run(
-        self, args: list[str], env: Mapping[str, str], timeout: float, cwd: str | None = None
+        self, args: list[str], env: Mapping[str, str], timeout: float
     ) -> subprocess.CompletedProcess[str]:
         """``subprocess.run``'s answer for ``lm_eval *args``, from a forked child."""
         cmd = ["lm_eval", *args]
@@ -120,7 +120,7 @@ class ForkedLmEval:
             request = {
                 "argv": args,
                 "env": dict(env),
-                "cwd": cwd or os.getcwd(),
+                "cwd": os.getcwd(),
                 "stdout": str(out),
                 "stderr": str(err),
                 "timeout": timeout,
