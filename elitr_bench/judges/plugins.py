@@ -12,13 +12,13 @@ what a spec means without anyone noticing.
 An installed plugin is someone else's code, written against some release of ours: any
 exception while importing it (an ``ImportError`` from a name we no longer export, a
 ``SyntaxError``, a :class:`JudgeConfigError` from its own registration, even a
-``sys.exit()``) makes it *broken*, not fatal. Listing what is installed leaves it out with one warning naming the plugin, its
-distribution and the error, and what it registered before failing is withdrawn; a spec
-that names it (its entry point's name as a method or rubric) gets that error as its own.
-A spec that does not name it never notices, so one stale plugin costs one warning.
-A plugin whose entry point takes a name already taken (a built-in family's, another
-plugin's) is never imported: one warning says so, since a plugin that silently does
-nothing would look installed and working.
+``sys.exit()``) makes it *broken*, not fatal. Listing what is installed leaves it out
+with one warning naming the plugin, its distribution and the error, and what it
+registered before failing is withdrawn; a spec that names it (its entry point's name as
+a method or rubric) gets that error as its own. A spec that does not name it never
+notices, so one stale plugin costs one warning. A plugin whose entry point takes a name
+already taken (a built-in family's, another plugin's) is never imported: one warning
+says so, since a plugin that silently does nothing would look installed and working.
 """
 
 from __future__ import annotations

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import sqlite3
 from pathlib import Path
-
-import shutil
 
 import pytest
 
