@@ -88,7 +88,7 @@ def _subparsers(parser: argparse.ArgumentParser) -> Iterator[argparse._SubParser
             yield action
 
 
-#: A Sphinx cross-reference (``:func:`~elitr_bench.x.f```, ``:mod:`elitr_bench.x```).
+#: A Sphinx cross-reference (``:func:`~elitr_bench.llm.cache.open_cache```, ``:mod:`json```).
 _ROLE = re.compile(r":(?:[\w-]+:)*[\w-]+:`([^`]+)`")
 #: A Sphinx inline literal (````name````).
 _LITERAL = re.compile(r"``(.+?)``", re.DOTALL)
