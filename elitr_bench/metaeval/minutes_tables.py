@@ -286,7 +286,7 @@ def table8(values: MetricValues, meetings: Sequence[str] | None = None) -> Table
     """Table 8: GPT-AFGR / GPT-ART means per system, ours next to the printed ones.
 
     Ours are the mean and SAMPLE std over the meetings a system was judged on, as the paper's
-    (see :data:`~.paper.TABLE8_EN`). Systems are in Table 8's order, then any others (our
+    (see :data:`~.minutes_paper.TABLE8_EN`). Systems are in Table 8's order, then any others (our
     runs, systems the paper did not judge with GPT); each printed system also gets its
     printed row and ``Δ`` = ours - printed mean. A note per metric says how many pairs of
     Table 8's systems our means order as the printed ones do.
@@ -368,7 +368,7 @@ def table9_bound(human: Sequence[HumanScores]) -> Table:
     """Why Table 9 as printed cannot be reproduced, from the release's human scores.
 
     For two human columns A and B, one metric's pairwise accuracies against them differ by
-    at most (pairs that A and B order differently) / pairs (:func:`.check.column_bounds`).
+    at most (pairs that A and B order differently) / pairs (:func:`.minutes.column_bounds`).
     Each printed row is checked against every such bound over Table 9's seven systems; the
     table lists how often it breaks them and its worst case.
     """

@@ -1,6 +1,6 @@
 """``elitr-bench score`` for minutes runs: judge logged minutes again, later or with another judge.
 
-Reached from :func:`elitr_bench.scoring.qa._cmd_score` when the judge spec names a
+Reached from :func:`elitr_bench.cli.score._cmd_score` when the judge spec names a
 minutes method (``rubric=gpt-afgr``, ``method=mesa``, ...). The logged minutes are never
 regenerated: they are read from the samples (the judge filter's ``response`` when the
 run was judged, else the raw response), judged through the shared client (the cache

@@ -187,9 +187,10 @@ def cut_middle(
     """Keep about ``keep`` tokens of a transcript, its beginning and its end, and mark the cut.
 
     Beginning and end are kept because answers lie there as often as in the middle
-    (Table 1); the cut is marked with :data:`ELISION` so a reader of the samples sees it.
-    Each side ends on a boundary (:func:`join_cut`) found within :data:`CUT_SLACK` of the
-    kept tokens, so a long turn that straddles the cut costs no more than that.
+    (Table 1); the cut is marked with :data:`~elitr_bench.middle_cut.ELISION` so a reader
+    of the samples sees it. Each side ends on a boundary (:func:`join_cut`) found within
+    :data:`CUT_SLACK` of the kept tokens, so a long turn that straddles the cut costs no
+    more than that.
     """
     ids = counter.encode(transcript) if ids is None else ids
     keep = min(max(keep, 0), len(ids))
