@@ -146,8 +146,8 @@ class DirectSender:
                 log.debug("judge request retry %d in %.2fs: %s", attempt + 1, delay, exc)
                 await asyncio.sleep(delay)
                 continue
-            except FatalBackendError as exc:
-                self._count(exc.status)
+            except FatalBackendError as exc:  # a refused format of a local judge has no status
+                self._count(0 if isinstance(exc, RequestRefused) else exc.status)
                 raise self._failure(exc) from None
             self.usage.answered += 1
             self.limiter.settle(estimate, completion.prompt_tokens + completion.completion_tokens)
