@@ -172,7 +172,7 @@ def test_a_grammar_that_fails_costs_no_restatement_and_keeps_the_batch(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """xgrammar failing for an hf judge refuses the format: the same turns, batched, without it."""
+    """A failing xgrammar refuses an hf judge's format: the same turns, batched, without it."""
     import xgrammar
 
     def broken(*args: Any, **kwargs: Any) -> Any:
