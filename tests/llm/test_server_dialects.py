@@ -24,7 +24,7 @@ from elitr_bench.llm.client import JudgeClient
 from elitr_bench.llm.endpoint import Endpoint
 from elitr_bench.llm.openai_backend import OpenAIBackend
 from tests.conftest import run_lm_eval
-from tests.judges.conftest import chat_qa_args
+from tests.judges.conftest import chat_qa_args, minutes_replay_args
 from tests.support.openai_server import DIALECTS, LoopbackOpenAI, RecordedRequest, dialect
 
 ITEMS = [
@@ -178,13 +178,7 @@ def test_lm_eval_gpt_art_through_a_422_validator_loses_no_item(tmp_path: Path) -
     out = tmp_path / "run"
     with LoopbackOpenAI(server, model="judge-model", rules=dialect("validator-422")) as loop:
         spec = f"openai:judge-model,rubric=gpt-art,base_url={loop.base_url},filler=false,reask=0"
-        args = [
-            "--model", "elitr-replay", "--model_args", "system=gpt4",
-            "--tasks", "automin23_en", "--limit", "2",
-            "--metadata", json.dumps({"judge": spec}),
-            "--log_samples", "--output_path", str(out),
-        ]  # fmt: skip
-        proc = run_lm_eval(args, env={"OPENAI_API_KEY": "k"})
+        proc = run_lm_eval(minutes_replay_args(spec, out), env={"OPENAI_API_KEY": "k"})
         assert proc.returncode == 0, proc.stderr[-3000:]
         refused = list(loop.refused)
     assert len(refused) == 1 and refused[0].body["response_format"]["type"] == "json_schema"
@@ -195,3 +189,18 @@ def test_lm_eval_gpt_art_through_a_422_validator_loses_no_item(tmp_path: Path) -
     for j in judged:
         assert j["status"] == "ok" and j["details"]["restated"] == [True]
         assert (j["scores"]["art_adequacy"], j["scores"]["art_topicality"]) == (7.0, 9.0)
+
+
+def test_a_max_tokens_the_served_window_cannot_hold_stops_at_the_preflight() -> None:
+    """VLLM names its window (``max_model_len``): the preflight tells before any item."""
+    from elitr_bench.judges.errors import JudgeNotReadyError
+    from elitr_bench.judges.readiness import check_judge_ready
+
+    with LoopbackOpenAI(qa_judge, model="judge-model", max_model_len=2048) as loop:
+        spec = f"openai:judge-model,base_url={loop.base_url},max_tokens=4096,cache=memory"
+        with pytest.raises(JudgeNotReadyError) as err:
+            check_judge_ready(parse_judge_spec(spec), network=True)
+        sent = list(loop.requests)
+    line = str(err.value)
+    assert "max_tokens=4096" in line and "2048" in line and "\n" not in line
+    assert sent == []  # nothing generated or judged, not even the preflight's completion
