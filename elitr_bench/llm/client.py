@@ -140,10 +140,6 @@ class JudgeClient:
             params["endpoint"] = self.backend.endpoint
         return cache_key(self.backend.kind, self.backend.model, request.prompt, params)
 
-    def adapted(self, request: CompletionRequest) -> CompletionRequest:
-        """The request as it would be sent now (what this process knows of the endpoint)."""
-        return self._adapt.apply(request)
-
     async def _off_loop(self, call: Callable[..., R], *args: Any) -> R:
         """Run a cache call in the cache threads: SQLite may wait for another process.
 

@@ -204,3 +204,40 @@ def test_a_max_tokens_the_served_window_cannot_hold_stops_at_the_preflight() -> 
     line = str(err.value)
     assert "max_tokens=4096" in line and "2048" in line and "\n" not in line
     assert sent == []  # nothing generated or judged, not even the preflight's completion
+
+
+@pytest.mark.parametrize(
+    ("status", "words", "param", "code", "outcome"),
+    [
+        (429, "Rate limit reached", None, "rate_limit_exceeded", ("RetryableError", None)),
+        (503, "overloaded", None, None, ("RetryableError", None)),
+        (401, "Incorrect API key", None, "invalid_api_key", ("AuthenticationRejected", None)),
+        (404, "The model `x` does not exist", None, "model_not_found", ("FatalBackendError", None)),
+        (400, "The provided JSON schema contains features not supported by xgrammar.", None, 400,
+         ("RequestRefused", None)),
+        (422, '{"detail": [{"loc": ["body", "minimum"]}]}', None, None, ("RequestRefused", None)),
+        (400, "Unsupported parameter: 'max_tokens' is not supported with this model. Use "
+         "'max_completion_tokens' instead.", "max_tokens", "unsupported_parameter",
+         ("RequestRefused", "max_tokens")),
+        (400, "max_tokens is too large: 10000. This model supports at most 4096 completion "
+         "tokens, whereas you provided 10000.", "max_tokens", None, ("SettingOutOfRange", "4096")),
+        (400, "'max_tokens' or 'max_completion_tokens' is too large: 10000. This model's maximum "
+         "context length is 2048 tokens and your request has 50 input tokens (10000 > 2048 - "
+         "50).", None, 400, ("SettingOutOfRange", "2048")),
+        (400, "This model's maximum context length is 8192 tokens. However, your messages "
+         "resulted in 9000 tokens.", "messages", "context_length_exceeded",
+         ("PromptTooLong", None)),
+        (400, "The response was filtered due to the prompt triggering Azure OpenAI's content "
+         "management policy.", "prompt", "content_filter", ("FatalBackendError", None)),
+    ],
+)  # fmt: skip
+def test_each_answer_is_one_typed_outcome(
+    status: int, words: str, param: str | None, code: Any, outcome: tuple[str, str | None]
+) -> None:
+    """The OpenAI-compatible backend's one classification, in the servers' own words."""
+    from elitr_bench.llm.openai_backend import classify
+
+    got = classify(status, words, param, code, None)
+    detail = getattr(got, "param", None) or getattr(got, "limit", None)
+    assert (type(got).__name__, detail) == outcome
+    assert getattr(got, "unsupported", False) is (code == "unsupported_parameter")
