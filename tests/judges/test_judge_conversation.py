@@ -214,9 +214,10 @@ def test_a_refused_request_without_an_optional_extra_fails_the_item() -> None:
     run = judge_items(
         [JudgeItem("Q?", "A.", "A.")], spec, judge=LLMJudge(spec, client), on_error="record"
     )
-    assert (
-        run.judgements[0].status == "error" and "Unsupported parameter" in run.judgements[0].reason
-    )
+    (judgement,) = run.judgements
+    assert judgement.status == "error" and "Unsupported parameter" in judgement.reason
+    # typed: the server refused this request (it answers), not "the judge is gone"
+    assert judgement.reason.startswith("JudgeRequestRefused: ")
 
 
 # --- every unscored item says why ----------------------------------------------------------
