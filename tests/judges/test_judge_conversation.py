@@ -8,6 +8,7 @@ apart from its restatement, later steps read both, and every unscored item says 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from pathlib import Path
@@ -22,6 +23,7 @@ from elitr_bench.judges.qa.engine import JudgeItem, judge_items
 from elitr_bench.llm.base import CompletionRequest, RequestRefused
 from elitr_bench.llm.cache import Completion, open_cache
 from elitr_bench.llm.client import JudgeClient
+from elitr_bench.llm.errors import JudgeRequestRefused
 from elitr_bench.llm.memory import Scope
 from elitr_bench.llm.structured import known_refusal
 from tests.conftest import run_lm_eval
@@ -217,7 +219,9 @@ def test_a_refused_request_without_an_optional_extra_fails_the_item() -> None:
     (judgement,) = run.judgements
     assert judgement.status == "error" and "Unsupported parameter" in judgement.reason
     # typed: the server refused this request (it answers), not "the judge is gone"
-    assert judgement.reason.startswith("JudgeRequestRefused: ")
+    request = CompletionRequest("Q?", 0.0, 1.0, 8, None)
+    with pytest.raises(JudgeRequestRefused, match="Unsupported parameter: 'seed'"):
+        asyncio.run(JudgeClient(backend, open_cache("memory")).complete(request))
 
 
 # --- every unscored item says why ----------------------------------------------------------
