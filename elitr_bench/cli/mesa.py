@@ -27,7 +27,7 @@ from elitr_bench.data.folder import FolderLock, write_atomic
 from elitr_bench.judges.config import JudgeConfig, parse_judge_spec, with_options
 from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.summary.base import MinutesAssessment, MinutesItem
-from elitr_bench.llm.client import usage_line
+from elitr_bench.judges.usage import usage_line
 
 if TYPE_CHECKING:
     from elitr_bench.judges.mesa.method import MesaMethod

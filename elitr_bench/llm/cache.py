@@ -105,11 +105,6 @@ class CacheFile:
     kind: Literal["missing", "folder", "empty", "ours", "unmarked", "foreign", "damaged"]
     detail: str = ""
 
-    @property
-    def is_ours(self) -> bool:
-        """Whether the file is a judge cache of ours (marked or not)."""
-        return self.kind in ("ours", "unmarked")
-
 
 def inspect_cache_file(path: Path) -> CacheFile:
     """Whether ``path`` is our cache, read-only: nothing in or beside the file is written.
@@ -339,9 +334,6 @@ class MemoryCache(_Unshared):
 
     def close(self) -> None:
         """Nothing to release."""
-
-    def __len__(self) -> int:
-        return len(self._rows)
 
 
 @dataclass(frozen=True)

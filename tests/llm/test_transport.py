@@ -19,9 +19,10 @@ import pytest
 from elitr_bench.judges import JudgeRequestError, parse_judge_spec
 from elitr_bench.judges.qa.engine import JudgeItem, judge_items
 from elitr_bench.judges.summary.run import assess_items_run
+from elitr_bench.judges.usage import usage_line
 from elitr_bench.llm.base import CompletionRequest
 from elitr_bench.llm.cache import NullCache, SQLiteCache
-from elitr_bench.llm.client import JudgeClient, usage_line
+from elitr_bench.llm.client import JudgeClient
 from elitr_bench.llm.factory import make_backend
 from tests.judges.conftest import TEST_KEY, boxed_by_response, response_in
 from tests.support.openai_server import (

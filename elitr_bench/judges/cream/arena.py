@@ -280,7 +280,7 @@ class Plan:
 
 def plan(state: ArenaState, todo: Sequence[tuple[str, str, str]], config: JudgeConfig) -> Plan:
     """Count calls and estimate their cost (cache hits are not subtracted)."""
-    from elitr_bench.llm.pricing import estimate_cost, price_for
+    from elitr_bench.judges.pricing import estimate_cost, price_for
 
     max_kf = int(state.judge.get("max_key_facts", 16))
     unit = str(state.judge.get("unit", DEFAULT_UNIT))
@@ -322,13 +322,8 @@ def context_check(
     Raises:
         ContextWindowError: One line naming the meetings, their tokens and the way out.
     """
-    from elitr_bench.llm.context_window import (
-        ContextWindowError,
-        Overlong,
-        judge_window,
-        overlength_line,
-        way_out,
-    )
+    from elitr_bench.judges.overlength import Overlong, overlength_line, way_out
+    from elitr_bench.llm.context_window import ContextWindowError, judge_window
 
     window = judge_window(config)
     if not window.checked:

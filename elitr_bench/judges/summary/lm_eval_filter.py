@@ -56,6 +56,7 @@ from elitr_bench.judges.metrics import (
     parse_filtered,
     register_lm_eval_aggregations,
 )
+from elitr_bench.judges.overlength import CONTEXT_DETAIL, Overlong, larger_judge, way_out
 from elitr_bench.judges.summary.base import (
     MinutesAssessment,
     MinutesItem,
@@ -71,13 +72,7 @@ from elitr_bench.judges.summary.run import (
     plan,
     warn_unsure,
 )
-from elitr_bench.llm.context_window import (
-    CONTEXT_DETAIL,
-    Overlong,
-    judge_window,
-    larger_judge,
-    way_out,
-)
+from elitr_bench.llm.context_window import judge_window
 
 log = logging.getLogger(__name__)
 
