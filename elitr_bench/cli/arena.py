@@ -142,8 +142,8 @@ def _arena(
 ) -> int:
     """The arena run proper: state read, judged and written under the folder's lock."""
     from elitr_bench.data.minutes import AUTOMIN_MEETINGS, select_meetings
+    from elitr_bench.judges.aio import run_coroutine
     from elitr_bench.judges.summary.run import make_client, usage_of
-    from elitr_bench.llm.aio import run_coroutine
 
     state = load_state(out)
     meetings = None

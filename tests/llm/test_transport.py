@@ -295,9 +295,9 @@ def test_many_queued_requests_stop_at_the_first_refusal(
 def test_a_failing_mesa_item_waits_for_its_other_requests_so_counts_are_exact(
     loopback: LoopbackOpenAI,
 ) -> None:
+    from elitr_bench.judges.aio import run_coroutine
     from elitr_bench.judges.minutes import MinutesItem
     from elitr_bench.judges.summary.registry import get_method
-    from elitr_bench.llm.aio import run_coroutine
     from tests.judges.test_mesa_script import make_script
 
     script = make_script()

@@ -339,7 +339,7 @@ def _record(assessments: Sequence[MinutesAssessment], config: JudgeConfig, hint:
 
 def run_sync(items: Sequence[MinutesItem], config: JudgeConfig, method: Any) -> MinutesRun:
     """Run :func:`assess_items_run` from synchronous code (lm-eval filters are sync)."""
-    from elitr_bench.llm.aio import run_coroutine
+    from elitr_bench.judges.aio import run_coroutine
 
     return run_coroutine(
         lambda: assess_items_run(items, config, method=method, desc="minutes judge")
