@@ -60,11 +60,11 @@ SCALE = (
     r"(?:-|–|to)[ \t]*(?P<f>\d+)|\b\d[ \t]*(?:-|–|to)[ \t]*(?P<r>\d+)[ \t]+scale"
 )
 #: Hypotheticals: a value the reply imagines under a condition about the answer is no
-#: statement ("with the date it would be a 10", "if it had named the owner, 8"); "if
-#: anything, a 7" and "if I had to choose, 7" are statements.
+#: statement ("with the date it would be a 10", "if it had named the owner, 8", "a 10 but
+#: for two run-on sentences"); "if anything, a 7" and "if I had to choose, 7" are.
 HYPOTHETICAL = (
     r"\bif[ \t]+(?:it|the|they|this|that|there|he|she|its|their)\b|"
-    r"\bhad[ \t]+(?:it|they|the|this)\b|\bwere[ \t]+(?:it|they)\b|"
+    r"\bhad[ \t]+(?:it|they|the|this)\b|\bwere[ \t]+(?:it|they)\b|\bbut[ \t]+for\b|"
     r"\bwould[ \t]+have\b|\bcould[ \t]+have\b|\bwith(?:out)?\b[^.;\n]*\bit[ \t]+would\b"
 )
 #: Before a number, words that set it aside: a value compared with, ruled out or left
@@ -96,7 +96,7 @@ AGGREGATE = r"\b(?:average|mean|total|sum|combined|aggregate)\b[^.;\n]{0,60}$"
 #: A sentence in which the judge says which scale it scores on ("I will rate each criterion
 #: on a 1-5 scale", "Using a 5-point scale, ..."): with a scale of :data:`SCALE`, every
 #: value of the fields it names (or of all) is on that scale.
-SCALE_DECLARED = r"\b(?:i|i'll|i'd|i'm|my|we|using|use|used)\b"
+SCALE_DECLARED = r"\b(?:i|i'll|i'd|i'm|my|we|we'll|our)\b"
 #: Another field's value a few words before a number ("severity 7" in a rating reply).
 FOREIGN = r"severit(?:y|ies)|certaint(?:y|ies)"
 

@@ -131,10 +131,11 @@ class NumericGrammar:
     def read(self, reply: Reply) -> Reading:
         """Each field's one value in the asked format, or why not (see :func:`field_outcome`)."""
         stated = self.find(reply.text)
-        rest = echoed(repeated(reply.text, self.given), self.given)
+        context = echoed(repeated(reply.text, self.given), self.given)
+        rest = context
         for s in stated:
             rest = blank(rest, s.start, s.end)
-        others = vetoes(rest, self.specs, self.labels, self.generic)
+        others = vetoes(rest, self.specs, self.labels, self.generic, context)
         values: dict[str, Any] = {}
         reasons: dict[str, str] = {}
         strict: dict[str, Any] = {}

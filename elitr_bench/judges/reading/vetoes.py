@@ -112,21 +112,40 @@ def hypothetical(sentence: str) -> bool:
     return bool(_HYPOTHETICAL.search(sentence))
 
 
+def _sentences(text: str) -> list[tuple[int, int]]:
+    """Where each sentence of ``text`` starts and ends (as :data:`SENTENCES` cuts it)."""
+    cuts = [(m.start(), m.end()) for m in SENTENCES.finditer(text)]
+    starts = [0, *(end for _, end in cuts)]
+    ends = [*(start for start, _ in cuts), len(text)]
+    return list(zip(starts, ends, strict=True))
+
+
+_OR = re.compile(r"^[ \t]*,?[ \t]*or(?:[ \t]+(?:maybe|perhaps|even|possibly))?[ \t]+(?:an?[ \t]+)?$", re.I)
+
+
 def vetoes(
-    text: str, specs: Sequence[Field], labels: Mapping[str, str], generic: str
+    text: str,
+    specs: Sequence[Field],
+    labels: Mapping[str, str],
+    generic: str,
+    context: str | None = None,
 ) -> dict[str, list[Mention]]:
     r"""Every score statement outside the asked format, per field, by :data:`.cues.PRECEDENCE`.
 
     ``labels`` name each field (its label ties a number to it), ``generic`` the score words
-    that tie a number to the fields its sentence names, or to every field.
+    that tie a number to the fields its sentence names, or to every field. ``context``:
+    ``text`` before the asked format was blanked from it (same positions), where a
+    sentence's labels are looked for ("Adequacy: 7 (maybe 6)" names adequacy).
     """
     out: dict[str, list[Mention]] = {s.name: [] for s in specs}
     text = _ABBREVIATION.sub(lambda m: m.group(0).replace(".", " "), text)
+    context = text if context is None or len(context) != len(text) else context
     before = {s.name: _before(labels[s.name]) for s in specs}
     after = {s.name: _after(labels[s.name]) for s in specs}
     before_any = _before(generic)
     after_any = re.compile(r"^[ \t]+(?:rating|score|grade)\b", re.I)
-    for index, sentence in enumerate(SENTENCES.split(text)):
+    for index, (start, end) in enumerate(_sentences(text)):
+        sentence, around = text[start:end], context[start:end]
         if hypothetical(sentence):
             continue
         scales = named_scales(sentence)
@@ -139,7 +158,8 @@ def vetoes(
                 continue  # another field's value (MESA's severities and certainties)
             if _REJECTED_BEFORE.search(head) or _REJECTED_AFTER.match(tail):
                 continue  # compared with, ruled out, left ("more than Score 3-4")
-            if _ATTRIBUTED.search(head) or _AGGREGATE.search(head):
+            aggregate = _AGGREGATE.search(head) and not before_any.search(head)
+            if _ATTRIBUTED.search(head) or aggregate:
                 continue  # another party's value ("Agent B proposed ..."), an average
             label_noun = bool(_LABEL_NOUN.search(head)) and not m.group("pct")
             word_only = m.group("a").lower() in ("zero", "one") and not m.group("den")
@@ -160,11 +180,14 @@ def vetoes(
                 or bool(_VERDICT_AFTER.match(tail))
             )
             article = re.search(r"\ban?[ \t]+$", head, re.I)
-            named = [s for s in specs if re.search(whole_word(labels[s.name]), sentence, re.I)]
+            named = [s for s in specs if re.search(whole_word(labels[s.name]), around, re.I)]
             fields = labelled or (named or list(specs) if worded or article else [])
             top = number(m.group("top")) if m.group("top") else None
             scaled = [s for s in named or specs if top is not None and top == s.high]
             loose = len(specs) > 1 and not labelled and not named
+            previous = tied[-1] if tied else None
+            if previous and not (fields or scaled) and _OR.match(sentence[previous[0].end() : m.start()]):
+                fields, loose = previous[1], not previous[2]  # "6 or 7": both are stated
             if fields or scaled:
                 tied.append((m, fields or scaled, not loose))
         for m, fields, specific in tied:
