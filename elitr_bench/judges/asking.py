@@ -8,7 +8,9 @@ conflicting, gets exactly one restatement turn in the same chat: the prompt, the
 as the assistant's turn, then the grammar's fixed message asking for the final values as
 one JSON object (with OpenAI's ``response_format`` when ``structured``). Only a cut-off,
 empty or refused reply is asked again with the same prompt, and never by a greedy judge,
-which would return the same text. Every completion, the restatement's too, goes through
+which would return the same text. A restatement turn that fails (the transport gives up)
+never costs the item: the first reading stays, its open fields unscored with
+``restatement not answered: <why>``, and no error reaches the caller (nor its breaker). Every completion, the restatement's too, goes through
 the one client, so each is cached before it is read (keyed on the full messages) and a
 killed run resumes.
 """
@@ -17,16 +19,25 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Protocol
 
 from elitr_bench.judges.config import JudgeConfig
-from elitr_bench.judges.reading import Grammar, Reading, Restatement, read_reply, read_restatement
+from elitr_bench.judges.reading import (
+    Grammar,
+    Reading,
+    Restatement,
+    explained,
+    not_answered,
+    read_reply,
+    read_restatement,
+)
 from elitr_bench.llm.base import CompletionBackend, CompletionRequest
 from elitr_bench.llm.cache import JudgeCache, open_cache
 from elitr_bench.llm.client import JudgeClient
 from elitr_bench.llm.constrained import available as structured_available
 from elitr_bench.llm.context_window import ContextWindowError, judge_window
+from elitr_bench.llm.errors import JudgeRequestError
 from elitr_bench.llm.factory import make_backend
 from elitr_bench.llm.ratelimit import RateLimiter
 
@@ -271,6 +282,9 @@ async def ask(
                     len(raws) - 1,
                     tuple(reasons),
                 )
+            except JudgeRequestError as exc:  # the reply was received and cached: keep it
+                kept = explained(not_answered(reading, str(exc)), len(raws))
+                return Asked(kept, tuple(raws), len(raws), len(raws) - 1, tuple(reasons))
             client.usage.restated += 1
             raws.append(second.text or "")
             reasons.append(second.finish_reason)
@@ -287,20 +301,6 @@ async def ask(
             break
     assert best is not None
     return Asked(explained(best, len(raws)), tuple(raws), len(raws), best_at, tuple(reasons))
-
-
-def explained(reading: Reading, attempts: int) -> Reading:
-    """The reading with a reason for every field left without a value.
-
-    The grammars say why a field is unscored; this is the net under them, so that no
-    item ends unscored with an empty reason, whatever the reply.
-    """
-    silent = [k for k, v in reading.values.items() if v is None and not reading.reasons.get(k)]
-    if not silent:
-        return reading
-    times = f"{attempts} completion{'s' if attempts != 1 else ''}"
-    why = {k: f"no {k} read from the judge's {times}" for k in silent}
-    return replace(reading, reasons={**reading.reasons, **why})
 
 
 def make_client(

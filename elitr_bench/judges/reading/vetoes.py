@@ -72,9 +72,10 @@ class Mention:
 
     ``scale`` is the top of the scale it was written on when the reply names one
     ("4/5", "on a 5-point scale"), else None (the field's own); ``sentence`` the index of
-    its sentence; ``specific``: its label, its sentence or a one-field grammar ties it to
-    this field (a bare "7/10" in a reply on four criteria is tied to each only loosely,
-    so it can veto but never count as that field's value).
+    its sentence; ``specific``: its label, its sentence (naming this field alone) or a
+    one-field grammar ties it to this field (a bare "7/10" in a reply on four criteria, or
+    "a 4" in a sentence naming two, is tied to each only loosely, so it can veto but never
+    count as that field's value).
     """
 
     low: float
@@ -170,8 +171,10 @@ def vetoes(
                 last = _LAST_WORD.search(head)
                 quantity_words |= {last.group(1).lower()} if last else set()
                 continue  # a quantity ("2 hours", "gave 5 examples")
-            labelled = [
-                s for s in specs if before[s.name].search(head) or after[s.name].match(tail)
+            # a label after it ("8 out of 10 for relevance") wins over one before it, which
+            # may close the previous statement ("7 for adequacy, 8 for relevance")
+            labelled = [s for s in specs if after[s.name].match(tail)] or [
+                s for s in specs if before[s.name].search(head)
             ]
             worded = (
                 label_noun
@@ -184,7 +187,7 @@ def vetoes(
             fields = labelled or (named or list(specs) if worded or article else [])
             top = number(m.group("top")) if m.group("top") else None
             scaled = [s for s in named or specs if top is not None and top == s.high]
-            loose = len(specs) > 1 and not labelled and not named
+            loose = len(specs) > 1 and not labelled and len(named) != 1
             previous = tied[-1] if tied else None
             if previous and not (fields or scaled) and _OR.match(sentence[previous[0].end() : m.start()]):
                 fields, loose = previous[1], not previous[2]  # "6 or 7": both are stated
