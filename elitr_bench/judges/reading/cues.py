@@ -13,7 +13,8 @@ from __future__ import annotations
 SCORE = (
     r"scor\w*|rat(?:e|es|ed|ing)|grad(?:e|es|ed|ing)|mark(?:s|ed)?|result|boxed|"
     r"deserv\w*|earn\w*|award\w*|merit\w*|giv(?:e|es|ing)|gave|final|verdict|settl\w*|"
-    r"assess\w*|evaluation|judg(?:e?ment|ing)|say|go(?:ing)? with|call it|put|peg\w*|place"
+    r"assess\w*|evaluation|judg(?:e?ment|ing)|say|go(?:ing)? with|call it|put|peg\w*|place|"
+    r"as it (?:is|stands)|correspond\w*|equival\w*|equals?|convert\w*|translat\w*"
 )
 #: Revisions: the judge changes its mind ("on second thought, 6", "adjusting downward to 5").
 REVISION = (
@@ -51,21 +52,24 @@ LINK = (
     r"for|on|in|at|overall|and|or|but|because|as|since|here|which|so|with|too|also|though|"
     r"however|then|now|instead|rather|not|from|than|given|points?|pts|stars?|scale|rating|"
     r"score|grade|this|that|it|i|is|would|seems?|fits?|might|may|could|should|will|feels?|"
-    r"looks?|sounds?|appears?|captures?|reflects?|makes?|works?|better|more|seem|fit"
+    r"looks?|sounds?|appears?|captures?|reflects?|makes?|works?|better|more|seem|fit|"
+    r"maybe|perhaps|possibly|probably|really|honestly|actually|tops|max|at"
 )
 #: A scale the judge names: "on a 5-point scale", "a scale of 1 to 5", "1-5 scale",
 #: "out of 5". A statement on another scale than the field's is no value of the field.
 SCALE = (
-    r"(?P<p>\d+)[ \t]*-?[ \t]*point[ \t]+scale|scale[ \t]+(?:of|from)[ \t]+\d+[ \t]*"
+    r"(?P<p>\d+|ten|five|hundred)[ \t]*-?[ \t]*point[ \t]+(?:scale|rubric)|scale[ \t]+(?:of|from)[ \t]+\d+[ \t]*"
     r"(?:-|–|to)[ \t]*(?P<f>\d+)|\b\d[ \t]*(?:-|–|to)[ \t]*(?P<r>\d+)[ \t]+scale"
 )
 #: Hypotheticals: a value the reply imagines under a condition about the answer is no
 #: statement ("with the date it would be a 10", "if it had named the owner, 8", "a 10 but
-#: for two run-on sentences"); "if anything, a 7" and "if I had to choose, 7" are.
+#: for two run-on sentences", "a response that only said 'I don't know' would get a 2");
+#: "if anything, a 7" and "if I had to choose, 7" are statements.
 HYPOTHETICAL = (
     r"\bif[ \t]+(?:it|the|they|this|that|there|he|she|its|their)\b|"
     r"\bhad[ \t]+(?:it|they|the|this)\b|\bwere[ \t]+(?:it|they)\b|\bbut[ \t]+for\b|"
-    r"\bwould[ \t]+have\b|\bcould[ \t]+have\b|\bwith(?:out)?\b[^.;\n]*\bit[ \t]+would\b"
+    r"\bwould[ \t]+have\b|\bcould[ \t]+have\b|\bwith(?:out)?\b[^.;\n]*\bit[ \t]+would\b|"
+    r"\b(?:a|an|any)[ \t]+(?:response|answer|reply|summary)[ \t]+(?:that|which|with|without)\b"
 )
 #: Before a number, words that set it aside: a value compared with, ruled out or left
 #: ("more than the level of Score 3-4", "cannot reach Score 7-8", "instead of 4",
@@ -74,7 +78,7 @@ REJECTED_BEFORE = (
     r"(?:(?<!no more )(?<!no less )(?<!not more )(?<!no higher )\bthan|\binstead[ \t]+of|\brather[ \t]+than|\bbeyond|\bshort[ \t]+of|\babove|"
     r"\bbelow|\bexceed\w*|\bfrom|\bbetween|\b(?:can ?not|can't|could ?not|couldn't|does ?n[o']t|"
     r"do ?n[o']t|won't|would ?n[o']t|not|never)[ \t]+(?:quite[ \t]+)?(?:reach|deserve|merit|"
-    r"warrant|justify|earn|get|qualify|fit|match|belong|be|a|an))(?:\W+[\w']+){0,5}\W*$"
+    r"warrant|justify|earn|get|qualify|fit|match|belong|be|a|an))(?:\W+[\w']+){0,6}\W*$"
 )
 #: After a number, words that set it aside ("a 4 would be too harsh", "2 would understate").
 REJECTED_AFTER = (
@@ -97,6 +101,10 @@ AGGREGATE = r"\b(?:average|mean|total|sum|combined|aggregate)\b[^.;\n]{0,60}$"
 #: on a 1-5 scale", "Using a 5-point scale, ..."): with a scale of :data:`SCALE`, every
 #: value of the fields it names (or of all) is on that scale.
 SCALE_DECLARED = r"\b(?:i|i'll|i'd|i'm|my|we|we'll|our)\b"
+#: A percentage next to a field's label ("my confidence ... is 80%", "80% confident") is
+#: that field's value on a scale to 100 (this many words may stand between); any other
+#: percentage is content.
+PERCENT_LABEL_WORDS = 4
 #: Another field's value a few words before a number ("severity 7" in a rating reply).
 FOREIGN = r"severit(?:y|ies)|certaint(?:y|ies)"
 

@@ -210,6 +210,9 @@ class NumericGrammar:
             values[spec.name] = None if problem else (int(raw) if spec.integer else float(raw))
             if problem:
                 reasons[spec.name] = f"restatement: {problem}"
+        if reasons:  # one value off its scale: the object is not the one asked for
+            other = "; ".join(reasons.values())
+            return Reading(dict.fromkeys(self.fields), {k: reasons.get(k, other) for k in values})
         return Reading(values, reasons)
 
 

@@ -67,6 +67,7 @@ _DIGITS = re.compile(r"\d+(?:\.\d+)?")
 _STOP = frozenset("the a an of to and or is it its this that with for in on be as by".split())
 #: A number's line in the prompt ("Score 10: The response ... is essentially equivalent").
 _ECHO_WORDS = 2
+_SENTENCE_END = re.compile(r"[.!?;](?:\s|$)|\n")
 
 
 def _tokens(text: str) -> list[tuple[str, int, int]]:
@@ -78,9 +79,11 @@ def echoed(text: str, given: Sequence[str]) -> str:
 
     A number is an echo of the prompt where the three words before it and the number stand
     in the prompt as they are ("the maximum score of 10"), or where the word before it and
-    the number start one of the prompt's lines ("Score 10:") and the words around it repeat
-    at least two words of that line ("Score 10: essentially equivalent", "the 'vaguely
-    related' level of Score 3-4"; words compared by their first five letters). The phrase is
+    the number start one of the prompt's lines ("Score 10:") and the words after it, in its
+    sentence, repeat at least two words of that line ("Score 10: essentially equivalent";
+    words compared by their first five letters). A judge's own words before it ("it
+    contains some elements vaguely related ...; this falls under Score 3-4") are its
+    reasoning, not an echo. The phrase is
     blanked; the judge's own statements ("I give it a 10") are never in the prompt.
     """
     if not given:
@@ -99,7 +102,8 @@ def echoed(text: str, given: Sequence[str]) -> str:
         if len(head) == 3 and f" {' '.join([*head, tok])} " in joined:
             out = blank(out, words[i - 3][1], end)
             continue
-        near = words[max(0, i - 8) : i - 1] + words[i + 1 : i + 9]
+        stop = _SENTENCE_END.search(text, end)
+        near = [w for w in words[i + 1 : i + 9] if w[1] < (stop.start() if stop else len(text))]
         around = {w[:5] for w, _, _ in near if w not in _STOP and len(w) > 3}
         for line in lines:
             if i and line[:2] == [words[i - 1][0], tok]:

@@ -40,6 +40,13 @@ _REJECTED_AFTER = re.compile(cues.REJECTED_AFTER, re.I)
 _ATTRIBUTED = re.compile(cues.ATTRIBUTED, re.I)
 _AGGREGATE = re.compile(cues.AGGREGATE, re.I)
 _DECLARED = re.compile(cues.SCALE_DECLARED, re.I)
+#: Where "N/M" is a date or a fraction, not a score on another scale ("vote on 3/4").
+_DATE_HEAD = re.compile(r"\b(?:on|by|for|until|before|after|since|from|due)[ \t]+$", re.I)
+_SCALE_TOPS = (3.0, 5.0, 10.0, 20.0, 100.0)
+_ON_SCALE = re.compile(r"^[ \t]+on[ \t]+(?:a|the|this|that|my|our|its)[ \t]", re.I)
+#: A sentence that is only a number ("As it is, 6.", "7"): a statement by itself.
+_BARE_HEAD = re.compile(r"[\s\W]*(?:as it (?:is|stands)[\s\W]*)?", re.I)
+_BARE_TAIL = re.compile(r"[\s.!]*")
 _LAST_WORD = re.compile(r"([A-Za-z']+)\W*$")
 
 
@@ -92,10 +99,26 @@ class Mention:
 
 def named_scales(sentence: str) -> list[float]:
     """The tops of the scales a sentence names ("on a 5-point scale" -> 5)."""
-    return [
-        float(next(g for g in (m.group("p"), m.group("f"), m.group("r")) if g))
-        for m in _SCALE.finditer(sentence)
-    ]
+    return [top for top, _, _ in _scales_at(sentence)]
+
+
+def _scales_at(sentence: str) -> list[tuple[float, int, int]]:
+    """Each scale a sentence names: its top, where it starts and ends."""
+    tops = {"ten": 10.0, "five": 5.0, "hundred": 100.0}
+    out = []
+    for m in _SCALE.finditer(sentence):
+        top = next(g for g in (m.group("p"), m.group("f"), m.group("r")) if g).lower()
+        out.append((tops.get(top) or float(top), *m.span()))
+    return out
+
+
+def _scale_of(scales: list[tuple[float, int, int]], start: int, end: int) -> float | None:
+    """A number's scale: one named just after it ("4 on the 10-point rubric"), else the
+    nearest one before it in its sentence ("on a 1-5 scale this is a 2"), else the first."""
+    after = [top for top, s, _ in scales if 0 <= s - end <= 30]
+    before = [top for top, _, e in scales if e <= start]
+    found: list[float | None] = [*after, *before[-1:], *(top for top, _, _ in scales), None]
+    return found[0]
 
 
 def declared_scales(text: str) -> list[tuple[float, str]]:
@@ -106,6 +129,14 @@ def declared_scales(text: str) -> list[tuple[float, str]]:
         if _DECLARED.search(sentence) and not hypothetical(sentence)
         for top in named_scales(sentence)
     ]
+
+
+def _percent_label(label: str, head: str, tail: str, near: bool = True) -> bool:
+    """A field's label within a few words before a percentage (``near``; else just before
+    it: "score: 80%"), or right after it ("80% confident")."""
+    words = cues.PERCENT_LABEL_WORDS if near else 0
+    before = re.search(rf"{whole_word(label)}(?:\W+[\w']+){{0,{words}}}\W*$", head, re.I)
+    return bool(before) or bool(re.match(rf"^[ \t]*{whole_word(label)}", tail, re.I))
 
 
 def hypothetical(sentence: str) -> bool:
@@ -149,7 +180,7 @@ def vetoes(
         sentence, around = text[start:end], context[start:end]
         if hypothetical(sentence):
             continue
-        scales = named_scales(sentence)
+        scales = _scales_at(sentence)
         sentence = _SCALE.sub(lambda m: " " * len(m.group(0)), sentence)
         quantity_words: set[str] = set()
         tied: list[tuple[re.Match[str], list[Field]]] = []
@@ -165,8 +196,17 @@ def vetoes(
             label_noun = bool(_LABEL_NOUN.search(head)) and not m.group("pct")
             word_only = m.group("a").lower() in ("zero", "one") and not m.group("den")
             marker = _ENUMERATOR.match(head) and re.match(r"[.)][ \t]", tail)
-            if not label_noun and (m.group("pct") or word_only or marker):
-                continue  # a percentage, a list marker, "one"
+            if m.group("pct") and not m.group("b"):
+                value, written = number(m.group("a")), m.group(0).strip()
+                share = re.match(r"[ \t]+of\b", tail)  # "80% of the reference": a share
+                for spec in specs if not share else ():
+                    own = labels[spec.name] != generic  # a field's own label, not a score verb
+                    label = labels[spec.name] if own else cues.LABEL_NOUN
+                    if spec.high != 100 and _percent_label(label, head, tail, own):
+                        out[spec.name].append(Mention(value, value, written, 100.0, index))
+                continue  # a percentage: content, unless the field's label is beside it
+            if not label_noun and (word_only or marker):
+                continue  # a list marker, "one"
             if not label_noun and not _LINK.match(tail):
                 last = _LAST_WORD.search(head)
                 quantity_words |= {last.group(1).lower()} if last else set()
@@ -186,7 +226,12 @@ def vetoes(
             named = [s for s in specs if re.search(whole_word(labels[s.name]), around, re.I)]
             fields = labelled or (named or list(specs) if worded or article else [])
             top = number(m.group("top")) if m.group("top") else None
-            scaled = [s for s in named or specs if top is not None and top == s.high]
+            dated = _DATE_HEAD.search(head) or (top is not None and top not in _SCALE_TOPS)
+            scaled = list(named or specs) if top is not None and not dated else []  # "3/5 stars"
+            if any(0 <= s - m.end() <= 30 for _, s, _ in scales) and _ON_SCALE.match(tail):
+                scaled = scaled or list(named or specs)  # "4 on this 5-point scale"
+            if _BARE_HEAD.fullmatch(head) and _BARE_TAIL.fullmatch(tail):
+                fields = fields or list(named or specs)  # a sentence that is only a number
             loose = len(specs) > 1 and not labelled and len(named) != 1
             previous = tied[-1] if tied else None
             if previous and not (fields or scaled) and _OR.match(sentence[previous[0].end() : m.start()]):
@@ -201,7 +246,7 @@ def vetoes(
             high = number(m.group("b")) if m.group("b") else low
             top = number(m.group("top")) if m.group("top") else None
             for spec in fields:
-                scale = top if top is not None else (scales[0] if scales else None)
+                scale = top if top is not None else _scale_of(scales, m.start(), m.end())
                 if m.group("b") and low in (0, 1) and high not in (low, spec.high):  # "1-5"
                     scale = high
                 mention = Mention(low, high, m.group(0).strip(), scale, index, specific)
