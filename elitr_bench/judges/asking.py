@@ -8,11 +8,11 @@ conflicting, gets exactly one restatement turn in the same chat: the prompt, the
 as the assistant's turn, then the grammar's fixed message asking for the final values as
 one JSON object (with OpenAI's ``response_format`` when ``structured``). Only a cut-off,
 empty or refused reply is asked again with the same prompt, and never by a greedy judge,
-which would return the same text. A restatement turn that fails (the transport gives up)
-never costs the item: the first reading stays, its open fields unscored with
-``restatement not answered: <why>``, and no error reaches the caller (nor its breaker). Every completion, the restatement's too, goes through
+which would return the same text. Every completion, the restatement's too, goes through
 the one client, so each is cached before it is read (keyed on the full messages) and a
-killed run resumes.
+killed run resumes. A restatement turn that fails (the transport gives up) never costs
+the item: the first reading stays, its open fields unscored with ``restatement not
+answered: <why>``, and no error reaches the caller (nor its breaker).
 """
 
 from __future__ import annotations

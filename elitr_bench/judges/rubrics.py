@@ -133,9 +133,7 @@ _BOXED = re.compile(r"\\boxed\s*\{[ \t]*(\d+)[ \t]*\}")
 _RESULT = re.compile(r"\[RESULT\][ \t]*(\d+)(?=[ \t]*(?:</s>)?[ \t]*\.?[ \t]*$)", re.M)
 
 
-def rubric_grammar(
-    marker: str, low: int, high: int, given: tuple[str, ...] = ()
-) -> NumericGrammar:
+def rubric_grammar(marker: str, low: int, high: int, given: tuple[str, ...] = ()) -> NumericGrammar:
     r"""The asked format of a QA rubric: ``\boxed{N}`` (``boxed``) or ``[RESULT] N``.
 
     ``given``: the prompt and rubric the judge is sent, whose own lines and number phrases

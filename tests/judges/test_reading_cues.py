@@ -1,4 +1,4 @@
-"""Issue 46: every cue table, with replies it must and must not turn into a statement.
+r"""Issue 46: every cue table, with replies it must and must not turn into a statement.
 
 Each reply below carries ``\\boxed{7}`` on the GPT-4 rubric (1-10) and one sentence that
 names another number. Where the cue makes that number a score statement, the reply states
@@ -74,7 +74,9 @@ CASES = [
 
 
 @pytest.mark.parametrize(("table", "sentence", "states"), CASES, ids=[c[1] for c in CASES])
-def test_each_cue_states_a_value_only_where_it_must(table: str, sentence: str, states: bool) -> None:
+def test_each_cue_states_a_value_only_where_it_must(
+    table: str, sentence: str, states: bool
+) -> None:
     reading = read_reply(GPT4, f"Feedback: the date is right. {sentence}\n\\boxed{{7}}")
     if states:
         assert reading.value("score") is None and "score" in reading.final, reading.reasons
@@ -175,8 +177,8 @@ def test_a_restatement_confirms_or_fills_and_never_chooses(
 def test_two_cream_lists_are_two_values() -> None:
     grammar = AlignmentGrammar(("Anna chairs.", "Bob leaves."), 3)
     one = [{"key fact": "Anna chairs.", "response": "Yes", "line number": [1]}]
-    first = json.dumps(one + [{"key fact": "Bob leaves.", "response": "No", "line number": []}])
-    second = json.dumps(one + [{"key fact": "Bob leaves.", "response": "Yes", "line number": [2]}])
+    first = json.dumps([*one, {"key fact": "Bob leaves.", "response": "No", "line number": []}])
+    second = json.dumps([*one, {"key fact": "Bob leaves.", "response": "Yes", "line number": [2]}])
     reading = read_reply(grammar, f"{first}\n\nWait, corrected:\n{second}")
     assert reading.value("alignments") is None and not reading.restate
     assert reading.reasons["alignments"].startswith("the judge gave [Yes 1; No] and")

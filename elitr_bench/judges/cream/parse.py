@@ -284,7 +284,9 @@ class AlignmentGrammar:
         stated = {"alignments": tuple(said)}
         lists = list(dict.fromkeys(str(s) for s in said if isinstance(s, StatedAlignments)))
         yeses = {s.yes for s in said if isinstance(s, StatedCount)}
-        agreed = {sum(a.supported for a in s.found) for s in said if isinstance(s, StatedAlignments)}
+        agreed = {
+            sum(a.supported for a in s.found) for s in said if isinstance(s, StatedAlignments)
+        }
         if len(lists) > 1 or len(yeses | agreed) > 1:  # two answers: a restatement would choose
             why = two_values("alignments", [*lists, *(repr(w) for w, _ in counts)])
             return Reading(

@@ -58,8 +58,9 @@ LINK = (
 #: A scale the judge names: "on a 5-point scale", "a scale of 1 to 5", "1-5 scale",
 #: "out of 5". A statement on another scale than the field's is no value of the field.
 SCALE = (
-    r"(?P<p>\d+|ten|five|hundred)[ \t]*-?[ \t]*point[ \t]+(?:scale|rubric)|scale[ \t]+(?:of|from)[ \t]+\d+[ \t]*"
-    r"(?:-|–|to)[ \t]*(?P<f>\d+)|\b\d[ \t]*(?:-|–|to)[ \t]*(?P<r>\d+)[ \t]+scale"
+    r"(?P<p>\d+|ten|five|hundred)[ \t]*-?[ \t]*point[ \t]+(?:scale|rubric)|"
+    r"scale[ \t]+(?:of|from)[ \t]+\d+[ \t]*(?:-|–|to)[ \t]*(?P<f>\d+)|"
+    r"\b\d[ \t]*(?:-|–|to)[ \t]*(?P<r>\d+)[ \t]+scale"
 )
 #: Hypotheticals: a value the reply imagines under a condition about the answer is no
 #: statement ("with the date it would be a 10", "if it had named the owner, 8", "a 10 but
@@ -75,7 +76,8 @@ HYPOTHETICAL = (
 #: ("more than the level of Score 3-4", "cannot reach Score 7-8", "instead of 4",
 #: "lowered from 7 to 6"); a bound ("no more than a 5") is a statement.
 REJECTED_BEFORE = (
-    r"(?:(?<!no more )(?<!no less )(?<!not more )(?<!no higher )\bthan|\binstead[ \t]+of|\brather[ \t]+than|\bbeyond|\bshort[ \t]+of|\babove|"
+    r"(?:(?<!no more )(?<!no less )(?<!not more )(?<!no higher )\bthan|\binstead[ \t]+of|"
+    r"\brather[ \t]+than|\bbeyond|\bshort[ \t]+of|\babove|"
     r"\bbelow|\bexceed\w*|\bfrom|\bbetween|\b(?:can ?not|can't|could ?not|couldn't|does ?n[o']t|"
     r"do ?n[o']t|won't|would ?n[o']t|not|never)[ \t]+(?:quite[ \t]+)?(?:reach|deserve|merit|"
     r"warrant|justify|earn|get|qualify|fit|match|belong|be|a|an))(?:\W+[\w']+){0,6}\W*$"

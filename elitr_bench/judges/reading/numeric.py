@@ -95,7 +95,12 @@ def field_outcome(
             return None, why, False, said
         vetoed = [m.written for m in loose if not m.low <= value <= m.high or m.off_scale(spec)]
         if vetoed:  # a bare statement the reply ties to no field in particular
-            return None, f"conflicting {spec.name}: {value:g}, also {', '.join(vetoed)}", False, said
+            return (
+                None,
+                f"conflicting {spec.name}: {value:g}, also {', '.join(vetoed)}",
+                False,
+                said,
+            )
         return (int(value) if spec.integer else value), "", False, said
     stated = list(dict.fromkeys((m.low, m.high) for m in fine))
     if len(stated) > 1 or any(lo != hi for lo, hi in stated):
@@ -214,5 +219,3 @@ class NumericGrammar:
             other = "; ".join(reasons.values())
             return Reading(dict.fromkeys(self.fields), {k: reasons.get(k, other) for k in values})
         return Reading(values, reasons)
-
-

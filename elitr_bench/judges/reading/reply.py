@@ -64,7 +64,29 @@ def repeated(text: str, evaluated: Sequence[str]) -> str:
 
 _TOKEN = re.compile(r"[A-Za-z]+|\d+(?:\.\d+)?")
 _DIGITS = re.compile(r"\d+(?:\.\d+)?")
-_STOP = frozenset("the a an of to and or is it its this that with for in on be as by".split())
+_STOP = frozenset(
+    [
+        "the",
+        "a",
+        "an",
+        "of",
+        "to",
+        "and",
+        "or",
+        "is",
+        "it",
+        "its",
+        "this",
+        "that",
+        "with",
+        "for",
+        "in",
+        "on",
+        "be",
+        "as",
+        "by",
+    ]
+)
 #: A number's line in the prompt ("Score 10: The response ... is essentially equivalent").
 _ECHO_WORDS = 2
 _SENTENCE_END = re.compile(r"[.!?;](?:\s|$)|\n")
@@ -90,12 +112,10 @@ def echoed(text: str, given: Sequence[str]) -> str:
         return text
     prompt = [t for t, _, _ in _tokens(" ".join(given))]
     joined = " " + " ".join(prompt) + " "
-    lines = [
-        [t for t, _, _ in _tokens(line)] for source in given for line in source.splitlines()
-    ]
+    lines = [[t for t, _, _ in _tokens(line)] for source in given for line in source.splitlines()]
     out = text
     words = _tokens(text)
-    for i, (tok, start, end) in enumerate(words):
+    for i, (tok, _start, end) in enumerate(words):
         if not _DIGITS.fullmatch(tok):
             continue
         head = [w for w, _, _ in words[max(0, i - 3) : i]]
@@ -106,10 +126,10 @@ def echoed(text: str, given: Sequence[str]) -> str:
         near = [w for w in words[i + 1 : i + 9] if w[1] < (stop.start() if stop else len(text))]
         around = {w[:5] for w, _, _ in near if w not in _STOP and len(w) > 3}
         for line in lines:
-            if i and line[:2] == [words[i - 1][0], tok]:
-                if len(around & {w[:5] for w in line[2:] if len(w) > 3}) >= _ECHO_WORDS:
-                    out = blank(out, words[i - 1][1], end)
-                    break
+            shared = around & {w[:5] for w in line[2:] if len(w) > 3}
+            if i and line[:2] == [words[i - 1][0], tok] and len(shared) >= _ECHO_WORDS:
+                out = blank(out, words[i - 1][1], end)
+                break
     return out
 
 

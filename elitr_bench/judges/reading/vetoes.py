@@ -113,8 +113,11 @@ def _scales_at(sentence: str) -> list[tuple[float, int, int]]:
 
 
 def _scale_of(scales: list[tuple[float, int, int]], start: int, end: int) -> float | None:
-    """A number's scale: one named just after it ("4 on the 10-point rubric"), else the
-    nearest one before it in its sentence ("on a 1-5 scale this is a 2"), else the first."""
+    """A number's scale: one named just after it, else the nearest one before it.
+
+    "4 on the 10-point rubric": 10; "on a 1-5 scale this is a 2": 5; else the sentence's
+    first scale, or None.
+    """
     after = [top for top, s, _ in scales if 0 <= s - end <= 30]
     before = [top for top, _, e in scales if e <= start]
     found: list[float | None] = [*after, *before[-1:], *(top for top, _, _ in scales), None]
@@ -132,8 +135,11 @@ def declared_scales(text: str) -> list[tuple[float, str]]:
 
 
 def _percent_label(label: str, head: str, tail: str, near: bool = True) -> bool:
-    """A field's label within a few words before a percentage (``near``; else just before
-    it: "score: 80%"), or right after it ("80% confident")."""
+    """A field's label beside a percentage: before it, or right after ("80% confident").
+
+    ``near``: a few words may stand between ("my confidence in this is 80%"); else the
+    label is just before it ("score: 80%").
+    """
     words = cues.PERCENT_LABEL_WORDS if near else 0
     before = re.search(rf"{whole_word(label)}(?:\W+[\w']+){{0,{words}}}\W*$", head, re.I)
     return bool(before) or bool(re.match(rf"^[ \t]*{whole_word(label)}", tail, re.I))
@@ -152,7 +158,9 @@ def _sentences(text: str) -> list[tuple[int, int]]:
     return list(zip(starts, ends, strict=True))
 
 
-_OR = re.compile(r"^[ \t]*,?[ \t]*or(?:[ \t]+(?:maybe|perhaps|even|possibly))?[ \t]+(?:an?[ \t]+)?$", re.I)
+_OR = re.compile(
+    r"^[ \t]*,?[ \t]*or(?:[ \t]+(?:maybe|perhaps|even|possibly))?[ \t]+(?:an?[ \t]+)?$", re.I
+)
 
 
 def vetoes(
@@ -183,7 +191,7 @@ def vetoes(
         scales = _scales_at(sentence)
         sentence = _SCALE.sub(lambda m: " " * len(m.group(0)), sentence)
         quantity_words: set[str] = set()
-        tied: list[tuple[re.Match[str], list[Field]]] = []
+        tied: list[tuple[re.Match[str], list[Field], bool]] = []
         for m in _MENTION.finditer(sentence):
             head, tail = sentence[max(0, m.start() - 120) : m.start()], sentence[m.end() :]
             if _FOREIGN.search(head):
@@ -234,7 +242,11 @@ def vetoes(
                 fields = fields or list(named or specs)  # a sentence that is only a number
             loose = len(specs) > 1 and not labelled and len(named) != 1
             previous = tied[-1] if tied else None
-            if previous and not (fields or scaled) and _OR.match(sentence[previous[0].end() : m.start()]):
+            if (
+                previous
+                and not (fields or scaled)
+                and _OR.match(sentence[previous[0].end() : m.start()])
+            ):
                 fields, loose = previous[1], not previous[2]  # "6 or 7": both are stated
             if fields or scaled:
                 tied.append((m, fields or scaled, not loose))
