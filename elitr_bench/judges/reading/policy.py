@@ -14,15 +14,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from elitr_bench.judges.reading.reply import (
-    EMPTY,
-    REASK,
-    REASONED_OUT,
-    REFUSED,
-    TRUNCATED,
-    Reply,
-    without_reasoning,
-)
+from elitr_bench.judges.reading import reply as prepared
+from elitr_bench.judges.reading.reply import Reply, without_reasoning
 
 
 class Statement(Protocol):
@@ -82,7 +75,7 @@ class Reading:
     @property
     def reask(self) -> bool:
         """Whether asking the same prompt again is the remedy (cut off, empty, refused)."""
-        return not self.complete and any(r in REASK for r in self.reasons.values())
+        return not self.complete and any(r in prepared.REASK for r in self.reasons.values())
 
     def to_dict(self) -> dict[str, Any]:
         """``{"values", "reasons"}`` plus ``restate`` or ``restated`` when they apply."""
@@ -147,14 +140,15 @@ def read_reply(
     (:attr:`elitr_bench.llm.cache.Completion.reasoned_out`); the reason then says so.
     """
     if finish_reason == "length":
-        return Reading.unscored(grammar.fields, REASONED_OUT if reasoned_out else TRUNCATED)
+        why = prepared.REASONED_OUT if reasoned_out else prepared.TRUNCATED
+        return Reading.unscored(grammar.fields, why)
     reply = Reply.of(raw or "", evaluated)
     if not reply.answer.strip():
-        return Reading.unscored(grammar.fields, EMPTY)
+        return Reading.unscored(grammar.fields, prepared.EMPTY)
     reading = grammar.read(reply)
     refused = _REFUSAL.match(reply.answer.strip()) and len(reply.answer) < 600
     if refused and not reading.n_scored and not reading.strict:
-        return Reading.unscored(grammar.fields, REFUSED)
+        return Reading.unscored(grammar.fields, prepared.REFUSED)
     return reading
 
 
@@ -175,11 +169,11 @@ def read_restatement(
     assert grammar.restatement is not None
     names = grammar.fields
     if finish_reason == "length":
-        why = f"restatement {REASONED_OUT if reasoned_out else TRUNCATED}"
+        why = f"restatement {prepared.REASONED_OUT if reasoned_out else prepared.TRUNCATED}"
         return _kept(first, why)
     answer = without_reasoning(raw or "")
     if not answer.strip():
-        return _kept(first, f"restatement: {EMPTY}")
+        return _kept(first, f"restatement: {prepared.EMPTY}")
     second = grammar.restatement.read(answer)
     values, reasons = dict(second.values), dict(second.reasons)
     for name in names:
