@@ -12,8 +12,8 @@ the judge evaluated, whose lines quoted in the reply never supply a value; ``"tu
 "restatement"`` reads the reply as the judge's answer to the restatement message, and
 ``"first_reply"`` gives the first reply it answers, whose one stated value per field the
 restatement must confirm; a field it stated two values for stays unscored) and prints one
-result per line, in order. A reply that a run would ask to restate its values carries ``"restate": "<why>"`` (and, for one FILE, a ``restate: <why>``
-line on standard error).
+result per line, in order. A reply that a run would ask to restate its values carries
+``"restate": "<why>"`` (and, for one FILE, a ``restate: <why>`` line on standard error).
 """
 
 from __future__ import annotations
