@@ -51,6 +51,7 @@ from elitr_bench.llm.base import (
     ParameterRefused,
     RetryableError,
 )
+from elitr_bench.llm.batch import BatchQueue
 from elitr_bench.llm.cache import Completion, JudgeCache, cache_key
 from elitr_bench.llm.context_window import JudgeWindow
 from elitr_bench.llm.errors import JudgeRequestError
@@ -117,6 +118,8 @@ class Usage:
         unstructured: Completions asked without the ``response_format`` they were built
             with, because the endpoint refuses it (learnt from a refusal in this process,
             or OpenAI's models known to, see :mod:`elitr_bench.llm.structured`).
+        batched: Completions a batch answered in this run (also under ``requests`` and
+            ``answered``; their tokens are paid at the batch price).
     """
 
     requests: int = 0
@@ -134,6 +137,7 @@ class Usage:
     restated: int = 0
     structured_refused: int = 0
     unstructured: int = 0
+    batched: int = 0
 
     def as_dict(self, prices: tuple[float, float] | None = None) -> dict[str, Any]:
         """Counters plus the estimated cost of the tokens paid in this run."""
@@ -160,6 +164,8 @@ def usage_line(usage: dict[str, Any]) -> str:
         f"{usage.get('answered', 0)}, refused {usage.get('refused', 0)}, failed "
         f"{usage.get('failed', 0)}"
     )
+    if usage.get("batched"):
+        line += f"; answered in batches: {usage['batched']}"
     if usage.get("not_sent"):
         line += f"; not sent after the credentials were refused: {usage['not_sent']}"
     if usage.get("structured_refused") or usage.get("unstructured"):
@@ -226,6 +232,9 @@ class JudgeClient:
         #: answer to it is unknown (the others wait for its outcome).
         self._probes: dict[str, asyncio.Future[None]] = {}
         self._scope = str(getattr(backend, "auth_scope", "") or "")
+        #: Batch mode: requests missing the cache wait on this queue instead of being sent
+        #: (:mod:`elitr_bench.llm.batch`); None sends them one by one.
+        self.batch: BatchQueue | None = None
         interrupt.watch_cache(cache)
 
     def key_for(self, request: CompletionRequest, draw: int) -> str:
@@ -255,6 +264,14 @@ class JudgeClient:
 
     async def _hit(self, key: str) -> Completion | None:
         hit = await self._off_loop(self.cache.get, key)
+        if hit is not None and self.batch is not None and self.batch.read(key):
+            # A batch of this run answered it: paid now (at the batch price), not a hit.
+            self.usage.requests += 1
+            self.usage.answered += 1
+            self.usage.batched += 1
+            self.usage.prompt_tokens += hit.prompt_tokens
+            self.usage.completion_tokens += hit.completion_tokens
+            return replace(hit, cached=False)
         if hit is not None:
             self.usage.cache_hits += 1
             self.usage.cached_prompt_tokens += hit.prompt_tokens
@@ -385,6 +402,10 @@ class JudgeClient:
             hit = await self._hit(key)
             if hit is not None:
                 return hit
+            if self.batch is not None and self.batch.defers(key):
+                # The batch layer sends it: the item waits for the next pass.
+                self.batch.defer(key, request, self._meta(request, draw))
+                raise self.batch.pending(key)
             hit = await self._sent_elsewhere(key)
             if hit is not None:
                 return hit
@@ -506,18 +527,17 @@ class JudgeClient:
     ) -> None:
         """Write a paid completion to the cache (in the cache threads) before it is used."""
         # Written before use: a run killed after this never pays for it again.
-        await self._off_loop(
-            self.cache.put,
-            key,
-            completion,
-            {
-                "backend": self.backend.kind,
-                "model": self.backend.model,
-                **({"endpoint": self.backend.endpoint} if self.backend.endpoint else {}),
-                "params": {**request.sent_params(), "seed": request.seed, "draw": draw},
-            },
-        )
+        await self._off_loop(self.cache.put, key, completion, self._meta(request, draw))
         interrupt.note_kept()
+
+    def _meta(self, request: CompletionRequest, draw: int) -> dict[str, Any]:
+        """What the cache keeps beside a reply (no secret: kind, model, endpoint, params)."""
+        return {
+            "backend": self.backend.kind,
+            "model": self.backend.model,
+            **({"endpoint": self.backend.endpoint} if self.backend.endpoint else {}),
+            "params": {**request.sent_params(), "seed": request.seed, "draw": draw},
+        }
 
     async def aclose(self) -> None:
         """Close the backend, and the cache if this client opened it."""

@@ -1,0 +1,517 @@
+"""The batch sending layer: judge requests answered by a batch instead of one by one.
+
+In batch mode the client's send step does not send: a request that misses the cache is
+put on a :class:`BatchQueue` and its caller gets :class:`BatchPending` (the item waits).
+When a judging pass ends, the queue's lines go out as one batch (OpenAI's Batch API,
+:class:`BatchSender`) or into a file (:func:`write_batch_file`, for vLLM's offline
+``run_batch``); every answered line is stored in the cache before anything reads it,
+and the next pass reads those replies as cache hits, asking the restatements they need,
+which go as the next batch. A line that fails inside a batch (its own error, a batch
+that expired or was cancelled) is sent one by one in the next pass, never dropped.
+
+Nothing is paid twice: the ids of every submitted batch and the keys it holds are in the
+ledger (:class:`BatchLedger`, a table of the cache file) before the first poll, so a run
+that is stopped or killed polls the same batch when run again, and a request already in
+a live batch is never submitted again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sqlite3
+import threading
+import time
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from elitr_bench.llm.base import CompletionRequest
+from elitr_bench.llm.batch_files import (
+    CHAT_URL,
+    BatchLimits,
+    BatchLine,
+    LineOutcome,
+    input_text,
+    read_lines,
+    split_lines,
+)
+from elitr_bench.llm.cache import JudgeCache, SQLiteCache
+from elitr_bench.llm.errors import JudgeConfigError, JudgeRequestError
+
+#: How a waiting item's reason begins (the judge path tells waiting items by it).
+WAITING = "waiting for a judge batch"
+
+#: Environment variable: seconds between two looks at a submitted batch (tests set 0).
+ENV_POLL_S = "ELITR_BATCH_POLL_S"
+DEFAULT_POLL_S = 30.0
+
+#: The API's own limits per batch.
+DEFAULT_LIMITS = BatchLimits()
+
+#: Batch states after which nothing more changes.
+FINAL_STATES = frozenset({"completed", "failed", "expired", "cancelled"})
+
+
+class BatchPending(JudgeRequestError):
+    """The request waits for a batch: the item is judged in a later pass."""
+
+
+class BatchFailed(JudgeRequestError):
+    """The Batch API refused a batch (its validation errors) or is not served there."""
+
+
+def poll_interval(environ: Mapping[str, str] | None = None) -> float:
+    """Seconds between polls: ``ELITR_BATCH_POLL_S``, else 30.
+
+    Raises:
+        JudgeConfigError: The value is not a number of seconds of 0 or more.
+    """
+    raw = (os.environ if environ is None else environ).get(ENV_POLL_S, "").strip()
+    if not raw:
+        return DEFAULT_POLL_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise JudgeConfigError(f"{ENV_POLL_S}={raw!r} must be seconds (0 or more), e.g. 30")
+    return value
+
+
+@dataclass
+class BatchQueue:
+    """Requests waiting for a batch, and what the batches answered in this run.
+
+    Attributes:
+        model: The judge model every line asks (one model per batch).
+        waiting: Cache key -> line, in the order they were deferred.
+        direct: Keys a batch failed to answer: sent one by one from now on.
+        fresh: Keys answered by a batch in this run and not yet read: the first read
+            counts the reply as paid in this run (not as a cache hit).
+        batched: Lines answered by batches in this run.
+        failed_lines: Lines a batch failed to answer in this run.
+    """
+
+    model: str
+    waiting: dict[str, BatchLine] = field(default_factory=dict)
+    direct: set[str] = field(default_factory=set)
+    fresh: set[str] = field(default_factory=set)
+    batched: int = 0
+    failed_lines: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def defers(self, key: str) -> bool:
+        """Whether a request missing the cache waits for a batch (else it is sent now)."""
+        return key not in self.direct
+
+    def defer(self, key: str, request: CompletionRequest, meta: Mapping[str, Any]) -> None:
+        """Queue a request for the next batch (its body as the one-by-one path sends it)."""
+        from elitr_bench.llm.openai_backend import chat_body
+
+        with self._lock:
+            self.waiting.setdefault(key, BatchLine(key, chat_body(self.model, request), meta))
+
+    def take(self) -> list[BatchLine]:
+        """The waiting lines (the queue is empty afterwards)."""
+        with self._lock:
+            lines, self.waiting = list(self.waiting.values()), {}
+        return lines
+
+    def pending(self, key: str) -> BatchPending:
+        """The error a waiting caller gets."""
+        return BatchPending(f"{WAITING} (request {key[:12]})")
+
+    def read(self, key: str) -> bool:
+        """Whether a reply read now is a batch's of this run, read for the first time.
+
+        The client counts such a reply as paid in this run, not as a cache hit.
+        """
+        with self._lock:
+            if key not in self.fresh:
+                return False
+            self.fresh.discard(key)
+        return True
+
+    def store(
+        self, outcomes: Sequence[LineOutcome], meta: Mapping[str, Mapping[str, Any]], cache: Any
+    ) -> tuple[int, int]:
+        """Store the answered lines in the cache (before any use); mark the failed ones.
+
+        Args:
+            outcomes: The lines read back.
+            meta: Key -> what the cache keeps beside the reply.
+            cache: The judge cache.
+
+        Returns:
+            (answered, failed) counts.
+        """
+        answered = failed = 0
+        for outcome in outcomes:
+            if outcome.key not in meta:
+                continue  # not a request of ours: never filed
+            if outcome.completion is None:
+                failed += 1
+                with self._lock:
+                    self.direct.add(outcome.key)
+                continue
+            cache.put(outcome.key, outcome.completion, meta[outcome.key])
+            answered += 1
+            with self._lock:
+                self.fresh.add(outcome.key)
+        with self._lock:
+            self.batched += answered
+            self.failed_lines += failed
+        return answered, failed
+
+
+# The ledger ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """One submitted batch or written batch file.
+
+    Attributes:
+        id: The batch id (``batch_...``) or ``file:<path>`` of a written input file.
+        scope: The model and endpoint the lines ask (``model@endpoint``).
+        lines: Cache key -> meta of every line in it.
+    """
+
+    id: str
+    scope: str
+    lines: Mapping[str, Mapping[str, Any]]
+
+
+class BatchLedger(Protocol):
+    """Where live batches are recorded (before the first poll)."""
+
+    def record(self, entry: LedgerEntry) -> None:
+        """Record a batch as live (committed before returning)."""
+        ...
+
+    def live(self, scope: str, kind: str = "batch") -> list[LedgerEntry]:
+        """The live entries of a scope: ``batch`` (API) or ``file`` entries."""
+        ...
+
+    def finish(self, batch_id: str, state: str) -> None:
+        """Record that a batch reached a final state (it is no longer polled)."""
+        ...
+
+
+class MemoryLedger:
+    """The ledger of an in-memory (or no) cache: lives as long as the cache object."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, tuple[LedgerEntry, str]] = {}
+
+    def record(self, entry: LedgerEntry) -> None:
+        """Record a batch as live."""
+        self._entries[entry.id] = (entry, "live")
+
+    def live(self, scope: str, kind: str = "batch") -> list[LedgerEntry]:
+        """The live entries of a scope."""
+        return [
+            e
+            for e, state in self._entries.values()
+            if state == "live" and e.scope == scope and _kind(e.id) == kind
+        ]
+
+    def finish(self, batch_id: str, state: str) -> None:
+        """Record a final state."""
+        if batch_id in self._entries:
+            self._entries[batch_id] = (self._entries[batch_id][0], state)
+
+
+class SQLiteLedger:
+    """The ``batches`` table of a cache file (another process may poll it too)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._conn = sqlite3.connect(str(path), timeout=60.0, isolation_level=None)
+        self._conn.execute(
+            "CREATE TABLE IF NOT EXISTS batches (id TEXT PRIMARY KEY, scope TEXT, state TEXT,"
+            " lines TEXT, created REAL)"
+        )
+
+    def record(self, entry: LedgerEntry) -> None:
+        """Record a batch as live (autocommit: on disk when this returns)."""
+        self._conn.execute(
+            "INSERT OR REPLACE INTO batches (id, scope, state, lines, created)"
+            " VALUES (?, ?, 'live', ?, ?)",
+            (entry.id, entry.scope, json.dumps(entry.lines, sort_keys=True), time.time()),
+        )
+
+    def live(self, scope: str, kind: str = "batch") -> list[LedgerEntry]:
+        """The live entries of a scope, oldest first."""
+        rows = self._conn.execute(
+            "SELECT id, scope, lines FROM batches WHERE state = 'live' AND scope = ?"
+            " ORDER BY created",
+            (scope,),
+        ).fetchall()
+        return [LedgerEntry(r[0], r[1], json.loads(r[2])) for r in rows if _kind(r[0]) == kind]
+
+    def finish(self, batch_id: str, state: str) -> None:
+        """Record a final state."""
+        self._conn.execute("UPDATE batches SET state = ? WHERE id = ?", (state, batch_id))
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._conn.close()
+
+
+def _kind(entry_id: str) -> str:
+    return "file" if entry_id.startswith("file:") else "batch"
+
+
+_MEMORY_LEDGERS: weakref.WeakKeyDictionary[Any, MemoryLedger] = weakref.WeakKeyDictionary()
+
+
+def ledger_for(cache: JudgeCache) -> BatchLedger:
+    """The ledger kept with a cache: a table of its file, or one in memory beside it."""
+    if isinstance(cache, SQLiteCache):
+        return SQLiteLedger(cache.path)
+    ledger = _MEMORY_LEDGERS.get(cache)
+    if ledger is None:
+        ledger = _MEMORY_LEDGERS[cache] = MemoryLedger()
+    return ledger
+
+
+# Offline batch files (vLLM's run_batch) ---------------------------------------------
+
+
+def write_batch_file(
+    path: Path, lines: Sequence[BatchLine], limits: BatchLimits, ledger: BatchLedger, scope: str
+) -> list[Path]:
+    """Write the input file(s) of ``lines`` (nothing is sent); recorded in the ledger.
+
+    One file when the lines fit the limits, else ``<stem>.part<N><suffix>`` beside it.
+    """
+    parts = split_lines(lines, limits)
+    paths = (
+        [path]
+        if len(parts) == 1
+        else [path.with_name(f"{path.stem}.part{n}{path.suffix}") for n in range(1, len(parts) + 1)]
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for target, part in zip(paths, parts, strict=True):
+        target.write_text(input_text(part), encoding="utf-8")
+        entry = LedgerEntry(
+            f"file:{target.resolve()}", scope, {line.key: dict(line.meta) for line in part}
+        )
+        ledger.record(entry)
+    return paths
+
+
+def read_batch_file(
+    path: Path, queue: BatchQueue, cache: JudgeCache, ledger: BatchLedger, scope: str
+) -> tuple[int, int]:
+    """Store the answered lines of an output file whose input this judge wrote.
+
+    Only lines whose ``custom_id`` a written input file of this scope holds are stored
+    (their meta comes from the ledger); any other line is left out.
+
+    Returns:
+        (answered, failed) counts.
+
+    Raises:
+        JudgeConfigError: The file cannot be read.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise JudgeConfigError(
+            f"--batch-read {path}: cannot read it ({exc.strerror or exc}); name the output "
+            "file run_batch wrote (-o)"
+        ) from None
+    meta: dict[str, Mapping[str, Any]] = {}
+    for entry in ledger.live(scope, "file"):
+        meta.update(entry.lines)
+    return queue.store(read_lines(text), meta, cache)
+
+
+# The Batch API ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Submitted:
+    """What one round of :meth:`BatchSender.run` did.
+
+    Attributes:
+        created: Batch ids created in this round.
+        resumed: Live batch ids of an earlier run that were polled.
+        answered: Lines stored in the cache.
+        failed: Lines the batches failed to answer (sent one by one next).
+        waiting: False when the sender did not wait (``--no-wait``): the batches live on.
+    """
+
+    created: tuple[str, ...] = ()
+    resumed: tuple[str, ...] = ()
+    answered: int = 0
+    failed: int = 0
+    waiting: bool = True
+
+
+class BatchSender:
+    """Submits queued lines to an OpenAI-compatible Batch API, polls, stores the replies.
+
+    Args:
+        backend: The judge's OpenAI backend (its SDK client, credentials and endpoint).
+        cache: The judge cache the replies go to.
+        ledger: Where the batches are recorded before the first poll.
+        limits: Requests and bytes per batch.
+        poll_s: Seconds between polls.
+        progress: Show a progress bar while polling.
+    """
+
+    def __init__(
+        self,
+        backend: Any,
+        cache: JudgeCache,
+        ledger: BatchLedger,
+        limits: BatchLimits = DEFAULT_LIMITS,
+        poll_s: float = DEFAULT_POLL_S,
+        progress: bool = True,
+    ) -> None:
+        self.backend = backend
+        self.cache = cache
+        self.ledger = ledger
+        self.limits = limits
+        self.poll_s = poll_s
+        self.progress = progress
+
+    @property
+    def scope(self) -> str:
+        """The model and endpoint of the batches (one model per batch)."""
+        return f"{self.backend.model}@{self.backend.endpoint}"
+
+    async def run(
+        self, lines: Sequence[BatchLine], queue: BatchQueue, wait: bool = True
+    ) -> Submitted:
+        """Submit what no live batch holds, poll every live batch of this scope, store.
+
+        Raises:
+            BatchFailed: The endpoint serves no Batch API, or a batch failed validation.
+        """
+        live = self.ledger.live(self.scope)
+        held = {key for entry in live for key in entry.lines}
+        fresh = [line for line in lines if line.key not in held]
+        created: list[LedgerEntry] = []
+        for part in split_lines(fresh, self.limits) if fresh else []:
+            created.append(await self._submit(part))
+        entries = [*live, *created]
+        if not wait:
+            return Submitted(tuple(e.id for e in created), tuple(e.id for e in live), waiting=False)
+        answered = failed = 0
+        for done in await self._poll(entries):
+            a, f = await self._collect(done, entries, queue)
+            answered, failed = answered + a, failed + f
+        return Submitted(tuple(e.id for e in created), tuple(e.id for e in live), answered, failed)
+
+    async def _submit(self, part: Sequence[BatchLine]) -> LedgerEntry:
+        """Upload one input file, create its batch, record it (before any poll)."""
+        import openai
+
+        client = self.backend.sdk_client()
+        blob = input_text(part).encode("utf-8")
+        try:
+            uploaded = await client.files.create(
+                file=("judge-batch.jsonl", blob, "application/jsonl"), purpose="batch"
+            )
+            batch = await client.batches.create(
+                input_file_id=uploaded.id, endpoint=CHAT_URL, completion_window="24h"
+            )
+        except openai.NotFoundError as exc:
+            raise BatchFailed(
+                f"judge {self.backend.model} at {self.backend.base_url}: no Batch API there "
+                f"({self.backend.scrub(exc)}); use batch=off in the judge spec"
+            ) from None
+        except openai.APIStatusError as exc:
+            raise BatchFailed(
+                f"judge {self.backend.model} at {self.backend.base_url}: the batch was refused "
+                f"(HTTP {exc.status_code}: {self.backend.scrub(exc)}); nothing was judged, "
+                "re-run when fixed or use batch=off in the judge spec"
+            ) from None
+        entry = LedgerEntry(batch.id, self.scope, {line.key: dict(line.meta) for line in part})
+        self.ledger.record(entry)  # before the first poll: a killed run resumes this batch
+        return entry
+
+    async def _poll(self, entries: Sequence[LedgerEntry]) -> list[Any]:
+        """Poll until every batch is final; their last states (a progress bar meanwhile)."""
+        client = self.backend.sdk_client()
+        total = sum(len(e.lines) for e in entries)
+        bar: Any = None
+        if self.progress and total:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=total, desc=f"judge batch {self.backend.model}", unit="request")
+        done: dict[str, Any] = {}
+        try:
+            while len(done) < len(entries):
+                counts = [0, 0]
+                for entry in entries:
+                    batch = done.get(entry.id) or await client.batches.retrieve(entry.id)
+                    if batch.status in FINAL_STATES:
+                        done[entry.id] = batch
+                    counts[0] += int(getattr(batch.request_counts, "completed", 0) or 0)
+                    counts[1] += int(getattr(batch.request_counts, "failed", 0) or 0)
+                if bar is not None:
+                    bar.n = min(total, counts[0] + counts[1])
+                    bar.set_postfix(completed=counts[0], failed=counts[1], refresh=True)
+                if len(done) < len(entries):
+                    await asyncio.sleep(self.poll_s)
+        finally:
+            if bar is not None:
+                bar.close()
+        return [done[e.id] for e in entries]
+
+    async def _collect(
+        self, batch: Any, entries: Sequence[LedgerEntry], queue: BatchQueue
+    ) -> tuple[int, int]:
+        """Store a final batch's answered lines; its other lines are sent one by one next."""
+        entry = next(e for e in entries if e.id == batch.id)
+        if batch.status == "failed":
+            self.ledger.finish(batch.id, "failed")
+            errors = getattr(getattr(batch, "errors", None), "data", None) or []
+            first = "; ".join(
+                f"line {getattr(e, 'line', '?')}: {getattr(e, 'message', '')}" for e in errors[:3]
+            )
+            raise BatchFailed(
+                f"judge batch {batch.id} failed validation ({first or 'no reason given'}); "
+                "nothing of it was paid: fix the request, or use batch=off in the judge spec"
+            )
+        outcomes: list[LineOutcome] = []
+        client = self.backend.sdk_client()
+        for file_id in (batch.output_file_id, batch.error_file_id):
+            if file_id:
+                content = await client.files.content(file_id)
+                outcomes += read_lines(content.text)
+        answered, failed = queue.store(outcomes, entry.lines, self.cache)
+        seen = {o.key for o in outcomes}
+        missing = [key for key in entry.lines if key not in seen]  # expired, cancelled
+        queue.direct.update(missing)
+        queue.failed_lines += len(missing)
+        self.ledger.finish(batch.id, batch.status)
+        return answered, failed + len(missing)
+
+
+__all__ = [
+    "DEFAULT_LIMITS",
+    "WAITING",
+    "BatchFailed",
+    "BatchLedger",
+    "BatchLimits",
+    "BatchLine",
+    "BatchPending",
+    "BatchQueue",
+    "BatchSender",
+    "LedgerEntry",
+    "Submitted",
+    "ledger_for",
+    "poll_interval",
+    "read_batch_file",
+    "write_batch_file",
+]
