@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from elitr_bench.llm.base import CompletionRequest
+from elitr_bench.llm.base import CompletionRequest, ParameterRefused
 from elitr_bench.llm.batch_files import (
     CHAT_URL,
     BatchLimits,
@@ -90,6 +90,8 @@ class BatchQueue:
         model: The judge model every line asks (one model per batch).
         waiting: Cache key -> line, in the order they were deferred.
         direct: Keys a batch failed to answer: sent one by one from now on.
+        rejected: Keys whose line the server refused, with its answer: a refused
+            parameter is learnt from it as from a request sent alone.
         fresh: Keys answered by a batch in this run and not yet read: the first read
             counts the reply as paid in this run (not as a cache hit).
         batched: Lines answered by batches in this run.
@@ -99,6 +101,7 @@ class BatchQueue:
     model: str
     waiting: dict[str, BatchLine] = field(default_factory=dict)
     direct: set[str] = field(default_factory=set)
+    rejected: dict[str, LineOutcome] = field(default_factory=dict)
     fresh: set[str] = field(default_factory=set)
     batched: int = 0
     failed_lines: int = 0
@@ -114,6 +117,17 @@ class BatchQueue:
 
         with self._lock:
             self.waiting.setdefault(key, BatchLine(key, chat_body(self.model, request), meta))
+
+    def refusal(self, key: str, request: CompletionRequest) -> ParameterRefused | None:
+        """A parameter of ``request`` its batch line was refused for (asked once)."""
+        from elitr_bench.llm.openai_backend import parameter_refusal
+
+        with self._lock:
+            outcome = self.rejected.pop(key, None)
+        if outcome is None or outcome.status is None:
+            return None
+        message = f"batch line refused, {outcome.error}"
+        return parameter_refusal(request, outcome.status, outcome, message)
 
     def take(self) -> list[BatchLine]:
         """The waiting lines (the queue is empty afterwards)."""
@@ -157,6 +171,7 @@ class BatchQueue:
                 failed += 1
                 with self._lock:
                     self.direct.add(outcome.key)
+                    self.rejected[outcome.key] = outcome
                 continue
             cache.put(outcome.key, outcome.completion, meta[outcome.key])
             answered += 1

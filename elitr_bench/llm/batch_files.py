@@ -133,11 +133,28 @@ class LineOutcome:
         key: The line's ``custom_id`` (a cache key).
         completion: The reply, when the line was answered with a usable completion.
         error: Why not, in one line, otherwise.
+        status: The HTTP status the server gave the line (None: no answer at all).
+        detail: The server's error object (``message``, ``param``, ``code``), if any.
     """
 
     key: str
     completion: Completion | None = None
     error: str = ""
+    status: int | None = None
+    detail: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def param(self) -> Any:
+        """The parameter the error names (as an SDK error's ``param``)."""
+        return self.detail.get("param")
+
+    @property
+    def code(self) -> Any:
+        """The error's code (as an SDK error's ``code``)."""
+        return self.detail.get("code")
+
+    def __str__(self) -> str:
+        return self.error
 
 
 def read_lines(text: str) -> list[LineOutcome]:
@@ -166,7 +183,15 @@ def read_lines(text: str) -> list[LineOutcome]:
         body = _mapping(response.get("body"))
         status = response.get("status_code")
         if line.get("error") or status != 200:
-            out.append(LineOutcome(key, error=_line_error(line.get("error"), status, body)))
+            found = line.get("error") if isinstance(line.get("error"), dict) else body.get("error")
+            out.append(
+                LineOutcome(
+                    key,
+                    error=_line_error(line.get("error"), status, body),
+                    status=status if isinstance(status, int) else None,
+                    detail=_mapping(found),
+                )
+            )
             continue
         try:
             text_out = reply_text(body)

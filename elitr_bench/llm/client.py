@@ -40,7 +40,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
-from typing import Any, TypeVar, cast
+from typing import Any, NoReturn, TypeVar, cast
 
 from elitr_bench.llm import interrupt, reasoning, structured
 from elitr_bench.llm.base import (
@@ -402,6 +402,9 @@ class JudgeClient:
             hit = await self._hit(key)
             if hit is not None:
                 return hit
+            refused = self.batch.refusal(key, request) if self.batch is not None else None
+            if refused is not None:  # a batch line refused a parameter: learnt as if alone
+                self._learn_refusal(refused, request, name)
             if self.batch is not None and self.batch.defers(key):
                 # The batch layer sends it: the item waits for the next pass.
                 self.batch.defer(key, request, self._meta(request, draw))
@@ -483,18 +486,7 @@ class JudgeClient:
                 await asyncio.sleep(delay)
                 continue
             except ParameterRefused as exc:
-                self.usage.refused += 1
-                why = f" (HTTP {exc.status})" if exc.status else ""
-                taught = reasoning.taught(request, exc.param)
-                if taught is not None:
-                    reasoning.learn_refusal(self._format_scope(), taught, request, why)
-                    raise _Refused(str(exc)) from None
-                if exc.param != "response_format" or not request.response_format:
-                    raise JudgeRequestError(f"{name}: {exc}") from None  # the request's fault
-                self.usage.structured_refused += 1
-                kind = structured.format_type(request.response_format)
-                structured.learn(self._format_scope(), kind, "refused", why)
-                raise _Refused(str(exc)) from None
+                self._learn_refusal(exc, request, name)
             except AuthenticationRejected as exc:
                 self.usage.refused += 1
                 reason = (
@@ -521,6 +513,28 @@ class JudgeClient:
             self.usage.completion_tokens += completion.completion_tokens
             return completion
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _learn_refusal(
+        self, exc: ParameterRefused, request: CompletionRequest, name: str
+    ) -> NoReturn:
+        """Learn a refused parameter: the request is asked again as the endpoint takes it.
+
+        Raises:
+            _Refused: Learnt; the caller asks again without the parameter.
+            JudgeRequestError: The refusal is the request's own fault.
+        """
+        self.usage.refused += 1
+        why = f" (HTTP {exc.status})" if exc.status else ""
+        taught = reasoning.taught(request, exc.param)
+        if taught is not None:
+            reasoning.learn_refusal(self._format_scope(), taught, request, why)
+            raise _Refused(str(exc)) from None
+        if exc.param != "response_format" or not request.response_format:
+            raise JudgeRequestError(f"{name}: {exc}") from None  # the request's fault
+        self.usage.structured_refused += 1
+        kind = structured.format_type(request.response_format)
+        structured.learn(self._format_scope(), kind, "refused", why)
+        raise _Refused(str(exc)) from None
 
     async def _store(
         self, key: str, completion: Completion, request: CompletionRequest, draw: int

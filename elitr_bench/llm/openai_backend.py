@@ -108,6 +108,22 @@ def chat_body(model: str, request: CompletionRequest) -> dict[str, Any]:
     return body
 
 
+def parameter_refusal(
+    request: CompletionRequest, status: int, exc: Any, message: str
+) -> ParameterRefused | None:
+    """The refusal of one of the request's parameters an error answer is, else None.
+
+    ``exc`` is the SDK's error or a batch line's error object (``param``, ``code``, its
+    text): a refusal inside a batch teaches the client as one sent alone does.
+    """
+    if request.response_format and refuses_response_format(status, exc):
+        return ParameterRefused(message, status, "response_format")
+    param = reasoning.refused_param(status, exc)
+    if param is not None and reasoning.taught(request, param):
+        return ParameterRefused(message, status, param)
+    return None
+
+
 class OpenAIBackend:
     """Chat completions through ``openai.AsyncOpenAI`` / ``AsyncAzureOpenAI``."""
 
@@ -188,11 +204,9 @@ class OpenAIBackend:
                 raise RetryableError(message, parse_retry_after(headers), status) from None
             if status in _AUTH_STATUS:
                 raise AuthenticationRejected(message, status) from None
-            if request.response_format and refuses_response_format(status, exc):
-                raise ParameterRefused(message, status, "response_format") from None
-            param = reasoning.refused_param(status, exc)
-            if param is not None and reasoning.taught(request, param):
-                raise ParameterRefused(message, status, param) from None
+            refused = parameter_refusal(request, status, exc, message)
+            if refused is not None:
+                raise refused from None
             raise FatalBackendError(message, status) from None
         except openai.OpenAIError as exc:
             raise FatalBackendError(f"{type(exc).__name__}: {self._msg(exc)}") from None

@@ -1,0 +1,278 @@
+"""Judging through batches: OpenAI's Batch API (``batch=on``) and offline batch files.
+
+Every test runs the real ``elitr-bench score`` against the loopback server, whose Files
+and Batch API (tests/support/batch_api.py) validate, answer and fail batches as the API
+does, each line answered by the same script as a one-by-one request. The judge is
+gpt-4-0613, the paper's, so the plan and the usage are priced.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from elitr_bench.cli import main
+from tests.cli.test_qa_budget import write_samples
+from tests.judges.conftest import response_in
+from tests.judges.test_restatement_e2e import restating
+from tests.support.batch_api import answer_file
+from tests.support.openai_server import LoopbackOpenAI, RecordedRequest, Reply
+
+TASK = "elitr_qa_dev"
+N = 6
+
+
+@pytest.fixture(autouse=True)
+def _fast_polls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Poll at once, and check every endpoint again (no preflight remembered)."""
+    from elitr_bench.judges import readiness
+
+    monkeypatch.setenv("ELITR_BATCH_POLL_S", "0")
+    monkeypatch.setattr(readiness, "_PREFLIGHT_OK", set())
+
+
+def judge_reply(request: RecordedRequest) -> str:
+    r"""Answer ``i``: every third in prose (restated as ``{"score": 5}``), else ``\boxed``."""
+    if restating(request):
+        return json.dumps({"score": 5})
+    index = int(response_in(request).rsplit(" ", 1)[1])
+    if index % 3 == 1:
+        return "The answer is half right; I would give it a 5 out of 10."
+    return f"Feedback: fine. \\boxed{{{index + 2}}}"
+
+
+def spec(server: LoopbackOpenAI, cache: Path, extra: str = "") -> str:
+    return f"openai:gpt-4-0613,base_url={server.base_url},progress=false,cache={cache}{extra}"
+
+
+def judge_bodies(requests: list[RecordedRequest]) -> list[str]:
+    """The judge requests' bodies, canonical JSON, sorted (preflight left out)."""
+    return sorted(
+        json.dumps(r.body, sort_keys=True)
+        for r in requests
+        if "### Response to evaluate:" in json.dumps(r.body)
+    )
+
+
+def scored(run: Path) -> tuple[dict[str, Any], list[Any], dict[str, Any]]:
+    """(metrics, per-sample judge scores, judge_usage) of the run's rescoring."""
+    results = json.loads(next(run.glob("results_rescored_*.json")).read_text())
+    rows = sorted(p for p in run.glob(f"samples_{TASK}_*.jsonl") if p.name != SAMPLES_NAME)[-1]
+    scores = []
+    for line in rows.read_text().splitlines():
+        judged = json.loads(json.loads(line)["filtered_resps"][0][0])["judge"]
+        scores.append((judged["status"], judged["score"]))
+    metrics = {k.split(",")[0]: v for k, v in results["results"][TASK].items() if "judge" in k}
+    return metrics, scores, results["judge_usage"][TASK]
+
+
+SAMPLES_NAME = f"samples_{TASK}_2024-05-01T10-00-00.123456.jsonl"
+
+
+def score(argv: list[str]) -> int:
+    return main(["score", *argv])
+
+
+def test_batch_scores_equal_one_by_one_scores_at_half_the_price(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with LoopbackOpenAI(judge_reply, model="gpt-4-0613") as server:
+        write_samples(tmp_path / "one", N)
+        assert score([str(tmp_path / "one"), "--judge", spec(server, tmp_path / "a.sqlite")]) == 0
+        # What the server took one by one: the first restatement's json_schema refused (as
+        # the API refuses it for gpt-4-0613) is learnt, and this process asks without it.
+        one_by_one = judge_bodies(server.taken())
+        server.reset()
+        write_samples(tmp_path / "batch", N)
+        judge = spec(server, tmp_path / "b.sqlite", ",batch=on")
+        assert score([str(tmp_path / "batch"), "--judge", judge]) == 0
+        err = capsys.readouterr().err
+        batches = list(server.batch_api.batches.values())
+        # nothing one by one: the prompts in one batch, the two restatements in a second
+        assert judge_bodies(server.requests) == []
+        assert [b["request_counts"]["total"] for b in batches] == [N, 2]
+        assert judge_bodies(server.batch_api.lines) == one_by_one
+    metrics_one, scores_one, usage_one = scored(tmp_path / "one")
+    metrics_batch, scores_batch, usage_batch = scored(tmp_path / "batch")
+    assert scores_batch == scores_one and metrics_batch == metrics_one
+    assert ("scored", 5.0) in scores_batch and ("scored", 2.0) in scores_batch
+    assert "at the batch price" in err
+    assert usage_batch["batched"] == usage_batch["answered"] == N + 2
+    assert usage_batch["price_per_1m_tokens"] == {"prompt": 15.0, "completion": 30.0}
+    assert usage_one["price_per_1m_tokens"] == {"prompt": 30.0, "completion": 60.0}
+    tokens = (usage_batch["prompt_tokens"], usage_batch["completion_tokens"])
+    assert tokens == (usage_one["prompt_tokens"], usage_one["completion_tokens"])
+    assert usage_batch["estimated_cost_usd"] == pytest.approx(usage_one["estimated_cost_usd"] / 2)
+
+
+def _ledger(cache: Path) -> list[tuple[str, str]]:
+    with sqlite3.connect(cache) as conn:
+        return conn.execute("SELECT id, state FROM batches ORDER BY created").fetchall()
+
+
+def test_a_killed_run_resumes_polling_the_same_batch(tmp_path: Path) -> None:
+    """The run is killed while it polls; the rerun creates no batch and pays nothing twice."""
+    run, cache = tmp_path / "run", tmp_path / "c.sqlite"
+    write_samples(run, N)
+    with LoopbackOpenAI(lambda r: "\\boxed{8}", model="gpt-4-0613") as server:
+        server.batch_api.hold = threading.Event()  # stays in_progress until set
+        argv = [str(run), "--judge", spec(server, cache, ",batch=on")]
+        code = "import sys; from elitr_bench.cli import main; sys.exit(main(sys.argv[1:]))"
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code, "score", *argv],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env={**__import__("os").environ, "ELITR_BATCH_POLL_S": "0.05"},
+        )
+        try:
+            deadline = time.monotonic() + 120
+            while len(server.batch_api.retrieved) < 2 and proc.poll() is None:
+                assert time.monotonic() < deadline, "the run never polled its batch"
+                time.sleep(0.05)
+        finally:
+            proc.kill()
+            _, stderr = proc.communicate()
+        assert proc.returncode == -9, stderr.decode()[-2000:]
+        assert [state for _, state in _ledger(cache)] == ["live"]  # recorded before polling
+        assert not list(run.glob("results_rescored_*.json"))
+        server.batch_api.hold.set()
+        assert score(argv) == 0
+        assert len(server.batch_api.batches) == 1 and len(server.batch_api.lines) == N
+        assert judge_bodies(server.requests) == []
+    assert [state for _, state in _ledger(cache)] == ["completed"]
+    _metrics, scores, usage = scored(run)
+    assert scores == [("scored", 8.0)] * N and usage["batched"] == N
+
+
+def test_no_wait_submits_exits_and_the_printed_command_collects(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run, cache = tmp_path / "run", tmp_path / "c.sqlite"
+    write_samples(run, N)
+    with LoopbackOpenAI(lambda r: "\\boxed{6}", model="gpt-4-0613") as server:
+        judge = spec(server, cache, ",batch=on")
+        assert score([str(run), "--judge", judge, "--no-wait"]) == 0
+        err = capsys.readouterr().err
+        assert server.batch_api.retrieved == [] and not list(run.glob("results_rescored_*"))
+        collect = err.split("Collect the replies with: ", 1)[1].strip()
+        assert collect.split()[:2] == ["elitr-bench", "score"] and "--no-wait" not in collect
+        # the same command again submits nothing new either (the batch is live)
+        assert score([str(run), "--judge", judge, "--no-wait"]) == 0
+        assert len(server.batch_api.batches) == 1
+        assert score([str(run), "--judge", judge]) == 0
+        assert len(server.batch_api.batches) == 1 and len(server.batch_api.lines) == N
+    assert scored(run)[1] == [("scored", 6.0)] * N
+
+
+@pytest.mark.parametrize("fault", ["line_error", "expired"])
+def test_lines_a_batch_fails_are_sent_one_by_one_never_dropped(tmp_path: Path, fault: str) -> None:
+    run, cache = tmp_path / "run", tmp_path / "c.sqlite"
+    write_samples(run, N)
+    seen: Counter[str] = Counter()
+    lock = threading.Lock()
+
+    def flaky(request: RecordedRequest) -> Reply | str:
+        with lock:
+            seen[request.prompt] += 1
+            first = seen[request.prompt] == 1
+        if fault == "line_error" and first and response_in(request).endswith(("1", "4")):
+            return Reply(status=500)
+        return "\\boxed{9}"
+
+    with LoopbackOpenAI(flaky, model="gpt-4-0613") as server:
+        if fault == "expired":
+            server.batch_api.expire_after = 4
+        assert score([str(run), "--judge", spec(server, cache, ",batch=on")]) == 0
+        direct = [r for r in server.requests if "### Response to evaluate:" in json.dumps(r.body)]
+        batch = next(iter(server.batch_api.batches.values()))
+    assert len(server.batch_api.batches) == 1 and len(direct) == 2
+    assert batch["status"] == ("completed" if fault == "line_error" else "expired")
+    assert batch["request_counts"] == {"total": N, "completed": 4, "failed": 2}
+    _metrics, scores, usage = scored(run)
+    assert scores == [("scored", 9.0)] * N
+    assert usage["batched"] == 4 and usage["answered"] == N
+
+
+def test_a_batch_is_split_at_the_request_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ELITR_BATCH_MAX_REQUESTS", "4")
+    run = tmp_path / "run"
+    write_samples(run, N)
+    with LoopbackOpenAI(lambda r: "\\boxed{7}", model="gpt-4-0613") as server:
+        assert score([str(run), "--judge", spec(server, tmp_path / "c.sqlite", ",batch=on")]) == 0
+        sizes = [b["request_counts"]["total"] for b in server.batch_api.batches.values()]
+    assert sizes == [4, 2]
+    assert scored(run)[1] == [("scored", 7.0)] * N
+
+
+def test_a_batch_the_api_fails_is_one_line_with_its_first_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "run"
+    write_samples(run, N)
+    with LoopbackOpenAI(lambda r: "\\boxed{7}", model="gpt-4-0613") as server:
+        server.batch_api.max_requests = 3  # a provider with a lower cap than the API's
+        assert score([str(run), "--judge", spec(server, tmp_path / "c.sqlite", ",batch=on")]) == 2
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if "error" in line]
+    assert len(lines) == 1 and "failed validation" in lines[0], err
+    assert "the limit is 3" in lines[0] and "batch=off" in lines[0]
+
+
+def test_an_endpoint_without_a_batch_api_is_one_line_naming_batch_off(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "run"
+    write_samples(run, N)
+    with LoopbackOpenAI(lambda r: "\\boxed{7}", model="gpt-4-0613") as server:
+        server.batch_api.served = False
+        assert score([str(run), "--judge", spec(server, tmp_path / "c.sqlite", ",batch=on")]) == 2
+        assert judge_bodies(server.requests) == []
+    err = capsys.readouterr().err
+    assert "no Batch API there" in err and "use batch=off in the judge spec" in err
+
+
+def test_batch_files_offline_write_answer_read_until_nothing_waits(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--batch-write sends nothing; --batch-read of the answers writes what still waits.
+
+    Round 1 holds the six prompts, round 2 the two restatements with their json_schema,
+    which the server refuses for gpt-4-0613 as the API does: the refusal inside the file
+    is learnt as one sent alone would be, and round 3 asks them without it.
+    """
+    run, cache = tmp_path / "run", tmp_path / "c.sqlite"
+    write_samples(run, N)
+    with LoopbackOpenAI(judge_reply, model="gpt-4-0613") as server:
+        judge = spec(server, cache)
+        first = tmp_path / "in1.jsonl"
+        assert score([str(run), "--judge", judge, "--batch-write", str(first)]) == 0
+        assert server.requests == [] and server.listings == []  # offline: not even a preflight
+        lines = [json.loads(line) for line in first.read_text().splitlines()]
+        assert len(lines) == N and {line["url"] for line in lines} == {"/v1/chat/completions"}
+        assert all(len(line["custom_id"]) == 64 for line in lines)  # the cache keys
+        sizes, written = [], first
+        for round_ in range(2, 6):
+            answered = tmp_path / f"out{round_ - 1}.jsonl"
+            answered.write_text(answer_file(server.batch_api, written.read_text()))
+            sizes.append(len(written.read_text().splitlines()))
+            written = tmp_path / f"in{round_}.jsonl"
+            argv = ["--batch-read", str(answered), "--batch-write", str(written)]
+            assert score([str(run), "--judge", judge, *argv]) == 0
+            if not written.exists():
+                break
+        assert server.requests == []
+    assert sizes == [N, 2, 2]
+    _metrics, scores, _usage = scored(run)
+    assert [s for s, _ in scores] == ["scored"] * N and ("scored", 5.0) in scores
+    assert "then: elitr-bench score" in capsys.readouterr().err
