@@ -18,7 +18,7 @@ import time
 
 from elitr_bench.judges import parse_judge_spec
 from elitr_bench.judges.qa.engine import JudgeItem, judge_items
-from elitr_bench.llm import structured
+from elitr_bench.llm import memory
 from tests.judges.conftest import response_in
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest, Reply
 
@@ -40,7 +40,7 @@ def main() -> None:
     args = parser.parse_args()
     items = [JudgeItem(f"Q{i}?", f"answer {i}", "ref") for i in range(args.items)]
     for run in range(args.runs):
-        structured.forget()  # as a new process: nothing learnt yet
+        memory.forget()  # as a new process: nothing learnt yet
         with LoopbackOpenAI(reply) as server:
             spec = f"openai:gpt-4-0613,base_url={server.base_url},cache=memory,progress=false"
             start = time.perf_counter()

@@ -15,14 +15,13 @@ killed run resumes.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.reading import Grammar, Reading, Restatement, read_reply, read_restatement
-from elitr_bench.llm.base import CompletionBackend, CompletionRequest
+from elitr_bench.llm.base import CompletionBackend, CompletionRequest, ResponseFormat
 from elitr_bench.llm.cache import JudgeCache, open_cache
 from elitr_bench.llm.client import JudgeClient
 from elitr_bench.llm.constrained import available as structured_available
@@ -213,14 +212,13 @@ def restatement_request(
         request.max_tokens,
         request.seed,
         (*request.messages, ("user", request.prompt), ("assistant", reply)),
-        response_format(restatement) if structured else "",
+        response_format(restatement) if structured else None,
     )
 
 
-def response_format(restatement: Restatement) -> str:
-    """OpenAI's structured-output ``response_format`` of a restatement (canonical JSON)."""
-    spec = {"name": "final_values", "strict": True, "schema": restatement.schema}
-    return json.dumps({"type": "json_schema", "json_schema": spec}, sort_keys=True)
+def response_format(restatement: Restatement) -> ResponseFormat:
+    """OpenAI's structured-output ``response_format`` of a restatement (strict schema)."""
+    return ResponseFormat.json_schema("final_values", restatement.schema)
 
 
 async def ask(

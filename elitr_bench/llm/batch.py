@@ -1,18 +1,23 @@
 """The batch sending layer: judge requests answered by a batch instead of one by one.
 
-In batch mode the client's send step does not send: a request that misses the cache is
-put on a :class:`BatchQueue` and its caller gets :class:`BatchPending` (the item waits).
-When a judging pass ends, the queue's lines go out as one batch (OpenAI's Batch API,
-:class:`BatchSender`) or into a file (:func:`write_batch_file`, for vLLM's offline
-``run_batch``); every answered line is stored in the cache before anything reads it,
-and the next pass reads those replies as cache hits, asking the restatements they need,
-which go as the next batch. A line that fails inside a batch (its own error, a batch
-that expired or was cancelled) is sent one by one in the next pass, never dropped.
+It is one more :class:`~elitr_bench.llm.send.Sender` under the client's cache and adapt
+layers (:class:`BatchSender`). It does not send: a request that missed the cache is put
+on a :class:`BatchQueue` and its caller gets :class:`BatchPending` (the item waits for
+the next pass). When a judging pass ends, the queue's lines go out as one batch
+(OpenAI's Batch API, :class:`BatchJobs`) or into a file (:func:`write_batch_file`, for
+vLLM's offline ``run_batch``). Every answered line is kept in the cache file (the
+ledger's ``batch_replies``) before anything reads it; in the next pass the ordinary path
+asks again, this sender hands over the kept reply (counted as paid, at the batch
+price), the client files it in the cache as any reply, and the restatements it needs are
+queued for the next batch. A line that fails inside a batch (its own error, a batch
+that expired or was cancelled) is sent by the ordinary path in the next pass (or, with
+batch files, goes into the next file), never dropped; a line refused for an optional
+extra (a ``response_format``) is handed to the adapt layer as a refusal sent alone is.
 
 Nothing is paid twice: the ids of every submitted batch and the keys it holds are in the
-ledger (:class:`BatchLedger`, a table of the cache file) before the first poll, so a run
+ledger (:class:`BatchLedger`, tables of the cache file) before the first poll, so a run
 that is stopped or killed polls the same batch when run again, and a request already in
-a live batch is never submitted again.
+a live batch or answered by one is never submitted again.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from elitr_bench.llm.base import CompletionRequest, ParameterRefused
+from elitr_bench.llm.base import CompletionRequest, RequestRefused
 from elitr_bench.llm.batch_files import (
     CHAT_URL,
     BatchLimits,
@@ -39,8 +44,10 @@ from elitr_bench.llm.batch_files import (
     read_lines,
     split_lines,
 )
-from elitr_bench.llm.cache import JudgeCache, SQLiteCache
+from elitr_bench.llm.cache import Completion, JudgeCache, SQLiteCache
 from elitr_bench.llm.errors import JudgeConfigError, JudgeRequestError
+from elitr_bench.llm.send import Sender
+from elitr_bench.llm.usage import Usage
 
 #: How a waiting item's reason begins (the judge path tells waiting items by it).
 WAITING = "waiting for a judge batch"
@@ -84,50 +91,29 @@ def poll_interval(environ: Mapping[str, str] | None = None) -> float:
 
 @dataclass
 class BatchQueue:
-    """Requests waiting for a batch, and what the batches answered in this run.
+    """Requests waiting for a batch, and what the batches of this run could not answer.
 
     Attributes:
         model: The judge model every line asks (one model per batch).
         waiting: Cache key -> line, in the order they were deferred.
         direct: Keys a batch failed to answer: sent one by one from now on.
-        rejected: Keys whose line the server refused, with its answer: a refused
-            parameter is learnt from it as from a request sent alone.
-        fresh: Keys answered by a batch in this run and not yet read: the first read
-            counts the reply as paid in this run (not as a cache hit).
-        batched: Lines answered by batches in this run.
-        failed_lines: Lines a batch failed to answer in this run.
+        rejected: Keys whose line the server refused, with its answer (a refused extra
+            is learnt from it as from a request sent alone).
     """
 
     model: str
     waiting: dict[str, BatchLine] = field(default_factory=dict)
     direct: set[str] = field(default_factory=set)
     rejected: dict[str, LineOutcome] = field(default_factory=dict)
-    fresh: set[str] = field(default_factory=set)
-    batched: int = 0
-    failed_lines: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def defers(self, key: str) -> bool:
-        """Whether a request missing the cache waits for a batch (else it is sent now)."""
-        return key not in self.direct
-
-    def defer(self, key: str, request: CompletionRequest, meta: Mapping[str, Any]) -> None:
-        """Queue a request for the next batch (its body as the one-by-one path sends it)."""
+    def defer(self, key: str, request: CompletionRequest) -> BatchPending:
+        """Queue a request for the next batch; the error its caller gets meanwhile."""
         from elitr_bench.llm.openai_backend import chat_body
 
         with self._lock:
-            self.waiting.setdefault(key, BatchLine(key, chat_body(self.model, request), meta))
-
-    def refusal(self, key: str, request: CompletionRequest) -> ParameterRefused | None:
-        """A parameter of ``request`` its batch line was refused for (asked once)."""
-        from elitr_bench.llm.openai_backend import parameter_refusal
-
-        with self._lock:
-            outcome = self.rejected.pop(key, None)
-        if outcome is None or outcome.status is None:
-            return None
-        message = f"batch line refused, {outcome.error}"
-        return parameter_refusal(request, outcome.status, outcome, message)
+            self.waiting.setdefault(key, BatchLine(key, chat_body(self.model, request)))
+        return BatchPending(f"{WAITING} (request {key[:12]})")
 
     def take(self) -> list[BatchLine]:
         """The waiting lines (the queue is empty afterwards)."""
@@ -135,52 +121,78 @@ class BatchQueue:
             lines, self.waiting = list(self.waiting.values()), {}
         return lines
 
-    def pending(self, key: str) -> BatchPending:
-        """The error a waiting caller gets."""
-        return BatchPending(f"{WAITING} (request {key[:12]})")
-
-    def read(self, key: str) -> bool:
-        """Whether a reply read now is a batch's of this run, read for the first time.
-
-        The client counts such a reply as paid in this run, not as a cache hit.
-        """
+    def failed(self, outcomes: Sequence[LineOutcome], direct: bool = True) -> int:
+        """Note lines a batch failed: sent one by one next (``direct``), else queued again."""
         with self._lock:
-            if key not in self.fresh:
-                return False
-            self.fresh.discard(key)
-        return True
-
-    def store(
-        self, outcomes: Sequence[LineOutcome], meta: Mapping[str, Mapping[str, Any]], cache: Any
-    ) -> tuple[int, int]:
-        """Store the answered lines in the cache (before any use); mark the failed ones.
-
-        Args:
-            outcomes: The lines read back.
-            meta: Key -> what the cache keeps beside the reply.
-            cache: The judge cache.
-
-        Returns:
-            (answered, failed) counts.
-        """
-        answered = failed = 0
-        for outcome in outcomes:
-            if outcome.key not in meta:
-                continue  # not a request of ours: never filed
-            if outcome.completion is None:
-                failed += 1
-                with self._lock:
+            for outcome in outcomes:
+                self.rejected[outcome.key] = outcome
+                if direct:
                     self.direct.add(outcome.key)
-                    self.rejected[outcome.key] = outcome
-                continue
-            cache.put(outcome.key, outcome.completion, meta[outcome.key])
-            answered += 1
-            with self._lock:
-                self.fresh.add(outcome.key)
+        return len(outcomes)
+
+    def refusal(self, key: str) -> RequestRefused | None:
+        """The refusal of the request's line, when the server refused one of its extras."""
+        from elitr_bench.llm.openai_backend import classify
+
         with self._lock:
-            self.batched += answered
-            self.failed_lines += failed
-        return answered, failed
+            outcome = self.rejected.pop(key, None)
+        if outcome is None or outcome.status is None:
+            return None
+        typed = classify(outcome.status, str(outcome), outcome.param, outcome.code, None)
+        return typed if isinstance(typed, RequestRefused) else None
+
+
+class BatchSender:
+    """The send layer in batch mode (a :class:`~elitr_bench.llm.send.Sender`).
+
+    Args:
+        direct: The client's own sender: lines a batch failed go through it.
+        usage: The client's usage (a batch's reply is counted as paid when handed over).
+        queue: Where waiting requests go.
+        ledger: Where batches' replies are kept until the ordinary path reads them.
+        scope: The model and endpoint (``model@endpoint``).
+    """
+
+    def __init__(
+        self, direct: Sender, usage: Usage, queue: BatchQueue, ledger: BatchLedger, scope: str
+    ) -> None:
+        self.direct = direct
+        self.usage = usage
+        self.queue = queue
+        self.ledger = ledger
+        self.scope = scope
+
+    async def send(self, request: CompletionRequest, key: str = "") -> Completion:
+        """A batch's kept reply, else the request waits for the next batch.
+
+        Raises:
+            BatchPending: The request was queued (its item waits for the next pass).
+            RequestRefused: Its line was refused for an extra (the adapt layer learns).
+        """
+        reply = await asyncio.to_thread(self.ledger.reply, key)
+        if reply is not None:
+            self.usage.requests += 1
+            self.usage.answered += 1
+            self.usage.batched += 1
+            self.usage.prompt_tokens += reply.prompt_tokens
+            self.usage.completion_tokens += reply.completion_tokens
+            return reply
+        refused = self.queue.refusal(key)
+        if refused is not None:
+            self.usage.requests += 1
+            self.usage.refused += 1
+            raise refused
+        if key in self.queue.direct:
+            return await self.direct.send(request, key)
+        raise self.queue.defer(key, request)
+
+    def refusal(self) -> str | None:
+        """Why nothing may be sent now (the direct sender's refused credentials)."""
+        return self.direct.refusal()
+
+    async def aclose(self) -> None:
+        """Close the direct sender (and its backend)."""
+        await self.direct.aclose()
 
 
 # The ledger ------------------------------------------------------------------------
@@ -193,16 +205,16 @@ class LedgerEntry:
     Attributes:
         id: The batch id (``batch_...``) or ``file:<path>`` of a written input file.
         scope: The model and endpoint the lines ask (``model@endpoint``).
-        lines: Cache key -> meta of every line in it.
+        keys: The cache key of every line in it.
     """
 
     id: str
     scope: str
-    lines: Mapping[str, Mapping[str, Any]]
+    keys: tuple[str, ...]
 
 
 class BatchLedger(Protocol):
-    """Where live batches are recorded (before the first poll)."""
+    """Where live batches and their replies are kept (before the first poll, before use)."""
 
     def record(self, entry: LedgerEntry) -> None:
         """Record a batch as live (committed before returning)."""
@@ -216,12 +228,21 @@ class BatchLedger(Protocol):
         """Record that a batch reached a final state (it is no longer polled)."""
         ...
 
+    def keep(self, replies: Sequence[tuple[str, Completion]]) -> None:
+        """Keep answered lines (committed before returning) until the judge path reads them."""
+        ...
+
+    def reply(self, key: str) -> Completion | None:
+        """A kept reply, or None."""
+        ...
+
 
 class MemoryLedger:
     """The ledger of an in-memory (or no) cache: lives as long as the cache object."""
 
     def __init__(self) -> None:
         self._entries: dict[str, tuple[LedgerEntry, str]] = {}
+        self._replies: dict[str, Completion] = {}
 
     def record(self, entry: LedgerEntry) -> None:
         """Record a batch as live."""
@@ -240,42 +261,96 @@ class MemoryLedger:
         if batch_id in self._entries:
             self._entries[batch_id] = (self._entries[batch_id][0], state)
 
+    def keep(self, replies: Sequence[tuple[str, Completion]]) -> None:
+        """Keep answered lines."""
+        self._replies.update(replies)
+
+    def reply(self, key: str) -> Completion | None:
+        """A kept reply, or None."""
+        return self._replies.get(key)
+
 
 class SQLiteLedger:
-    """The ``batches`` table of a cache file (another process may poll it too)."""
+    """The ``batches`` and ``batch_replies`` tables of a cache file (shared by processes)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._conn = sqlite3.connect(str(path), timeout=60.0, isolation_level=None)
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(
+            str(path), timeout=60.0, isolation_level=None, check_same_thread=False
+        )
         self._conn.execute(
             "CREATE TABLE IF NOT EXISTS batches (id TEXT PRIMARY KEY, scope TEXT, state TEXT,"
-            " lines TEXT, created REAL)"
+            " keys TEXT, created REAL)"
+        )
+        self._conn.execute(
+            "CREATE TABLE IF NOT EXISTS batch_replies (key TEXT PRIMARY KEY, text TEXT,"
+            " prompt_tokens INTEGER, completion_tokens INTEGER, finish_reason TEXT,"
+            " created REAL)"
         )
 
     def record(self, entry: LedgerEntry) -> None:
         """Record a batch as live (autocommit: on disk when this returns)."""
-        self._conn.execute(
-            "INSERT OR REPLACE INTO batches (id, scope, state, lines, created)"
-            " VALUES (?, ?, 'live', ?, ?)",
-            (entry.id, entry.scope, json.dumps(entry.lines, sort_keys=True), time.time()),
-        )
+        with self._lock:
+            self._conn.execute(
+                "INSERT OR REPLACE INTO batches (id, scope, state, keys, created)"
+                " VALUES (?, ?, 'live', ?, ?)",
+                (entry.id, entry.scope, json.dumps(list(entry.keys)), time.time()),
+            )
 
     def live(self, scope: str, kind: str = "batch") -> list[LedgerEntry]:
         """The live entries of a scope, oldest first."""
-        rows = self._conn.execute(
-            "SELECT id, scope, lines FROM batches WHERE state = 'live' AND scope = ?"
-            " ORDER BY created",
-            (scope,),
-        ).fetchall()
-        return [LedgerEntry(r[0], r[1], json.loads(r[2])) for r in rows if _kind(r[0]) == kind]
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT id, scope, keys FROM batches WHERE state = 'live' AND scope = ?"
+                " ORDER BY created",
+                (scope,),
+            ).fetchall()
+        return [
+            LedgerEntry(r[0], r[1], tuple(json.loads(r[2]))) for r in rows if _kind(r[0]) == kind
+        ]
 
     def finish(self, batch_id: str, state: str) -> None:
         """Record a final state."""
-        self._conn.execute("UPDATE batches SET state = ? WHERE id = ?", (state, batch_id))
+        with self._lock:
+            self._conn.execute("UPDATE batches SET state = ? WHERE id = ?", (state, batch_id))
+
+    def keep(self, replies: Sequence[tuple[str, Completion]]) -> None:
+        """Keep answered lines, in one transaction."""
+        now = time.time()
+        rows = [
+            (key, c.text, c.prompt_tokens, c.completion_tokens, c.finish_reason, now)
+            for key, c in replies
+        ]
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.executemany(
+                    "INSERT OR REPLACE INTO batch_replies (key, text, prompt_tokens,"
+                    " completion_tokens, finish_reason, created) VALUES (?, ?, ?, ?, ?, ?)",
+                    rows,
+                )
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def reply(self, key: str) -> Completion | None:
+        """A kept reply, or None."""
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT text, prompt_tokens, completion_tokens, finish_reason"
+                " FROM batch_replies WHERE key = ?",
+                (key,),
+            ).fetchone()
+        if row is None:
+            return None
+        return Completion(row[0], int(row[1] or 0), int(row[2] or 0), finish_reason=row[3])
 
     def close(self) -> None:
         """Close the connection."""
-        self._conn.close()
+        with self._lock:
+            self._conn.close()
 
 
 def _kind(entry_id: str) -> str:
@@ -286,13 +361,34 @@ _MEMORY_LEDGERS: weakref.WeakKeyDictionary[Any, MemoryLedger] = weakref.WeakKeyD
 
 
 def ledger_for(cache: JudgeCache) -> BatchLedger:
-    """The ledger kept with a cache: a table of its file, or one in memory beside it."""
+    """The ledger kept with a cache: tables of its file, or one in memory beside it."""
     if isinstance(cache, SQLiteCache):
         return SQLiteLedger(cache.path)
     ledger = _MEMORY_LEDGERS.get(cache)
     if ledger is None:
         ledger = _MEMORY_LEDGERS[cache] = MemoryLedger()
     return ledger
+
+
+def keep_outcomes(
+    outcomes: Sequence[LineOutcome],
+    keys: set[str],
+    ledger: BatchLedger,
+    queue: BatchQueue,
+    direct: bool = True,
+) -> tuple[int, int]:
+    """Keep the answered lines of ``keys`` (before any use); note the failed ones.
+
+    Lines of other keys are left out: only requests of ours are ever filed.
+
+    Returns:
+        (answered, failed) counts.
+    """
+    ours = [o for o in outcomes if o.key in keys]
+    answered = [(o.key, o.completion) for o in ours if o.completion is not None]
+    ledger.keep(answered)
+    failed = queue.failed([o for o in ours if o.completion is None], direct)
+    return len(answered), failed
 
 
 # Offline batch files (vLLM's run_batch) ---------------------------------------------
@@ -314,20 +410,19 @@ def write_batch_file(
     path.parent.mkdir(parents=True, exist_ok=True)
     for target, part in zip(paths, parts, strict=True):
         target.write_text(input_text(part), encoding="utf-8")
-        entry = LedgerEntry(
-            f"file:{target.resolve()}", scope, {line.key: dict(line.meta) for line in part}
+        ledger.record(
+            LedgerEntry(f"file:{target.resolve()}", scope, tuple(line.key for line in part))
         )
-        ledger.record(entry)
     return paths
 
 
 def read_batch_file(
-    path: Path, queue: BatchQueue, cache: JudgeCache, ledger: BatchLedger, scope: str
+    path: Path, queue: BatchQueue, ledger: BatchLedger, scope: str
 ) -> tuple[int, int]:
-    """Store the answered lines of an output file whose input this judge wrote.
+    """Keep the answered lines of an output file whose input this judge wrote.
 
-    Only lines whose ``custom_id`` a written input file of this scope holds are stored
-    (their meta comes from the ledger); any other line is left out.
+    Only lines whose ``custom_id`` a written input file of this scope holds are kept;
+    any other line is left out. A failed line goes into the next file.
 
     Returns:
         (answered, failed) counts.
@@ -342,10 +437,8 @@ def read_batch_file(
             f"--batch-read {path}: cannot read it ({exc.strerror or exc}); name the output "
             "file run_batch wrote (-o)"
         ) from None
-    meta: dict[str, Mapping[str, Any]] = {}
-    for entry in ledger.live(scope, "file"):
-        meta.update(entry.lines)
-    return queue.store(read_lines(text), meta, cache)
+    keys = {key for entry in ledger.live(scope, "file") for key in entry.keys}
+    return keep_outcomes(read_lines(text), keys, ledger, queue, direct=False)
 
 
 # The Batch API ------------------------------------------------------------------------
@@ -353,12 +446,12 @@ def read_batch_file(
 
 @dataclass(frozen=True)
 class Submitted:
-    """What one round of :meth:`BatchSender.run` did.
+    """What one round of :meth:`BatchJobs.run` did.
 
     Attributes:
         created: Batch ids created in this round.
         resumed: Live batch ids of an earlier run that were polled.
-        answered: Lines stored in the cache.
+        answered: Lines answered (kept in the cache file's ledger).
         failed: Lines the batches failed to answer (sent one by one next).
         waiting: False when the sender did not wait (``--no-wait``): the batches live on.
     """
@@ -370,13 +463,13 @@ class Submitted:
     waiting: bool = True
 
 
-class BatchSender:
-    """Submits queued lines to an OpenAI-compatible Batch API, polls, stores the replies.
+class BatchJobs:
+    """Submits queued lines to an OpenAI-compatible Batch API, polls, keeps the replies.
 
     Args:
         backend: The judge's OpenAI backend (its SDK client, credentials and endpoint).
-        cache: The judge cache the replies go to.
-        ledger: Where the batches are recorded before the first poll.
+        ledger: Where the batches are recorded before the first poll, and their replies
+            kept before any use.
         limits: Requests and bytes per batch.
         poll_s: Seconds between polls.
         progress: Show a progress bar while polling.
@@ -385,14 +478,12 @@ class BatchSender:
     def __init__(
         self,
         backend: Any,
-        cache: JudgeCache,
         ledger: BatchLedger,
         limits: BatchLimits = DEFAULT_LIMITS,
         poll_s: float = DEFAULT_POLL_S,
         progress: bool = True,
     ) -> None:
         self.backend = backend
-        self.cache = cache
         self.ledger = ledger
         self.limits = limits
         self.poll_s = poll_s
@@ -412,7 +503,7 @@ class BatchSender:
             BatchFailed: The endpoint serves no Batch API, or a batch failed validation.
         """
         live = self.ledger.live(self.scope)
-        held = {key for entry in live for key in entry.lines}
+        held = {key for entry in live for key in entry.keys}
         fresh = [line for line in lines if line.key not in held]
         created: list[LedgerEntry] = []
         for part in split_lines(fresh, self.limits) if fresh else []:
@@ -450,14 +541,14 @@ class BatchSender:
                 f"(HTTP {exc.status_code}: {self.backend.scrub(exc)}); nothing was judged, "
                 "re-run when fixed or use batch=off in the judge spec"
             ) from None
-        entry = LedgerEntry(batch.id, self.scope, {line.key: dict(line.meta) for line in part})
+        entry = LedgerEntry(batch.id, self.scope, tuple(line.key for line in part))
         self.ledger.record(entry)  # before the first poll: a killed run resumes this batch
         return entry
 
     async def _poll(self, entries: Sequence[LedgerEntry]) -> list[Any]:
         """Poll until every batch is final; their last states (a progress bar meanwhile)."""
         client = self.backend.sdk_client()
-        total = sum(len(e.lines) for e in entries)
+        total = sum(len(e.keys) for e in entries)
         bar: Any = None
         if self.progress and total:
             from tqdm.auto import tqdm
@@ -486,7 +577,7 @@ class BatchSender:
     async def _collect(
         self, batch: Any, entries: Sequence[LedgerEntry], queue: BatchQueue
     ) -> tuple[int, int]:
-        """Store a final batch's answered lines; its other lines are sent one by one next."""
+        """Keep a final batch's answered lines; its other lines are sent one by one next."""
         entry = next(e for e in entries if e.id == batch.id)
         if batch.status == "failed":
             self.ledger.finish(batch.id, "failed")
@@ -504,12 +595,11 @@ class BatchSender:
             if file_id:
                 content = await client.files.content(file_id)
                 outcomes += read_lines(content.text)
-        answered, failed = queue.store(outcomes, entry.lines, self.cache)
+        answered, failed = keep_outcomes(outcomes, set(entry.keys), self.ledger, queue)
         seen = {o.key for o in outcomes}
-        missing = [key for key in entry.lines if key not in seen]  # expired, cancelled
+        missing = [key for key in entry.keys if key not in seen]  # expired, cancelled
         queue.direct.update(missing)
-        queue.failed_lines += len(missing)
-        self.ledger.finish(batch.id, batch.status)
+        self.ledger.finish(batch.id, batch.status)  # after its replies are kept
         return answered, failed + len(missing)
 
 
@@ -517,6 +607,7 @@ __all__ = [
     "DEFAULT_LIMITS",
     "WAITING",
     "BatchFailed",
+    "BatchJobs",
     "BatchLedger",
     "BatchLimits",
     "BatchLine",
@@ -524,6 +615,8 @@ __all__ = [
     "BatchQueue",
     "BatchSender",
     "LedgerEntry",
+    "MemoryLedger",
+    "SQLiteLedger",
     "Submitted",
     "ledger_for",
     "poll_interval",

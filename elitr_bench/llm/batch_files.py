@@ -77,12 +77,10 @@ class BatchLine:
     Attributes:
         key: The cache key of the request (the line's ``custom_id``).
         body: The chat-completions body, exactly as the one-by-one path sends it.
-        meta: What the cache stores beside the reply (backend, model, endpoint, params).
     """
 
     key: str
     body: Mapping[str, Any]
-    meta: Mapping[str, Any] = field(default_factory=dict)
 
     def jsonl(self) -> str:
         """The input line (no trailing newline)."""

@@ -22,7 +22,8 @@ from elitr_bench.judges.qa.engine import JudgeItem, judge_items
 from elitr_bench.llm.base import CompletionRequest, FatalBackendError
 from elitr_bench.llm.cache import Completion, open_cache
 from elitr_bench.llm.client import JudgeClient
-from elitr_bench.llm.structured import Scope, known_refusal
+from elitr_bench.llm.memory import Scope
+from elitr_bench.llm.structured import known_refusal
 from tests.conftest import run_lm_eval
 from tests.judges.conftest import chat_qa_args, response_in
 from tests.judges.test_mesa_loopback import ITEM, run

@@ -22,7 +22,7 @@ from elitr_bench.judges.metrics import parse_filtered
 from elitr_bench.judges.minutes.prompts import AFGR, ART
 from elitr_bench.judges.qa.engine import JudgeItem, judge_items
 from elitr_bench.judges.rubrics import GPT4
-from elitr_bench.llm import structured
+from elitr_bench.llm import memory
 from elitr_bench.llm.client import usage_line
 from tests.conftest import run_lm_eval
 from tests.judges.conftest import chat_qa_args
@@ -363,7 +363,7 @@ def test_a_restatement_is_cached_and_a_rerun_resumes(
     assert again.judgements[0].score == 6.0 and loopback.requests == []
     usage: dict[str, Any] = again.usage
     assert usage["cache_hits"] == 2 and usage["restated"] == 1
-    structured.forget()  # a new process learns it again, from one refused (unbilled) request
+    memory.forget()  # a new process learns it again, from one refused (unbilled) request
     resumed = judge_items([_item()], config)
     assert resumed.judgements[0].score == 6.0 and loopback.requests == loopback.refused
     assert len(loopback.refused) == 1 and resumed.usage["answered"] == 0

@@ -33,11 +33,8 @@ N = 6
 
 @pytest.fixture(autouse=True)
 def _fast_polls(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Poll at once, and check every endpoint again (no preflight remembered)."""
-    from elitr_bench.judges import readiness
-
+    """Poll at once."""
     monkeypatch.setenv("ELITR_BATCH_POLL_S", "0")
-    monkeypatch.setattr(readiness, "_PREFLIGHT_OK", set())
 
 
 def judge_reply(request: RecordedRequest) -> str:

@@ -29,8 +29,8 @@ from elitr_bench.llm.context_window import (
     ContextWindowError,
     JudgeWindow,
     Overlong,
-    estimate_tokens,
     overlength_line,
+    token_bound,
     way_out,
 )
 from elitr_bench.middle_cut import CUT_SLACK, join_cut
@@ -73,7 +73,7 @@ class Budget:
     max_tokens: int
     debate: bool
     extra_chars: int
-    count: Callable[[str], int] = field(default=estimate_tokens, compare=False)
+    count: Callable[[str], int] = field(default=token_bound, compare=False)
 
     def others(self, summary: str) -> int:
         """Tokens of the longest prompt besides the transcript, plus the answer."""

@@ -30,6 +30,7 @@ from elitr_bench.llm.aio import run_coroutine
 from elitr_bench.llm.batch import (
     DEFAULT_LIMITS,
     WAITING,
+    BatchJobs,
     BatchLimits,
     BatchLine,
     BatchQueue,
@@ -102,24 +103,22 @@ def judge_in_batches(
     """
     cache = open_cache(config.cache)
     queue = BatchQueue(config.model)
+    ledger = ledger_for(cache)
     judges: list[LLMJudge] = []
+    scope = ""
     for _ in groups:
         judge = make_judge(config, cache=cache)
         assert isinstance(judge, LLMJudge)  # batch=on is refused for other backends
-        judge.client.batch = queue
+        client = judge.client
+        scope = f"{config.model}@{client.backend.endpoint}"
+        client.sender = BatchSender(client.sender, client.usage, queue, ledger, scope)
         judges.append(judge)
-    ledger = ledger_for(cache)
-    client = judges[0].client if judges else None
-    scope = f"{config.model}@{client.backend.endpoint if client else ''}"
     outcome = BatchOutcome()
     results: list[list[Judgement | None]] = [[None] * len(items) for _, items in groups]
     runs: list[JudgeRun | None] = [None] * len(groups)
     try:
         if plan.read is not None:
-            outcome.answered, outcome.failed = read_batch_file(
-                plan.read, queue, cache, ledger, scope
-            )
-            queue.direct.clear()  # offline: a failed line goes into the next file
+            outcome.answered, outcome.failed = read_batch_file(plan.read, queue, ledger, scope)
         while True:
             for g, (desc, items) in enumerate(groups):
                 todo = [i for i, r in enumerate(results[g]) if r is None or _waiting(r)]
@@ -146,11 +145,10 @@ def judge_in_batches(
                     )
                 outcome.written = write_batch_file(plan.write, lines, plan.limits, ledger, scope)
                 return outcome
-            assert client is not None
-            sender = BatchSender(
-                client.backend, cache, ledger, plan.limits, poll_interval(), config.progress
+            jobs = BatchJobs(
+                judges[0].client.backend, ledger, plan.limits, poll_interval(), config.progress
             )
-            sent = _send(sender, lines, queue, plan.wait)
+            sent = _send(jobs, lines, queue, plan.wait)
             if not sent.waiting:
                 outcome.submitted = [*sent.created, *sent.resumed]
                 return outcome
@@ -169,6 +167,6 @@ def judge_in_batches(
         cache.close()
 
 
-def _send(sender: BatchSender, lines: list[BatchLine], queue: BatchQueue, wait: bool) -> Submitted:
+def _send(jobs: BatchJobs, lines: list[BatchLine], queue: BatchQueue, wait: bool) -> Submitted:
     """One round of the Batch API, from the synchronous judge path."""
-    return run_coroutine(lambda: sender.run(lines, queue, wait=wait))
+    return run_coroutine(lambda: jobs.run(lines, queue, wait=wait))
