@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sqlite3
 import threading
 import time
@@ -40,6 +39,7 @@ from elitr_bench.llm.batch_files import (
     BatchLimits,
     BatchLine,
     LineOutcome,
+    env_number,
     input_text,
     read_lines,
     split_lines,
@@ -77,16 +77,8 @@ def poll_interval(environ: Mapping[str, str] | None = None) -> float:
     Raises:
         JudgeConfigError: The value is not a number of seconds of 0 or more.
     """
-    raw = (os.environ if environ is None else environ).get(ENV_POLL_S, "").strip()
-    if not raw:
-        return DEFAULT_POLL_S
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not value >= 0:
-        raise JudgeConfigError(f"{ENV_POLL_S}={raw!r} must be seconds (0 or more), e.g. 30")
-    return value
+    value = env_number(ENV_POLL_S, "seconds (0 or more), e.g. 30", environ, zero=True)
+    return DEFAULT_POLL_S if value is None else value
 
 
 @dataclass
@@ -142,10 +134,11 @@ class BatchQueue:
         return typed if isinstance(typed, RequestRefused) else None
 
 
+@dataclass
 class BatchSender:
     """The send layer in batch mode (a :class:`~elitr_bench.llm.send.Sender`).
 
-    Args:
+    Attributes:
         direct: The client's own sender: lines a batch failed go through it.
         usage: The client's usage (a batch's reply is counted as paid when handed over).
         queue: Where waiting requests go.
@@ -153,14 +146,11 @@ class BatchSender:
         scope: The model and endpoint (``model@endpoint``).
     """
 
-    def __init__(
-        self, direct: Sender, usage: Usage, queue: BatchQueue, ledger: BatchLedger, scope: str
-    ) -> None:
-        self.direct = direct
-        self.usage = usage
-        self.queue = queue
-        self.ledger = ledger
-        self.scope = scope
+    direct: Sender
+    usage: Usage
+    queue: BatchQueue
+    ledger: BatchLedger
+    scope: str
 
     async def send(self, request: CompletionRequest, key: str = "") -> Completion:
         """A batch's kept reply, else the request waits for the next batch.
@@ -463,10 +453,11 @@ class Submitted:
     waiting: bool = True
 
 
+@dataclass
 class BatchJobs:
     """Submits queued lines to an OpenAI-compatible Batch API, polls, keeps the replies.
 
-    Args:
+    Attributes:
         backend: The judge's OpenAI backend (its SDK client, credentials and endpoint).
         ledger: Where the batches are recorded before the first poll, and their replies
             kept before any use.
@@ -475,19 +466,11 @@ class BatchJobs:
         progress: Show a progress bar while polling.
     """
 
-    def __init__(
-        self,
-        backend: Any,
-        ledger: BatchLedger,
-        limits: BatchLimits = DEFAULT_LIMITS,
-        poll_s: float = DEFAULT_POLL_S,
-        progress: bool = True,
-    ) -> None:
-        self.backend = backend
-        self.ledger = ledger
-        self.limits = limits
-        self.poll_s = poll_s
-        self.progress = progress
+    backend: Any
+    ledger: BatchLedger
+    limits: BatchLimits = DEFAULT_LIMITS
+    poll_s: float = DEFAULT_POLL_S
+    progress: bool = True
 
     @property
     def scope(self) -> str:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from elitr_bench.llm.cache import Completion
+from elitr_bench.llm.errors import JudgeConfigError
 
 #: The endpoint every judge batch line asks.
 CHAT_URL = "/v1/chat/completions"
@@ -45,29 +46,38 @@ ENV_MAX_REQUESTS = "ELITR_BATCH_MAX_REQUESTS"
 ENV_MAX_MB = "ELITR_BATCH_MAX_MB"
 
 
+def env_number(
+    name: str, what: str, environ: Mapping[str, str] | None = None, *, zero: bool = False
+) -> float | None:
+    """A number set in the environment (None: unset), above 0 (or 0 too with ``zero``).
+
+    Raises:
+        JudgeConfigError: Anything else, in one line naming the variable and ``what``.
+    """
+    raw = (os.environ if environ is None else environ).get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not (value >= 0 if zero else value > 0):
+        raise JudgeConfigError(f"{name}={raw!r} must be {what}; unset it for the default")
+    return value
+
+
 def limits_from_env(environ: Mapping[str, str] | None = None) -> BatchLimits:
     """The API's limits, lowered by ``ELITR_BATCH_MAX_REQUESTS`` / ``ELITR_BATCH_MAX_MB``.
 
     Raises:
-        ValueError: A value that is not a positive number (the message names it).
+        JudgeConfigError: A value that is not a positive number.
     """
-    env = os.environ if environ is None else environ
-    limits = BatchLimits()
-    raw_n = env.get(ENV_MAX_REQUESTS, "").strip()
-    raw_mb = env.get(ENV_MAX_MB, "").strip()
-    try:
-        requests = int(raw_n) if raw_n else limits.requests
-        size = int(float(raw_mb) * 1024 * 1024) if raw_mb else limits.bytes
-    except ValueError:
-        requests = size = 0
-    if requests <= 0 or size <= 0:
-        from elitr_bench.llm.errors import JudgeConfigError
-
-        raise JudgeConfigError(
-            f"{ENV_MAX_REQUESTS}={raw_n!r} / {ENV_MAX_MB}={raw_mb!r}: each must be a "
-            "positive number (requests, megabytes); unset them for the API's limits"
-        )
-    return BatchLimits(min(requests, MAX_REQUESTS), min(size, MAX_BYTES))
+    requests = env_number(ENV_MAX_REQUESTS, "a number of requests, e.g. 1000", environ)
+    megabytes = env_number(ENV_MAX_MB, "a number of megabytes, e.g. 50", environ)
+    return BatchLimits(
+        min(int(requests), MAX_REQUESTS) if requests else MAX_REQUESTS,
+        min(int(megabytes * 1024 * 1024), MAX_BYTES) if megabytes else MAX_BYTES,
+    )
 
 
 @dataclass(frozen=True)
@@ -181,13 +191,12 @@ def read_lines(text: str) -> list[LineOutcome]:
         body = _mapping(response.get("body"))
         status = response.get("status_code")
         if line.get("error") or status != 200:
-            found = line.get("error") if isinstance(line.get("error"), dict) else body.get("error")
             out.append(
                 LineOutcome(
                     key,
                     error=_line_error(line.get("error"), status, body),
                     status=status if isinstance(status, int) else None,
-                    detail=_mapping(found),
+                    detail=_error_object(line.get("error"), body),
                 )
             )
             continue
@@ -207,9 +216,16 @@ def read_lines(text: str) -> list[LineOutcome]:
     return out
 
 
+def _error_object(error: Any, body: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The error object of a failed line: OpenAI's ``error``, vLLM's ``{"error": {...}}``."""
+    found = _mapping(error) or _mapping(body.get("error"))
+    nested = _mapping(found.get("error"))
+    return nested or found
+
+
 def _line_error(error: Any, status: Any, body: Mapping[str, Any]) -> str:
     """One line saying why a batch line has no reply."""
-    found = error if isinstance(error, dict) else body.get("error")
+    found: Any = _error_object(error, body) or error
     if isinstance(found, dict):
         message = " ".join(str(found.get("message", "")).split())[:200]
         code = found.get("code")

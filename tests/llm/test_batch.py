@@ -212,31 +212,27 @@ def test_a_batch_is_split_at_the_request_limit(
     assert scored(run)[1] == [("scored", 7.0)] * N
 
 
-def test_a_batch_the_api_fails_is_one_line_with_its_first_errors(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("server_has", "says"),
+    [
+        # a provider with a lower cap than the API's: the batch fails validation
+        ("a lower cap", ["failed validation", "the limit is 3", "batch=off"]),
+        ("no batch api", ["no Batch API there", "use batch=off in the judge spec"]),
+    ],
+)
+def test_a_batch_the_api_refuses_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], server_has: str, says: list[str]
 ) -> None:
     run = tmp_path / "run"
     write_samples(run, N)
     with LoopbackOpenAI(lambda r: "\\boxed{7}", model="gpt-4-0613") as server:
-        server.batch_api.max_requests = 3  # a provider with a lower cap than the API's
-        assert score([str(run), "--judge", spec(server, tmp_path / "c.sqlite", ",batch=on")]) == 2
-    err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if "error" in line]
-    assert len(lines) == 1 and "failed validation" in lines[0], err
-    assert "the limit is 3" in lines[0] and "batch=off" in lines[0]
-
-
-def test_an_endpoint_without_a_batch_api_is_one_line_naming_batch_off(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    run = tmp_path / "run"
-    write_samples(run, N)
-    with LoopbackOpenAI(lambda r: "\\boxed{7}", model="gpt-4-0613") as server:
-        server.batch_api.served = False
+        server.batch_api.max_requests = 3
+        server.batch_api.served = server_has != "no batch api"
         assert score([str(run), "--judge", spec(server, tmp_path / "c.sqlite", ",batch=on")]) == 2
         assert judge_bodies(server.requests) == []
     err = capsys.readouterr().err
-    assert "no Batch API there" in err and "use batch=off in the judge spec" in err
+    lines = [line for line in err.splitlines() if "error" in line]
+    assert len(lines) == 1 and all(part in lines[0] for part in says), err
 
 
 def test_batch_files_offline_write_answer_read_until_nothing_waits(
@@ -273,3 +269,23 @@ def test_batch_files_offline_write_answer_read_until_nothing_waits(
     _metrics, scores, _usage = scored(run)
     assert [s for s, _ in scores] == ["scored"] * N and ("scored", 5.0) in scores
     assert "then: elitr-bench score" in capsys.readouterr().err
+
+
+def test_the_lm_eval_filter_with_batch_on_submits_waits_and_scores_alike(tmp_path: Path) -> None:
+    """``--metadata judge=...,batch=on``: the filter's judging goes through batches too."""
+    from elitr_bench.judges import parse_judge_spec
+    from elitr_bench.judges.qa.lm_eval_filter import judge_responses, last_run
+    from tests.judges.test_lm_eval_integration import _docs
+
+    docs = _docs(N)
+    resps = [[f"answer {i}"] for i in range(N)]
+    with LoopbackOpenAI(judge_reply, model="gpt-4-0613") as server:
+        one = judge_responses(resps, docs, parse_judge_spec(spec(server, tmp_path / "a.sqlite")))
+        server.reset()
+        config = parse_judge_spec(spec(server, tmp_path / "b.sqlite", ",batch=on"))
+        batched = judge_responses(resps, docs, config)
+        assert judge_bodies(server.requests) == [] and len(server.batch_api.batches) == 2
+    run = last_run()
+    assert run is not None and run.usage["batched"] == N + 2
+    scores = [json.loads(row[0])["judge"]["score"] for row in batched]
+    assert scores == [json.loads(row[0])["judge"]["score"] for row in one] and 5.0 in scores
