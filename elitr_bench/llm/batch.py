@@ -164,6 +164,8 @@ class BatchSender:
             self.usage.requests += 1
             self.usage.answered += 1
             self.usage.batched += 1
+            self.usage.batched_prompt_tokens += reply.prompt_tokens
+            self.usage.batched_completion_tokens += reply.completion_tokens
             self.usage.prompt_tokens += reply.prompt_tokens
             self.usage.completion_tokens += reply.completion_tokens
             return reply

@@ -38,6 +38,8 @@ class Usage:
             or OpenAI's models known to, see :mod:`elitr_bench.llm.structured`).
         batched: Completions a batch answered (also under ``requests`` and ``answered``;
             their tokens are paid at the batch price).
+        batched_prompt_tokens: The prompt tokens of ``batched`` (also in ``prompt_tokens``).
+        batched_completion_tokens: Their completion tokens (also in ``completion_tokens``).
     """
 
     requests: int = 0
@@ -56,6 +58,8 @@ class Usage:
     structured_refused: int = 0
     unstructured: int = 0
     batched: int = 0
+    batched_prompt_tokens: int = 0
+    batched_completion_tokens: int = 0
 
     def as_dict(self, prices: tuple[float, float] | None = None) -> dict[str, Any]:
         """Counters plus the estimated cost of the tokens paid in this run."""

@@ -104,7 +104,7 @@ def test_batch_scores_equal_one_by_one_scores_at_half_the_price(
     assert ("scored", 5.0) in scores_batch and ("scored", 2.0) in scores_batch
     assert "at the batch price" in err
     assert usage_batch["batched"] == usage_batch["answered"] == N + 2
-    assert usage_batch["price_per_1m_tokens"] == {"prompt": 15.0, "completion": 30.0}
+    assert usage_batch["batch_price_per_1m_tokens"] == {"prompt": 15.0, "completion": 30.0}
     assert usage_one["price_per_1m_tokens"] == {"prompt": 30.0, "completion": 60.0}
     tokens = (usage_batch["prompt_tokens"], usage_batch["completion_tokens"])
     assert tokens == (usage_one["prompt_tokens"], usage_one["completion_tokens"])
@@ -197,6 +197,11 @@ def test_lines_a_batch_fails_are_sent_one_by_one_never_dropped(tmp_path: Path, f
     _metrics, scores, usage = scored(run)
     assert scores == [("scored", 9.0)] * N
     assert usage["batched"] == 4 and usage["answered"] == N
+    # the four batched lines at half the listed price, the two sent alone at the full one
+    full = (usage["prompt_tokens"] * 30 + usage["completion_tokens"] * 60) / 1e6
+    batched = (usage["batched_prompt_tokens"] * 30 + usage["batched_completion_tokens"] * 60) / 1e6
+    assert 0 < batched < full
+    assert usage["estimated_cost_usd"] == pytest.approx(full - batched / 2, abs=1e-6)
 
 
 def test_a_batch_is_split_at_the_request_limit(

@@ -4,13 +4,15 @@
 ``elitr_qa_dev`` questions; vLLM's batch runner, in the venv of ``make install-vllm``,
 answers them with no server; ``--batch-read`` files the answers and writes what still
 waits (restatements) until nothing does, and the rescored results hold the judge's
-readings of SmolLM2's replies. Greedy and without re-asks, so two rounds at most.
+readings of SmolLM2's replies. Greedy and without re-asks, so two rounds at most, on one
+engine start (tests/support/vllm_batch_rounds.py calls the runner's own ``run_batch``).
 """
 
 from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from dataclasses import asdict
 from pathlib import Path
 
@@ -18,6 +20,7 @@ import pytest
 
 from elitr_bench.cli import main
 from elitr_bench.data.loaders import load_questions
+from tests.conftest import ROOT
 from tests.support.vllm_server import ENGINE_CORE, SERVED_NAME, engine_env
 
 pytestmark = pytest.mark.slow
@@ -49,14 +52,20 @@ def write_run(folder: Path) -> None:
     (folder / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
-def run_batch(venv: Path, checkpoint: Path, given: Path, answered: Path) -> None:
-    """Run vLLM's batch runner on the CPU, with the flags its server gets in the suite."""
+def run_rounds(venv: Path, checkpoint: Path, plan: dict[str, object], folder: Path) -> list[dict]:
+    """The rounds of vLLM's batch runner and ``score`` (tests/support/vllm_batch_rounds.py).
+
+    One engine for all rounds, with the flags the suite's vLLM server gets, at a smaller
+    window (the judge prompts are short).
+    """
+    plan_file = folder / "plan.json"
+    plan_file.write_text(json.dumps(plan))
     cmd = [
-        str(venv / "bin" / "python"), "-m", "vllm.entrypoints.openai.run_batch",
-        "-i", str(given), "-o", str(answered),
+        str(venv / "bin" / "python"), str(ROOT / "tests" / "support" / "vllm_batch_rounds.py"),
+        str(plan_file), "--",
         "--model", str(checkpoint), "--served-model-name", SERVED_NAME,
-        "--dtype", "float32", "--max-model-len", "4096",
-        "--no-enable-chunked-prefill", "--max-num-batched-tokens", "4096", "--enforce-eager",
+        "--dtype", "float32", "--max-model-len", "2048",
+        "--no-enable-chunked-prefill", "--max-num-batched-tokens", "2048", "--enforce-eager",
     ]  # fmt: skip
     proc = subprocess.run(
         cmd,
@@ -67,6 +76,8 @@ def run_batch(venv: Path, checkpoint: Path, given: Path, answered: Path) -> None
         check=False,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
+    rounds: list[dict] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return rounds
 
 
 def test_vllm_run_batch_answers_our_batch_file_and_the_scores_are_read_back(
@@ -82,22 +93,19 @@ def test_vllm_run_batch_answers_our_batch_file_and_the_scores_are_read_back(
     assert main(["score", str(run), "--judge", judge, "--batch-write", str(given)]) == 0
     first = [json.loads(line) for line in given.read_text().splitlines()]
     assert len(first) == LIMIT and {line["body"]["model"] for line in first} == {SERVED_NAME}
+    code = "import sys; from elitr_bench.cli import main; sys.exit(main(sys.argv[1:]))"
+    score = [sys.executable, "-c", code, "score", str(run), "--judge", judge]
+    plan = {"first": str(given), "folder": str(tmp_path), "score": score, "rounds": 3}
+    rounds = run_rounds(vllm_venv, smollm2, plan, tmp_path)
+    assert all(r["score_status"] == 0 for r in rounds), rounds[-1]["score_stderr"]
     answered_lines = last = 0
-    for round_ in (1, 2, 3):
-        answered = tmp_path / f"out{round_}.jsonl"
-        run_batch(vllm_venv, smollm2, given, answered)
-        outputs = [json.loads(line) for line in answered.read_text().splitlines()]
-        assert {o["custom_id"] for o in outputs} == {
-            json.loads(line)["custom_id"] for line in given.read_text().splitlines()
-        }
+    for done in rounds:
+        asked = [json.loads(line) for line in Path(done["input"]).read_text().splitlines()]
+        outputs = [json.loads(line) for line in Path(done["output"]).read_text().splitlines()]
+        assert {o["custom_id"] for o in outputs} == {line["custom_id"] for line in asked}
         last = sum(o["response"]["status_code"] == 200 for o in outputs)
         answered_lines += last
-        given = tmp_path / f"in{round_ + 1}.jsonl"
-        argv = ["--batch-read", str(answered), "--batch-write", str(given)]
-        assert main(["score", str(run), "--judge", judge, *argv]) == 0
-        if not given.exists():
-            break
-    assert not given.exists(), "restatements still wait after three rounds"
+    assert not (tmp_path / f"in{len(rounds) + 1}.jsonl").exists(), "requests still wait"
     results = json.loads(next(run.glob("results_rescored_*.json")).read_text())
     usage = results["judge_usage"][TASK]
     # every reply SmolLM2 gave is read (scored or unscored with its reason), none lost: the

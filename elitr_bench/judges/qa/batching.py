@@ -42,7 +42,11 @@ from elitr_bench.llm.batch import (
     write_batch_file,
 )
 from elitr_bench.llm.cache import open_cache
-from elitr_bench.llm.errors import JudgeConfigError
+from elitr_bench.llm.errors import JudgeConfigError, JudgeRequestError
+
+#: Passes at most: the prompts, re-asks and restatements of a sample need a few; a pass
+#: that left requests waiting without a batch answering any of them would repeat forever.
+MAX_PASSES = 12
 
 
 @dataclass(frozen=True)
@@ -119,7 +123,7 @@ def judge_in_batches(
     try:
         if plan.read is not None:
             outcome.answered, outcome.failed = read_batch_file(plan.read, queue, ledger, scope)
-        while True:
+        for _ in range(MAX_PASSES):
             for g, (desc, items) in enumerate(groups):
                 todo = [i for i, r in enumerate(results[g]) if r is None or _waiting(r)]
                 if not todo:
@@ -154,6 +158,11 @@ def judge_in_batches(
                 return outcome
             outcome.answered += sent.answered
             outcome.failed += sent.failed
+        else:
+            raise JudgeRequestError(
+                f"judge batches: requests still wait after {MAX_PASSES} passes; finished "
+                "replies are kept: run the same command again, or use batch=off"
+            )
         for g, judge in enumerate(judges):
             final = [r for r in results[g] if r is not None]
             done = runs[g] or judge_items([], config, judge=judge, on_error="record")
