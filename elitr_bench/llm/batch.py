@@ -228,6 +228,10 @@ class BatchLedger(Protocol):
         """A kept reply, or None."""
         ...
 
+    def close(self) -> None:
+        """Release the ledger's connection."""
+        ...
+
 
 class MemoryLedger:
     """The ledger of an in-memory (or no) cache: lives as long as the cache object."""
@@ -261,6 +265,9 @@ class MemoryLedger:
         """A kept reply, or None."""
         return self._replies.get(key)
 
+    def close(self) -> None:
+        """Nothing to release: the ledger lives with its cache object."""
+
 
 class SQLiteLedger:
     """The ``batches`` and ``batch_replies`` tables of a cache file (shared by processes)."""
@@ -292,12 +299,11 @@ class SQLiteLedger:
 
     def live(self, scope: str, kind: str = "batch") -> list[LedgerEntry]:
         """The live entries of a scope, oldest first."""
-        with self._lock:
-            rows = self._conn.execute(
-                "SELECT id, scope, keys FROM batches WHERE state = 'live' AND scope = ?"
-                " ORDER BY created",
-                (scope,),
-            ).fetchall()
+        rows = self._select(
+            "SELECT id, scope, keys FROM batches WHERE state = 'live' AND scope = ?"
+            " ORDER BY created",
+            scope,
+        )
         return [
             LedgerEntry(r[0], r[1], tuple(json.loads(r[2]))) for r in rows if _kind(r[0]) == kind
         ]
@@ -329,15 +335,20 @@ class SQLiteLedger:
 
     def reply(self, key: str) -> Completion | None:
         """A kept reply, or None."""
-        with self._lock:
-            row = self._conn.execute(
-                "SELECT text, prompt_tokens, completion_tokens, finish_reason"
-                " FROM batch_replies WHERE key = ?",
-                (key,),
-            ).fetchone()
-        if row is None:
+        rows = self._select(
+            "SELECT text, prompt_tokens, completion_tokens, finish_reason"
+            " FROM batch_replies WHERE key = ?",
+            key,
+        )
+        if not rows:
             return None
+        row = rows[0]
         return Completion(row[0], int(row[1] or 0), int(row[2] or 0), finish_reason=row[3])
+
+    def _select(self, sql: str, *args: Any) -> list[Any]:
+        """The rows of one query (under the connection's lock)."""
+        with self._lock:
+            return self._conn.execute(sql, args).fetchall()
 
     def close(self) -> None:
         """Close the connection."""

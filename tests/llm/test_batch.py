@@ -204,16 +204,23 @@ def test_lines_a_batch_fails_are_sent_one_by_one_never_dropped(tmp_path: Path, f
     assert usage["estimated_cost_usd"] == pytest.approx(full - batched / 2, abs=1e-6)
 
 
-def test_a_batch_is_split_at_the_request_limit(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("variable", "value", "sizes"),
+    [("ELITR_BATCH_MAX_REQUESTS", "4", [4, 2]), ("ELITR_BATCH_MAX_MB", "0.004", [2, 2, 2])],
+)
+def test_a_batch_is_split_at_the_request_and_byte_limits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, variable: str, value: str, sizes: list[int]
 ) -> None:
-    monkeypatch.setenv("ELITR_BATCH_MAX_REQUESTS", "4")
+    monkeypatch.setenv(variable, value)
     run = tmp_path / "run"
     write_samples(run, N)
     with LoopbackOpenAI(lambda r: "\\boxed{7}", model="gpt-4-0613") as server:
         assert score([str(run), "--judge", spec(server, tmp_path / "c.sqlite", ",batch=on")]) == 0
-        sizes = [b["request_counts"]["total"] for b in server.batch_api.batches.values()]
-    assert sizes == [4, 2]
+        batches = list(server.batch_api.batches.values())
+        uploaded = [server.batch_api.files[b["input_file_id"]].data for b in batches]
+    assert [b["request_counts"]["total"] for b in batches] == sizes
+    if variable == "ELITR_BATCH_MAX_MB":  # a line is 1.5-2 kB: two fit in 4 kB, three do not
+        assert all(len(blob) <= 0.004 * 1024 * 1024 for blob in uploaded)
     assert scored(run)[1] == [("scored", 7.0)] * N
 
 

@@ -87,7 +87,7 @@ def test_vllm_run_batch_answers_our_batch_file_and_the_scores_are_read_back(
     write_run(run)
     judge = (
         f"openai:{SERVED_NAME},progress=false,cache={tmp_path / 'c.sqlite'},"
-        "temperature=0,reask=0,max_tokens=256"
+        "temperature=0,reask=0,max_tokens=96"
     )
     given = tmp_path / "in1.jsonl"
     assert main(["score", str(run), "--judge", judge, "--batch-write", str(given)]) == 0

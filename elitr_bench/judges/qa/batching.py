@@ -173,6 +173,7 @@ def judge_in_batches(
     finally:
         for judge in judges:
             run_coroutine(judge.aclose)
+        ledger.close()
         cache.close()
 
 
