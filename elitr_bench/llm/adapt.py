@@ -24,7 +24,7 @@ from typing import Protocol
 
 from elitr_bench.llm.base import CompletionRequest, RequestRefused
 from elitr_bench.llm.cache import Completion
-from elitr_bench.llm.errors import JudgeRequestError
+from elitr_bench.llm.errors import JudgeRequestRefused
 from elitr_bench.llm.memory import Scope
 from elitr_bench.llm.reasoning import ReasoningAdapter
 from elitr_bench.llm.structured import FormatAdapter
@@ -91,19 +91,19 @@ class Adaptation:
         """Send ``request`` as the endpoint takes it; learn from refusals and ask again.
 
         Raises:
-            JudgeRequestError: The server refused a request no adapter could change.
+            JudgeRequestRefused: The server refused a request no adapter could change.
         """
         tried: set[CompletionRequest] = set()
         while True:
             sent, probe = await self._prepared(request)
             if sent in tried:  # no adapter changed it: never the same refusal twice
-                raise JudgeRequestError(f"{self.name}: refused again as adapted")
+                raise JudgeRequestRefused(f"{self.name}: refused again as adapted")
             tried.add(sent)
             try:
                 completion = await send(sent)
             except RequestRefused as refusal:
                 if not self._learn(sent, refusal):
-                    raise JudgeRequestError(f"{self.name}: {refusal}") from None
+                    raise JudgeRequestRefused(f"{self.name}: {refusal}") from None
                 continue
             finally:
                 if probe is not None:  # answered, refused or failed: the waiters decide again

@@ -67,10 +67,7 @@ async def gather_settled(*awaitables: Awaitable[T]) -> list[T]:
 
 
 def forget_rejected_credentials() -> None:
-    """Let this process send again with credentials a server refused (tests, notebooks).
-
-    The one reset of everything this process learnt of endpoints (:func:`memory.forget`).
-    """
+    """Forget everything this process learnt of endpoints, refused credentials included."""
     memory.forget()
 
 
@@ -143,17 +140,11 @@ class JudgeClient:
             params["endpoint"] = self.backend.endpoint
         return cache_key(self.backend.kind, self.backend.model, request.prompt, params)
 
-    def adapted(self, request: CompletionRequest) -> CompletionRequest:
-        """The request as it would be sent now (what this process knows of the endpoint)."""
-        return self._adapt.apply(request)
-
     async def _off_loop(self, call: Callable[..., R], *args: Any) -> R:
-        """Run a cache call in the client's cache threads, never on the event loop.
+        """Run a cache call in the cache threads: SQLite may wait for another process.
 
-        SQLite may wait (its busy time-out) for another process's write; meanwhile the
-        loop keeps every other request moving. The pool has a thread per request in
-        flight, so waiting puts (committed together, see ``SQLiteCache.put``) never
-        hold up lookups.
+        The pool has a thread per request in flight, so waiting puts (committed together,
+        see ``SQLiteCache.put``) never hold up lookups.
         """
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self._concurrency + 1, "judge-cache")
@@ -256,9 +247,8 @@ class JudgeClient:
     async def _sent_elsewhere(self, key: str) -> Completion | None:
         """Wait while another process sharing the cache sends this request; its reply.
 
-        The cache marks a request as being sent (``claim``); a second process then waits for
-        the first one's row instead of paying again. A mark whose process died or timed out
-        is taken over, so this returns None (send it here) at the latest then.
+        The cache marks a request as being sent (``claim``); a mark whose process died or
+        timed out is taken over, so this returns None (send it here) at the latest then.
         """
         while not await self._off_loop(self.cache.claim, key):
             if interrupt.stopping():
@@ -269,9 +259,8 @@ class JudgeClient:
             if hit is not None:
                 self.usage.deduplicated += 1
                 return hit
-        # The look-up before the claim and the claim are two steps: the other process may
-        # have stored its reply and dropped its mark in between. It stores before it drops
-        # the mark, so a look-up after our claim sees that reply.
+        # The other process may have stored its reply and dropped its mark between our
+        # look-up and our claim; it stores first, so a look-up after the claim sees it.
         hit = await self._hit(key)
         if hit is not None:
             await self._off_loop(self.cache.release, key)

@@ -31,6 +31,8 @@ from elitr_bench.tokens import eos_ids
 
 #: A batch's bar appears only once it has run this long (quick batches stay quiet).
 PROGRESS_DELAY_S = 2.0
+#: How long a batch waits for one more request before it is cut (a fraction of any batch).
+GATHER_S = 0.02
 
 
 def chat_text(tok: Any, prompt: str, messages: tuple[tuple[str, str], ...] = ()) -> str:
@@ -209,9 +211,13 @@ class HFBackend:
         while True:
             item = await self._queue.get()
             batch = [item]
-            # Let the other concurrent callers enqueue before cutting the batch.
-            await asyncio.sleep(0)
-            while len(batch) < self._batch_size and not self._queue.empty():
+            # Let the other concurrent callers enqueue before cutting the batch: they come
+            # through the cache's threads, so a few milliseconds apart, not in one loop turn.
+            while len(batch) < self._batch_size:
+                if self._queue.empty():
+                    await asyncio.sleep(GATHER_S)
+                    if self._queue.empty():
+                        break
                 batch.append(self._queue.get_nowait())
             groups: dict[
                 tuple[Any, ...], list[tuple[CompletionRequest, asyncio.Future[Completion]]]

@@ -49,7 +49,8 @@ _TOO_LARGE = re.compile(
     r"(?: or equal to)?|<=?))[: ]+(?P<value>[\d.]+)?"
 )
 _AT_MOST = re.compile(
-    r"(?:at most|maximum(?: value)? (?:is|of)|<=?|less than(?: or equal to)?) (\d[\d.,]*)"
+    r"(?:at most|maximum(?: value| context length)? (?:is|of)|<=?|less than(?: or equal to)?) "
+    r"(\d[\d.,]*)"
 )
 #: A prompt beyond the window: OpenAI's code, vLLM's and llama.cpp's words.
 _TOO_LONG = re.compile(

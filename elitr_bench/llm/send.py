@@ -25,17 +25,8 @@ import asyncio
 import logging
 from typing import Protocol
 
-from elitr_bench.llm import interrupt, memory
-from elitr_bench.llm.base import (
-    AuthenticationRejected,
-    CompletionBackend,
-    CompletionRequest,
-    FatalBackendError,
-    PromptTooLong,
-    RequestRefused,
-    RetryableError,
-    SettingOutOfRange,
-)
+from elitr_bench.llm import base, interrupt, memory
+from elitr_bench.llm.base import CompletionBackend, CompletionRequest, RequestRefused
 from elitr_bench.llm.cache import Completion
 from elitr_bench.llm.context_window import ContextWindowError
 from elitr_bench.llm.errors import JudgeRequestError
@@ -135,7 +126,7 @@ class DirectSender:
             except asyncio.CancelledError:
                 self.usage.failed += 1  # sent, but nobody waits for the reply any more
                 raise
-            except RetryableError as exc:
+            except base.RetryableError as exc:
                 self._count(exc.status)
                 if attempt >= self.retries:
                     raise JudgeRequestError(
@@ -149,8 +140,8 @@ class DirectSender:
                 log.debug("judge request retry %d in %.2fs: %s", attempt + 1, delay, exc)
                 await asyncio.sleep(delay)
                 continue
-            except FatalBackendError as exc:
-                self._count(exc.status)
+            except base.FatalBackendError as exc:  # a refused format of a local judge has no status
+                self._count(0 if isinstance(exc, RequestRefused) else exc.status)
                 raise self._failure(exc) from None
             self.usage.answered += 1
             self.limiter.settle(estimate, completion.prompt_tokens + completion.completion_tokens)
@@ -165,18 +156,18 @@ class DirectSender:
         else:
             self.usage.refused += 1
 
-    def _failure(self, exc: FatalBackendError) -> Exception:
+    def _failure(self, exc: base.FatalBackendError) -> Exception:
         """What a permanent failure becomes for the layers above (one line each)."""
         if isinstance(exc, RequestRefused):
             return exc  # typed: the adapt layer learns from it, or names it
-        if isinstance(exc, PromptTooLong):
+        if isinstance(exc, base.PromptTooLong):
             return ContextWindowError(
                 f"{self.name}: {exc}; nothing more is sent for this prompt; use a judge with "
                 "a larger context window (context=N names one we do not know)"
             )
-        if isinstance(exc, SettingOutOfRange):
+        if isinstance(exc, base.SettingOutOfRange):
             return JudgeRequestError(f"{self.name}: {exc}")
-        if isinstance(exc, AuthenticationRejected):
+        if isinstance(exc, base.AuthenticationRejected):
             reason = (
                 f"{self.name}: {exc}; nothing more is sent with these credentials in this "
                 "run (fix the key or base_url, then re-run: completed judgements are cached)"

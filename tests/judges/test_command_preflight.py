@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from elitr_bench.cli import main
+from elitr_bench.llm import memory
 from tests.judges.test_cream_arena import FAST, cream_script, write_run
 from tests.support.openai_server import LoopbackOpenAI
 
@@ -82,6 +83,7 @@ def test_arena_all_cached_needs_no_preflight(
     # A run killed before writing its records: every call is cached, the server is gone.
     (out / "comparisons.jsonl").unlink()
     loopback.stop()
+    memory.forget()  # no earlier pass counts
     capsys.readouterr()
     assert main(argv) == 0
     assert "judge requests sent: 0, cache hits: 12" in capsys.readouterr().out
@@ -101,6 +103,7 @@ def test_arena_partly_cached_still_preflights(
     assert main(["arena", *runs, "--judge", judge, "--out", str(out), *FAST]) == 0
     third = str(write_run(tmp_path, "m-third", "half"))
     loopback.stop()
+    memory.forget()  # as a new process: the earlier passed preflight does not count
     capsys.readouterr()
     line = fails_fast(["arena", third, "--judge", judge, "--out", str(out), *FAST], capsys)
     assert "cannot reach" in line

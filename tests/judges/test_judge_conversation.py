@@ -8,6 +8,7 @@ apart from its restatement, later steps read both, and every unscored item says 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from pathlib import Path
@@ -19,9 +20,10 @@ from elitr_bench.judges import parse_judge_spec
 from elitr_bench.judges.asking import with_restatement
 from elitr_bench.judges.mesa.prompts import challenge_prompt
 from elitr_bench.judges.qa.engine import JudgeItem, judge_items
-from elitr_bench.llm.base import CompletionRequest, FatalBackendError
+from elitr_bench.llm.base import CompletionRequest, RequestRefused
 from elitr_bench.llm.cache import Completion, open_cache
 from elitr_bench.llm.client import JudgeClient
+from elitr_bench.llm.errors import JudgeRequestRefused
 from elitr_bench.llm.memory import Scope
 from elitr_bench.llm.structured import known_refusal
 from tests.conftest import run_lm_eval
@@ -146,8 +148,8 @@ class _Recording:
 
     async def complete(self, request: CompletionRequest) -> Completion:
         self.sent.append(request)
-        if self.refuse and request.response_format:
-            raise FatalBackendError(self.refuse, 400)
+        if self.refuse:
+            raise RequestRefused(self.refuse, 400, "seed")
         if len(request.messages) > 1:
             return Completion('{"score": 6}', 1, 1, finish_reason="stop")
         return Completion("Partly right, a 6 out of 10.", 1, 1, finish_reason="stop")
@@ -204,8 +206,8 @@ def test_a_known_model_is_never_sent_the_schema(capsys: pytest.CaptureFixture[st
     assert capsys.readouterr().err.count("takes no response_format json_schema") == 1
 
 
-def test_a_400_that_names_another_parameter_still_fails_the_item() -> None:
-    """Only a refused response_format is dropped; any other refusal is the item's error."""
+def test_a_refused_request_without_an_optional_extra_fails_the_item() -> None:
+    """Nothing to leave out: the refusal is the item's error, in the server's words."""
     backend = _Recording("judge-x", refuse="HTTP 400: Unsupported parameter: 'seed'")
     spec = parse_judge_spec("openai:judge-x,cache=memory,progress=false")
     from elitr_bench.judges.qa.engine import LLMJudge
@@ -214,9 +216,12 @@ def test_a_400_that_names_another_parameter_still_fails_the_item() -> None:
     run = judge_items(
         [JudgeItem("Q?", "A.", "A.")], spec, judge=LLMJudge(spec, client), on_error="record"
     )
-    assert (
-        run.judgements[0].status == "error" and "Unsupported parameter" in run.judgements[0].reason
-    )
+    (judgement,) = run.judgements
+    assert judgement.status == "error" and "Unsupported parameter" in judgement.reason
+    # typed: the server refused this request (it answers), not "the judge is gone"
+    request = CompletionRequest("Q?", 0.0, 1.0, 8, None)
+    with pytest.raises(JudgeRequestRefused, match="Unsupported parameter: 'seed'"):
+        asyncio.run(JudgeClient(backend, open_cache("memory")).complete(request))
 
 
 # --- every unscored item says why ----------------------------------------------------------

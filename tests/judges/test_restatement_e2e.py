@@ -25,7 +25,7 @@ from elitr_bench.judges.rubrics import GPT4
 from elitr_bench.llm import memory
 from elitr_bench.llm.client import usage_line
 from tests.conftest import run_lm_eval
-from tests.judges.conftest import chat_qa_args
+from tests.judges.conftest import chat_qa_args, minutes_replay_args
 from tests.judges.test_cream_arena import FAST, cream_script, write_run
 from tests.judges.test_mesa_script import PAPER_RATINGS, classify, make_script
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest, Reply
@@ -156,13 +156,7 @@ def test_minutes_lm_eval_restates_and_reads_clean_lines_at_once(
     out = tmp_path / "run"
     with LoopbackOpenAI(server) as loop:
         spec = f"openai:gpt-4-32k,rubric={method},base_url={loop.base_url},filler=false,reask=0"
-        args = [
-            "--model", "elitr-replay", "--model_args", "system=gpt4",
-            "--tasks", "automin23_en", "--limit", "2",
-            "--metadata", json.dumps({"judge": spec}),
-            "--log_samples", "--output_path", str(out),
-        ]  # fmt: skip
-        proc = run_lm_eval(args, env={"OPENAI_API_KEY": "sk-test"})
+        proc = run_lm_eval(minutes_replay_args(spec, out), env={"OPENAI_API_KEY": "sk-test"})
         assert proc.returncode == 0, proc.stderr[-3000:]
         requests = [r for r in loop.requests if "on a scale 0 to 10" in json.dumps(r.body)]
         # the restatement is refused with its schema once, then sent without it
