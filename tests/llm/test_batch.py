@@ -9,6 +9,7 @@ gpt-4-0613, the paper's, so the plan and the usage are priced.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -22,6 +23,7 @@ import pytest
 
 from elitr_bench.cli import main
 from tests.cli.test_qa_budget import write_samples
+from tests.conftest import ROOT
 from tests.judges.conftest import response_in
 from tests.judges.test_restatement_e2e import restating
 from tests.support.batch_api import answer_file
@@ -128,7 +130,8 @@ def test_a_killed_run_resumes_polling_the_same_batch(tmp_path: Path) -> None:
             [sys.executable, "-c", code, "score", *argv],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
-            env={**__import__("os").environ, "ELITR_BATCH_POLL_S": "0.05"},
+            # this checkout's package, whatever the interpreter's editable install points at
+            env={**os.environ, "ELITR_BATCH_POLL_S": "0.05", "PYTHONPATH": str(ROOT)},
         )
         try:
             deadline = time.monotonic() + 120
