@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from elitr_bench.llm import interrupt
 from elitr_bench.llm.base import CompletionRequest, RequestRefused
 from elitr_bench.llm.batch_files import (
     CHAT_URL,
@@ -517,6 +518,8 @@ class BatchJobs:
         """Upload one input file, create its batch, record it (before any poll)."""
         import openai
 
+        if interrupt.stopping():  # after a signal nothing new is submitted
+            raise interrupt.not_sending()
         client = self.backend.sdk_client()
         blob = input_text(part).encode("utf-8")
         try:
@@ -564,6 +567,8 @@ class BatchJobs:
                     bar.n = min(total, counts[0] + counts[1])
                     bar.set_postfix(completed=counts[0], failed=counts[1], refresh=True)
                 if len(done) < len(entries):
+                    if interrupt.stopping():  # the batches live on: a rerun polls them
+                        raise interrupt.not_sending()
                     await asyncio.sleep(self.poll_s)
         finally:
             if bar is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -118,14 +119,18 @@ def _ledger(cache: Path) -> list[tuple[str, str]]:
         return conn.execute("SELECT id, state FROM batches ORDER BY created").fetchall()
 
 
-def test_a_killed_run_resumes_polling_the_same_batch(tmp_path: Path) -> None:
-    """The run is killed while it polls; the rerun creates no batch and pays nothing twice."""
+@pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGINT], ids=["killed", "ctrl-c"])
+def test_a_stopped_run_resumes_polling_the_same_batch(tmp_path: Path, stop: signal.Signals) -> None:
+    """The run is killed (or Ctrl-C'd) while it polls; the rerun creates no batch."""
     run, cache = tmp_path / "run", tmp_path / "c.sqlite"
     write_samples(run, N)
     with LoopbackOpenAI(lambda r: "\\boxed{8}", model="gpt-4-0613") as server:
         server.batch_api.hold = threading.Event()  # stays in_progress until set
         argv = [str(run), "--judge", spec(server, cache, ",batch=on")]
-        code = "import sys; from elitr_bench.cli import main; sys.exit(main(sys.argv[1:]))"
+        code = (  # the console script, named as it is (the CLI's interrupt line needs it)
+            "import sys; sys.argv[0] = 'elitr-bench'; from elitr_bench.cli import main; "
+            "sys.exit(main(sys.argv[1:]))"
+        )
         proc = subprocess.Popen(
             [sys.executable, "-c", code, "score", *argv],
             stdout=subprocess.DEVNULL,
@@ -138,10 +143,15 @@ def test_a_killed_run_resumes_polling_the_same_batch(tmp_path: Path) -> None:
             while len(server.batch_api.retrieved) < 2 and proc.poll() is None:
                 assert time.monotonic() < deadline, "the run never polled its batch"
                 time.sleep(0.05)
+            proc.send_signal(stop)
+            _, stderr = proc.communicate(timeout=60)
         finally:
             proc.kill()
-            _, stderr = proc.communicate()
-        assert proc.returncode == -9, stderr.decode()[-2000:]
+        # Ctrl-C: the one interrupt line and status 130, promptly (the batch is not waited for)
+        assert proc.returncode == (-9 if stop == signal.SIGKILL else 130), stderr.decode()[-2000:]
+        if stop == signal.SIGINT:
+            lines = stderr.decode().strip().splitlines()
+            assert "Traceback" not in stderr.decode() and "interrupted by SIGINT" in lines[-1]
         assert [state for _, state in _ledger(cache)] == ["live"]  # recorded before polling
         assert not list(run.glob("results_rescored_*.json"))
         server.batch_api.hold.set()
