@@ -160,6 +160,8 @@ class BatchSender:
             BatchPending: The request was queued (its item waits for the next pass).
             RequestRefused: Its line was refused for an extra (the adapt layer learns).
         """
+        if not key:  # a caller that names no cache key cannot be answered by a batch
+            return await self.direct.send(request, key)
         reply = await asyncio.to_thread(self.ledger.reply, key)
         if reply is not None:
             self.usage.requests += 1
