@@ -80,8 +80,11 @@ from elitr_bench.data.records import (
 from elitr_bench.data.run_files import (
     current_samples,
     first_doc,
+    newest_lm_eval_results,
     parse_samples_name,
+    read_json_lines,
     run_results_of,
+    samples_below,
 )
 from elitr_bench.data.sources import (
     AUTOMIN_DIR,
@@ -613,7 +616,7 @@ def minutes_candidates(root: Path) -> tuple[list[Path], list[Path]]:
     report (which also reads QA runs) and ``minutes_samples_files`` (which explains what
     is missing) share one search.
     """
-    found = [root] if root.is_file() else sorted(root.rglob("samples_*.jsonl"))
+    found = samples_below(root)
     return [f for f in found if holds_minutes(f)], found
 
 
@@ -681,12 +684,7 @@ def run_results(samples_file: Path) -> Mapping[str, Any]:
     Raises:
         DataError: The results file cannot be read.
     """
-    found = run_results_of(samples_file)
-    if found is None:
-        others = sorted(
-            p for p in samples_file.parent.glob("results_*.json") if "_rescored_" not in p.name
-        )
-        found = others[-1] if others else None
+    found = run_results_of(samples_file) or newest_lm_eval_results(samples_file.parent)
     return {} if found is None else read_results_file(found)
 
 
@@ -772,30 +770,25 @@ def load_run_minutes(path: str | Path) -> RunMinutes:
             if value not in (None, "") and str(value) != RUN_SETTING_DEFAULTS.get(key):
                 settings[key] = str(value)
         tasks.append(task)
-        with samples_file.open(encoding="utf-8") as handle:
-            for lineno, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                where = f"{samples_file}:{lineno}"
-                try:
-                    sample = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise DataError(f"{where}: invalid JSON ({exc})") from None
-                doc = sample.get("doc") if isinstance(sample, Mapping) else None
-                meeting_id = doc.get("meeting_id") if isinstance(doc, Mapping) else None
-                text = minutes_text_of(sample)
-                if not isinstance(meeting_id, str) or text is None:
-                    raise DataError(
-                        f"{where}: not a minutes-task sample (no doc.meeting_id or response); "
-                        "pass the output of an automin23_en / elitr_minutes_* run"
-                    )
-                if meeting_id in seen:
-                    raise DataError(
-                        f"{where}: minutes of {meeting_id} were already read from "
-                        f"{seen[meeting_id]}; pass one run's output folder or samples file"
-                    )
-                seen[meeting_id] = where
-                minutes.append((task, meeting_id, text, where))
+        for lineno, sample in read_json_lines(
+            samples_file, "pass the samples file of a finished lm-eval run"
+        ):
+            where = f"{samples_file}:{lineno}"
+            doc = sample.get("doc") if isinstance(sample, Mapping) else None
+            meeting_id = doc.get("meeting_id") if isinstance(doc, Mapping) else None
+            text = minutes_text_of(sample)
+            if not isinstance(meeting_id, str) or text is None:
+                raise DataError(
+                    f"{where}: not a minutes-task sample (no doc.meeting_id or response); "
+                    "pass the output of an automin23_en / elitr_minutes_* run"
+                )
+            if meeting_id in seen:
+                raise DataError(
+                    f"{where}: minutes of {meeting_id} were already read from "
+                    f"{seen[meeting_id]}; pass one run's output folder or samples file"
+                )
+            seen[meeting_id] = where
+            minutes.append((task, meeting_id, text, where))
     name = run_name(model or "unknown-model", model_args, settings)
     return RunMinutes(
         name=name,

@@ -15,6 +15,11 @@ current: of a run's samples file and all its rescorings, the newest rescoring. T
 writers (``score`` for QA and for minutes runs) take the names of what they write from
 here too (:func:`rescoring_runs`), so that the readers and the writers share one rule.
 
+Reading them is here too: where a run's files lie (:func:`samples_below`,
+:func:`lm_eval_samples_below`, :func:`results_files_below`, :func:`samples_file_of`) and
+the one JSON-lines reader (:func:`read_json_lines`), whose error names the file and the
+line, for samples files and for our own ``*.jsonl`` (arena folders, ``read-reply --jsonl``).
+
 Only the standard library is used: the data layer must not import judges or lm-eval.
 """
 
@@ -22,11 +27,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+from elitr_bench.data.errors import DataError, ElitrBenchError
 
 #: lm-eval's (and ``elitr-bench score``'s) file stamp: ``2026-11-22T22-21-47.123456``,
 #: ``score`` appends ``-2``, ``-3`` when one call writes several runs of one folder
@@ -77,6 +84,121 @@ def results_file_of(samples: Path) -> Path | None:
     kind = "results_rescored" if name.rescored else "results"
     path = samples.with_name(f"{kind}_{name.stamp}.json")
     return path if path.is_file() else None
+
+
+def samples_file_of(results: Path, task: str) -> Path | None:
+    """The samples of ``task`` written with a results file (same folder and stamp), if present.
+
+    The inverse of :func:`results_file_of`: ``results_<stamp>.json`` goes with
+    ``samples_<task>_<stamp>.jsonl``, ``results_rescored_<stamp>.json`` with the rescoring's
+    samples of that stamp (older versions of ``score`` named them
+    ``samples_<task>_rescored_<stamp>.jsonl``).
+    """
+    stamp = results.stem.removeprefix("results_")
+    rescored = stamp.startswith("rescored_")
+    stamp = stamp.removeprefix("rescored_")
+    names = [f"samples_{task}_{stamp}.jsonl"]
+    if rescored:
+        names.append(f"samples_{task}{_LEGACY_RESCORED}_{stamp}.jsonl")
+    for name in names:
+        if results.with_name(name).exists():
+            return results.with_name(name)
+    return None
+
+
+def samples_below(root: Path) -> list[Path]:
+    """Every ``samples_*.jsonl`` below a folder, sorted; a file is its own only one.
+
+    A missing path has none. lm-eval's files and rescorings alike: the readers choose the
+    current ones (:func:`current_samples`).
+    """
+    root = Path(root)
+    if root.is_file():
+        return [root]
+    return sorted(root.rglob("samples_*.jsonl")) if root.is_dir() else []
+
+
+def lm_eval_samples_below(folder: Path) -> list[Path]:
+    """The samples files lm-eval wrote below a folder, sorted: what ``score`` re-judges.
+
+    Left out are rescorings (``score`` judges lm-eval's answers, not its own earlier
+    verdicts) and files a stopped writer left cut (:func:`partial_files`, which the
+    commands name instead).
+    """
+    partial = {path for path, _ in partial_files(folder)}
+    return [
+        path
+        for path in samples_below(folder)
+        if (name := parse_samples_name(path)) is not None
+        and not name.rescored
+        and path not in partial
+    ]
+
+
+def results_files_below(root: Path) -> list[Path]:
+    """Every ``results*.json`` below a folder, sorted (lm-eval's and ``score``'s)."""
+    return sorted(Path(root).rglob("results*.json"))
+
+
+def newest_lm_eval_results(folder: Path) -> Path | None:
+    """A folder's newest ``results_<stamp>.json`` that lm-eval wrote (not a rescoring's)."""
+    found = sorted(
+        path for path in Path(folder).glob("results_*.json") if "_rescored_" not in path.name
+    )
+    return found[-1] if found else None
+
+
+def parse_json_lines(
+    lines: Iterable[str],
+    source: str | Path,
+    fix: str,
+    error: type[ElitrBenchError] = DataError,
+    skip_invalid: bool = False,
+) -> Iterator[tuple[int, Any]]:
+    """Decode JSON lines, yielding ``(line number, value)``; blank lines are passed over.
+
+    The one JSON-lines reader of the package, so that every bad line is refused alike: one
+    line naming the file and the line, then the caller's fix. Lines are split at line
+    breaks only (a file's own lines, or a text split at newlines), never at the U+2028 and
+    friends that JSON strings may hold, which ``str.splitlines`` would cut them at.
+
+    Args:
+        lines: The text's lines.
+        source: The file (``-`` for standard input) named in the error.
+        fix: What to do about a bad line, appended to the error.
+        error: The caller's error type (its command prints it as one line).
+        skip_invalid: Pass over lines that are not JSON instead: a record an appender
+            killed mid-line left, which its writer simply redoes.
+
+    Raises:
+        ElitrBenchError: ``error``, for a line that is not JSON.
+    """
+    for number, text in enumerate(lines, 1):
+        if not text.strip():
+            continue
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            if skip_invalid:
+                continue
+            raise error(f"{source}:{number}: not JSON ({exc}); {fix}") from None
+        yield number, value
+
+
+def read_json_lines(
+    path: Path,
+    fix: str,
+    error: type[ElitrBenchError] = DataError,
+    skip_invalid: bool = False,
+) -> Iterator[tuple[int, Any]]:
+    """The decoded lines of a JSON-lines file, read as it goes (see :func:`parse_json_lines`).
+
+    Raises:
+        OSError: The file cannot be opened (callers say why they wanted it).
+        ElitrBenchError: ``error``, for a line that is not JSON.
+    """
+    with Path(path).open(encoding="utf-8") as handle:
+        yield from parse_json_lines(handle, path, fix, error, skip_invalid)
 
 
 def _read(path: Path) -> Mapping[str, Any]:
@@ -374,17 +496,24 @@ __all__ = [
     "families",
     "first_doc",
     "is_cut",
+    "lm_eval_samples_below",
     "new_stamp",
+    "newest_lm_eval_results",
     "newest_versions",
+    "parse_json_lines",
     "parse_samples_name",
     "partial_files",
     "partial_notes",
+    "read_json_lines",
     "rescored_results_path",
     "rescored_samples_path",
     "rescored_sources",
     "rescoring_runs",
     "results_file_of",
+    "results_files_below",
     "run_results_of",
+    "samples_below",
+    "samples_file_of",
     "source_of",
     "stamp_of",
     "supersede_note",

@@ -23,9 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from elitr_bench.data.run_files import (
+    lm_eval_samples_below,
     new_stamp,
     parse_samples_name,
-    partial_files,
+    read_json_lines,
     rescored_results_path,
     rescored_samples_path,
     rescoring_runs,
@@ -102,14 +103,7 @@ def find_samples(paths: Iterable[str | Path]) -> list[Path]:
     for raw in given:
         path = Path(raw)
         if path.is_dir():
-            partial = {p for p, _ in partial_files(path)}  # named by the command, never read
-            found += sorted(
-                p
-                for p in path.rglob("samples_*.jsonl")
-                if (name := parse_samples_name(p)) is not None
-                and not name.rescored
-                and p not in partial
-            )
+            found += lm_eval_samples_below(path)
         elif path.is_file():
             if parse_samples_name(path) is None:
                 raise JudgeConfigError(
@@ -158,31 +152,24 @@ def read_samples(path: Path) -> list[dict[str, Any]]:
     """Samples of one file, one per doc (lm-eval repeats a doc once per filter)."""
     seen: set[Any] = set()
     out = []
-    with path.open(encoding="utf-8") as fh:
-        for number, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                sample = json.loads(line)
-            except ValueError:
-                raise JudgeConfigError(
-                    f"score: {path}:{number} is not JSON; is this an lm-eval samples file?"
-                ) from None
-            if not isinstance(sample, dict) or not isinstance(sample.get("doc"), dict):
-                raise JudgeConfigError(
-                    f"score: {path}:{number} has no 'doc'; is this an lm-eval samples file?"
-                )
-            missing = [f for f in _DOC_FIELDS if f not in sample["doc"]]
-            if missing:
-                raise JudgeConfigError(
-                    f"score: {path}:{number} is no ELITR-Bench sample (its doc has no "
-                    f"{missing[0]!r}); score judges the samples of elitr_* and automin23_en tasks"
-                )
-            key = sample.get("doc_id", number)
-            if key in seen:
-                continue
-            seen.add(key)
-            out.append(sample)
+    for number, sample in read_json_lines(
+        path, "is this an lm-eval samples file?", JudgeConfigError
+    ):
+        if not isinstance(sample, dict) or not isinstance(sample.get("doc"), dict):
+            raise JudgeConfigError(
+                f"score: {path}:{number} has no 'doc'; is this an lm-eval samples file?"
+            )
+        missing = [f for f in _DOC_FIELDS if f not in sample["doc"]]
+        if missing:
+            raise JudgeConfigError(
+                f"score: {path}:{number} is no ELITR-Bench sample (its doc has no "
+                f"{missing[0]!r}); score judges the samples of elitr_* and automin23_en tasks"
+            )
+        key = sample.get("doc_id", number)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(sample)
     if not out:
         raise JudgeConfigError(
             f"score: {path} holds no samples (empty file); re-run lm_eval with --log_samples "
