@@ -19,6 +19,7 @@ from typing import Any
 
 from elitr_bench.data.folder import write_atomic
 from elitr_bench.data.records import HumanScores, SystemHumanScore
+from elitr_bench.markdown import fixed, markdown_table
 from elitr_bench.metaeval.minutes import (
     MetaRow,
     MetricValues,
@@ -42,6 +43,9 @@ from elitr_bench.metaeval.minutes_paper import (
     TABLE9_SYSTEMS,
 )
 
+#: The dash the paper prints for a missing value.
+DASH = "–"
+
 
 @dataclass
 class Table:
@@ -55,9 +59,7 @@ class Table:
 
     def markdown(self) -> str:
         """GitHub Markdown with the title as a heading and notes as a list."""
-        lines = [f"### {self.title}", "", "| " + " | ".join(self.header) + " |"]
-        lines.append("|" + "|".join("---" for _ in self.header) + "|")
-        lines += ["| " + " | ".join(row) + " |" for row in self.rows]
+        lines = [f"### {self.title}", "", *markdown_table(self.header, self.rows)]
         if self.notes:
             lines.append("")
             lines += [f"- {note}" for note in self.notes]
@@ -82,10 +84,6 @@ def metric_label(metric: str) -> str:
     """The paper's name of a metric (``ROUGE-1``), else ours."""
     base, at, tag = metric.partition("@")
     return METRIC_LABELS.get(base, base) + (f"@{tag}" if at else "")
-
-
-def _num(value: float | None, digits: int = 2) -> str:
-    return "–" if value is None or not math.isfinite(value) else f"{value:.{digits}f}"
 
 
 def _delta(ours: float | None, paper: float | None, digits: int = 2) -> str:
@@ -236,8 +234,8 @@ def table7_vs_paper(values: MetricValues, systems: Sequence[str]) -> Table:
             [
                 str(rank + 1),
                 label(system),
-                *(_num(v, 3) for v in mine),
-                *(_num(v) for v in printed),
+                *(fixed(v, 3, missing=DASH) for v in mine),
+                *(fixed(v, missing=DASH) for v in printed),
                 *(_delta(a, b) for a, b in zip(mine, printed, strict=True)),
                 f"row {nearest + 1} (Σ|Δ| {distance(TABLE7_EN_ROWS[nearest]):.3f})",
             ]
@@ -460,7 +458,7 @@ def table9(rows: Sequence[MetaRow], systems: Sequence[str]) -> Table:
             [
                 metric_label(metric),
                 "ours",
-                *(_num(None if a is None else 100 * a, 1) for a in accs),
+                *(fixed(None if a is None else 100 * a, 1, missing=DASH) for a in accs),
                 " ".join(ties),
                 "/".join(str(p) for p in sorted(pairs)),
             ]
@@ -524,16 +522,13 @@ def correlation_table(rows: Sequence[MetaRow]) -> Table:
         ],
     )
     for row in rows:
-        table.rows.append(
-            [
-                metric_label(row.metric),
-                row.column,
-                *(_num(row.system.get(k), 3) for k in ("pearson", "spearman", "kendall")),
-                _num(row.system.get("n"), 0),
-                *(_num(row.document.get(k), 3) for k in ("pearson", "spearman", "kendall")),
-                _num(row.document.get("n"), 0),
+        cells = [metric_label(row.metric), row.column]
+        for level in (row.system, row.document):
+            cells += [
+                fixed(level.get(k), 3, missing=DASH) for k in ("pearson", "spearman", "kendall")
             ]
-        )
+            cells.append(fixed(level.get("n"), 0, missing=DASH))
+        table.rows.append(cells)
     negated = _negated_note(rows)
     if negated:
         table.notes.append(negated)

@@ -1,5 +1,7 @@
-"""The one JSON-lines reader of run files and our own ``*.jsonl``: every bad line is refused
-alike, in one line naming the file and the line, by every command that reads one.
+"""The one home of run files: their discovery and the one JSON-lines reader.
+
+Every bad line is refused alike, in one line naming the file and the line, by every
+command that reads one.
 """
 
 from __future__ import annotations
