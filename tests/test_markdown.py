@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from elitr_bench.markdown import fixed, markdown_table
-from elitr_bench.metaeval.minutes_tables import Table
+from elitr_bench.metaeval.minutes_tables import AutoMinTable
 
 
 def test_fixed_writes_missing_and_non_finite_numbers_as_a_dash() -> None:
@@ -23,5 +23,5 @@ def test_a_pipe_or_line_break_in_a_cell_stays_in_its_cell() -> None:
 
 def test_minutes_check_tables_escape_their_cells() -> None:
     # Table 7's last column says "row 1 (Σ|Δ| 0.014)": unescaped, its pipes split the cell.
-    table = Table("t", "T", ["System", "nearest"], [["GPT-4", "row 1 (Σ|Δ| 0.014)"]])
+    table = AutoMinTable("t", "T", ["System", "nearest"], [["GPT-4", "row 1 (Σ|Δ| 0.014)"]])
     assert "| GPT-4 | row 1 (Σ\\|Δ\\| 0.014) |" in table.markdown()

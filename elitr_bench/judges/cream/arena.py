@@ -257,7 +257,7 @@ def pending(state: ArenaState) -> list[tuple[str, str, str]]:
 
 
 @dataclass(frozen=True)
-class Plan:
+class ArenaPlan:
     """What an arena run will ask before it asks.
 
     Attributes:
@@ -281,7 +281,7 @@ class Plan:
     restated_max: int = 0
 
 
-def plan(state: ArenaState, todo: Sequence[tuple[str, str, str]], config: JudgeConfig) -> Plan:
+def plan(state: ArenaState, todo: Sequence[tuple[str, str, str]], config: JudgeConfig) -> ArenaPlan:
     """Count calls and estimate their cost (cache hits are not subtracted)."""
     from elitr_bench.llm.pricing import estimate_cost, price_for
 
@@ -301,7 +301,7 @@ def plan(state: ArenaState, todo: Sequence[tuple[str, str, str]], config: JudgeC
     completion = calls * config.max_tokens
     prices = price_for(config.model, config.price_in, config.price_out)
     cost = estimate_cost(prompt_tokens, completion, prices) if prices else None
-    return Plan(
+    return ArenaPlan(
         comparisons=len(todo),
         done=len(state.comparisons),
         calls=calls,
