@@ -52,13 +52,12 @@ skipped and ``minutes_GENER_Annot13.txt`` (capital A, meeting_en_test2_005) is n
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from elitr_bench.data import store
 from elitr_bench.data.archives import read_tar_in_zip
@@ -81,10 +80,11 @@ from elitr_bench.data.run_files import (
     current_samples,
     first_doc,
     newest_lm_eval_results,
-    parse_samples_name,
     read_json_lines,
+    read_results_file,
     run_results_of,
     samples_below,
+    task_of,
 )
 from elitr_bench.data.sources import (
     AUTOMIN_DIR,
@@ -662,19 +662,6 @@ def _samples_files(path: Path) -> list[Path]:
     return kept
 
 
-def read_results_file(path: Path) -> Mapping[str, Any]:
-    """One lm-eval (or ``elitr-bench score``) results file as a mapping ({} if not a mapping).
-
-    Raises:
-        DataError: The file cannot be read or is not JSON.
-    """
-    try:
-        payload = json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError) as exc:
-        raise DataError(f"{path}: unreadable lm-eval results file ({exc})") from None
-    return cast(Mapping[str, Any], payload) if isinstance(payload, Mapping) else {}
-
-
 def run_results(samples_file: Path) -> Mapping[str, Any]:
     """lm-eval's results_*.json of the run (for a rescoring: of the run it re-judged).
 
@@ -686,18 +673,6 @@ def run_results(samples_file: Path) -> Mapping[str, Any]:
     """
     found = run_results_of(samples_file) or newest_lm_eval_results(samples_file.parent)
     return {} if found is None else read_results_file(found)
-
-
-def task_of(samples_file: Path) -> str:
-    """The lm-eval task a samples file belongs to (from its name).
-
-    ``samples_<task>[_rescored]_<timestamp>.jsonl``; task names may contain underscores, so
-    a name without a recognised stamp falls back to everything before its last ``_``.
-    """
-    parsed = parse_samples_name(samples_file)
-    if parsed is not None:
-        return parsed.task
-    return samples_file.stem.removeprefix("samples_").rsplit("_", 1)[0]
 
 
 def minutes_text_of(sample: Mapping[str, Any]) -> str | None:
@@ -814,11 +789,9 @@ __all__ = [
     "load_elitr_minutes_meetings",
     "load_run_minutes",
     "minutes_candidates",
-    "read_results_file",
     "require_lines",
     "run_results",
     "select_meetings",
-    "task_of",
 ]
 
 

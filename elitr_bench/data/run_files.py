@@ -76,6 +76,18 @@ def parse_samples_name(path: Path) -> SamplesName | None:
     return SamplesName(task, stamp, rescored)
 
 
+def task_of(samples_file: Path) -> str:
+    """The lm-eval task a samples file belongs to (from its name).
+
+    ``samples_<task>[_rescored]_<timestamp>.jsonl``; task names may contain underscores, so
+    a name without a recognised stamp falls back to everything before its last ``_``.
+    """
+    parsed = parse_samples_name(samples_file)
+    if parsed is not None:
+        return parsed.task
+    return samples_file.stem.removeprefix("samples_").rsplit("_", 1)[0]
+
+
 def results_file_of(samples: Path) -> Path | None:
     """The results file written with a samples file (same folder and stamp), if present."""
     name = parse_samples_name(samples)
@@ -201,12 +213,29 @@ def read_json_lines(
         yield from parse_json_lines(handle, path, fix, error, skip_invalid)
 
 
-def _read(path: Path) -> Mapping[str, Any]:
+def read_results_file(
+    path: Path,
+    error: type[ElitrBenchError] = DataError,
+    fix: str = "re-run what wrote it, or move it away",
+) -> Mapping[str, Any]:
+    """One lm-eval (or ``elitr-bench score``) results file as a mapping ({} if not a mapping).
+
+    Raises:
+        ElitrBenchError: ``error``: the file cannot be read or is not JSON.
+    """
     try:
-        payload = json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError):
-        return {}
+        payload = json.loads(Path(path).read_text("utf-8"))
+    except (OSError, ValueError) as exc:
+        raise error(f"{path}: unreadable lm-eval results file ({exc}); {fix}") from None
     return payload if isinstance(payload, Mapping) else {}
+
+
+def results_payload(path: Path) -> Mapping[str, Any]:
+    """A results file as a mapping, {} where it cannot be read (what only helps, if there)."""
+    try:
+        return read_results_file(path)
+    except DataError:
+        return {}
 
 
 def rescored_sources(results: Path, payload: Mapping[str, Any]) -> dict[str, Path]:
@@ -238,7 +267,7 @@ def source_of(samples: Path) -> Path | None:
         return None
     results = results_file_of(samples)
     if results is not None:
-        source = rescored_sources(results, _read(results)).get(name.task)
+        source = rescored_sources(results, results_payload(results)).get(name.task)
         if source is not None:
             return source
     same_task = [
@@ -278,10 +307,10 @@ def first_doc(samples: Path) -> Mapping[str, Any] | None:
     """
     try:
         with samples.open(encoding="utf-8") as handle:
-            first = next((text for text in handle if text.strip()), "")
-        doc = json.loads(first).get("doc") if first else None
-    except (OSError, ValueError, AttributeError):
+            _, first = next(parse_json_lines(handle, samples, "not read"), (0, None))
+    except (OSError, ValueError):  # our errors are ValueErrors too
         return None
+    doc = first.get("doc") if isinstance(first, Mapping) else None
     return doc if isinstance(doc, Mapping) else None
 
 
@@ -505,16 +534,19 @@ __all__ = [
     "partial_files",
     "partial_notes",
     "read_json_lines",
+    "read_results_file",
     "rescored_results_path",
     "rescored_samples_path",
     "rescored_sources",
     "rescoring_runs",
     "results_file_of",
     "results_files_below",
+    "results_payload",
     "run_results_of",
     "samples_below",
     "samples_file_of",
     "source_of",
     "stamp_of",
     "supersede_note",
+    "task_of",
 ]

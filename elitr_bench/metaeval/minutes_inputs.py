@@ -30,12 +30,16 @@ from typing import Any
 from elitr_bench.data.errors import DataError
 from elitr_bench.data.minutes import (
     minutes_samples_files,
-    read_results_file,
     run_results,
     run_system_name,
+)
+from elitr_bench.data.run_files import (
+    parse_samples_name,
+    read_json_lines,
+    read_results_file,
+    results_file_of,
     task_of,
 )
-from elitr_bench.data.run_files import parse_samples_name, read_json_lines, results_file_of
 from elitr_bench.judges.minutes.family import TOKENS_SAVED
 from elitr_bench.judges.summary.lm_eval_filter import assessment_of
 

@@ -27,7 +27,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from elitr_bench.data.errors import DataError
-from elitr_bench.data.minutes import task_of
+from elitr_bench.data.run_files import task_of
 from elitr_bench.markdown import fixed
 from elitr_bench.report.runs import read_samples
 from elitr_bench.report.tables import Table

@@ -27,8 +27,10 @@ from elitr_bench.data.run_files import (
     first_doc,
     partial_notes,
     read_json_lines,
+    read_results_file,
     rescored_sources,
     results_files_below,
+    results_payload,
     run_results_of,
     samples_file_of,
     stamp_of,
@@ -504,16 +506,13 @@ def foreign_input(path: str | Path) -> str | None:
 
 
 def _load_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ReportError(f"{path}: unreadable results file ({exc}); re-run or remove it") from exc
-    if not isinstance(data, dict) or "results" not in data:
+    data = read_results_file(path, ReportError, "re-run or remove it")
+    if "results" not in data:
         raise ReportError(
             f"{path}: no 'results' key, so not an lm-eval results file; move it away or pass "
             "the --output_path of an lm_eval run (results_<date>.json, samples_<task>_<date>.jsonl)"
         )
-    return data
+    return dict(data)
 
 
 def _seeds(config: Mapping[str, Any], task_metadata: Mapping[str, Any]) -> dict[str, str]:
@@ -563,13 +562,9 @@ def _rescored_config(results_path: Path, data: Mapping[str, Any]) -> dict[str, A
     """
     for path in rescored_sources(results_path, data).values():
         original = run_results_of(path)
-        if original is not None:
-            try:
-                config = json.loads(original.read_text(encoding="utf-8")).get("config")
-            except (OSError, ValueError):
-                continue
-            if isinstance(config, dict):
-                return config
+        config = results_payload(original).get("config") if original is not None else None
+        if isinstance(config, dict):
+            return config
     return {}
 
 

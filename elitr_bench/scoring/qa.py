@@ -31,6 +31,7 @@ from elitr_bench.data.run_files import (
     rescored_samples_path,
     rescoring_runs,
     run_results_of,
+    task_of,
 )
 from elitr_bench.judges.config import (
     JudgeConfig,
@@ -121,12 +122,6 @@ def find_samples(paths: Iterable[str | Path]) -> list[Path]:
             "run lm_eval with --log_samples --output_path DIR and pass DIR"
         )
     return found
-
-
-def task_name_of(path: Path) -> str:
-    """Task name from a ``samples_<task>[_rescored]_<date>.jsonl`` name, else the stem's rest."""
-    name = parse_samples_name(path)
-    return name.task if name is not None else path.stem.removeprefix("samples_")
 
 
 def response_of(sample: dict[str, Any]) -> str:
@@ -268,10 +263,10 @@ def _score_run(
     usage: dict[str, Any] = {}
     judged: list[JudgedTask] = []
     errors = 0
-    tasks = {task_name_of(path): path for path in files}
+    tasks = {task_of(path): path for path in files}
     check_tasks(tasks, include_path=include_path)  # before any judge call is paid
     for path in files:
-        task = task_name_of(path)
+        task = task_of(path)
         samples = read_samples(path)
         items = [JudgeItem.from_doc(s["doc"], response_of(s)) for s in samples]
         judgements: list[Judgement | None] = [reusable_judgement(s, identity) for s in samples]
@@ -410,7 +405,7 @@ def generated_runs(files: list[Path]) -> list[Path]:
 
 def tasks_of(files: list[Path]) -> str:
     """The task names of samples files, for messages (``a, b``)."""
-    return ", ".join(sorted({task_name_of(f) for f in files}))
+    return ", ".join(sorted({task_of(f) for f in files}))
 
 
 def items_to_judge(path: Path, config: JudgeConfig) -> list[JudgeItem]:
@@ -438,6 +433,4 @@ def plan_qa_files(files: list[Path], config: JudgeConfig) -> list[tuple[str, QAP
 
     The answers this judge already judged are kept, not sent, so they are not counted.
     """
-    return [
-        (task_name_of(path), plan_items(items_to_judge(path, config), config)) for path in files
-    ]
+    return [(task_of(path), plan_items(items_to_judge(path, config), config)) for path in files]
