@@ -15,12 +15,15 @@ current: of a run's samples file and all its rescorings, the newest rescoring. T
 writers (``score`` for QA and for minutes runs) take the names of what they write from
 here too (:func:`rescoring_runs`), so that the readers and the writers share one rule.
 
-Reading them is here too: where a run's files lie (:func:`samples_below`,
-:func:`lm_eval_samples_below`, :func:`results_files_below`, :func:`samples_file_of`) and
-the one JSON-lines reader (:func:`read_json_lines`), whose error names the file and the
-line, for samples files and for our own ``*.jsonl`` (arena folders, ``read-reply --jsonl``).
+Reading them is here too, so that every command finds and reads them alike: where a
+run's files lie (:func:`samples_below`, :func:`lm_eval_samples_below`,
+:func:`results_files_below`, :func:`samples_file_of`), a samples file's task
+(:func:`task_of`), the results files (:func:`read_results_file`) and the one JSON-lines
+reader (:func:`read_json_lines`), whose error names the file and the line, for samples
+files and for our own ``*.jsonl`` (arena folders, ``--metric-file``, ``read-reply --jsonl``).
 
-Only the standard library is used: the data layer must not import judges or lm-eval.
+Only the standard library and the data layer's own modules are used: the data layer must
+not import judges or lm-eval.
 """
 
 from __future__ import annotations

@@ -18,12 +18,16 @@ from elitr_bench.data.run_files import (
     lm_eval_samples_below,
     parse_json_lines,
     read_json_lines,
+    read_results_file,
+    results_payload,
     samples_below,
     samples_file_of,
+    task_of,
 )
 from elitr_bench.judges.cream.arena import ArenaError, load_state
 from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.metaeval.minutes_inputs import read_metric_file
+from elitr_bench.report.errors import ReportError
 from elitr_bench.scoring.qa import read_samples
 
 STAMP = "2026-11-22T22-21-47.123456"
@@ -117,3 +121,18 @@ def test_run_file_discovery(tmp_path: Path) -> None:
     rescored = run / "results_rescored_2026-11-23T10-00-00.000001.json"
     assert samples_file_of(rescored, "elitr_qa_dev") == rescoring
     assert samples_file_of(rescored, "elitr_qa_test") is None
+
+
+def test_results_files_and_task_names(tmp_path: Path) -> None:
+    results = tmp_path / f"results_{STAMP}.json"
+    results.write_text('{"results": {"elitr_qa_dev": {}}')  # cut by a full disk
+    with pytest.raises(ReportError) as caught:
+        read_results_file(results, ReportError, "re-run it")
+    assert str(caught.value).startswith(f"{results}: unreadable lm-eval results file (")
+    assert str(caught.value).endswith("; re-run it")
+    assert results_payload(results) == {} and results_payload(tmp_path / "none.json") == {}
+    results.write_text('{"results": {}}')
+    assert read_results_file(results) == {"results": {}}
+    assert task_of(tmp_path / f"samples_elitr_qa_mt_dev_{STAMP}.jsonl") == "elitr_qa_mt_dev"
+    assert task_of(tmp_path / f"samples_elitr_qa_dev_rescored_{STAMP}.jsonl") == "elitr_qa_dev"
+    assert task_of(tmp_path / "samples_elitr_qa_dev_copy.jsonl") == "elitr_qa_dev"
