@@ -20,7 +20,8 @@ run's files lie (:func:`samples_below`, :func:`lm_eval_samples_below`,
 :func:`results_files_below`, :func:`samples_file_of`), a samples file's task
 (:func:`task_of`), the results files (:func:`read_results_file`) and the one JSON-lines
 reader (:func:`read_json_lines`), whose error names the file and the line, for samples
-files and for our own ``*.jsonl`` (arena folders, ``--metric-file``, ``read-reply --jsonl``).
+files and for our own ``*.jsonl`` (arena folders, ``--metric-file``, ``read-reply --jsonl``,
+noise rules and pairs).
 
 Only the standard library and the data layer's own modules are used: the data layer must
 not import judges or lm-eval.
