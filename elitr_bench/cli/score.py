@@ -17,7 +17,7 @@ from elitr_bench.cli.budget import add_budget_flags
 from elitr_bench.cli_errors import debug_enabled
 from elitr_bench.data.errors import ElitrBenchError
 from elitr_bench.data.folder import write_atomic
-from elitr_bench.data.run_files import partial_notes
+from elitr_bench.data.run_files import partial_notes, task_of
 from elitr_bench.judges.config import (
     KEYLESS_JUDGE,
     JudgeConfig,
@@ -47,7 +47,6 @@ from elitr_bench.scoring.qa import (
     plan_qa_files,
     score_runs,
     split_by_kind,
-    task_name_of,
     tasks_of,
 )
 from elitr_bench.scoring.rescore import check_tasks
@@ -91,7 +90,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
     for note in partial_notes(Path(p) for p in args.paths):
         print(f"score: note: {note}", file=sys.stderr)
     found = find_samples(args.paths)
-    tasks = {task_name_of(path): path for path in found}
+    tasks = {task_of(path): path for path in found}
     check_tasks(tasks, include_path=args.include_path)  # names first, then contents
     qa_files, minutes_files = split_by_kind(found)
     generated = _refuse_unfit(config, minutes_judge, qa_files, minutes_files)

@@ -114,9 +114,13 @@ class CacheFile:
 def inspect_cache_file(path: Path) -> CacheFile:
     """Whether ``path`` is our cache, read-only: nothing in or beside the file is written.
 
-    The header is read as bytes; only an SQLite file without our marker in it is opened,
-    read-only (``mode=ro``), to read its marker (which a write-ahead log may hold) and its
-    tables; with no log beside it, as immutable, so that not even a ``-shm`` file appears.
+    The header is read as bytes: our marker makes the file ours; another ``application_id``
+    or a ``user_version`` (which our files never set) makes it another program's. Only
+    an SQLite file with neither is opened, read-only and as immutable, so that SQLite
+    writes nothing, not even a ``-shm`` file beside it (a plain read-only open makes one
+    when a ``-wal`` file lies there). Immutable reads the main file alone: a file whose
+    tables are still only in its ``-wal`` (another program writing it now) is refused as
+    not ours, since we mark a file in its main file before making a table.
     """
     if not path.exists():
         return CacheFile("missing")
@@ -131,21 +135,17 @@ def inspect_cache_file(path: Path) -> CacheFile:
         return CacheFile("empty")
     if not header.startswith(_SQLITE_MAGIC):
         return CacheFile("foreign", "not an SQLite file")
+    user_version = int.from_bytes(header[60:64], "big")
     marker = int.from_bytes(header[68:72], "big")
-    if marker == APPLICATION_ID:
-        return CacheFile("ours")
-    if marker:
-        return CacheFile(
-            "foreign", f"an SQLite file of another program, application_id {marker:#x}"
-        )
-    # Without a write-ahead log beside it the file is complete: read it as immutable, which
-    # makes SQLite create no -wal/-shm file beside another program's file either.
-    live = Path(f"{path}-wal").exists()
-    uri = f"{path.resolve().as_uri()}?mode=ro{'' if live else '&immutable=1'}"
+    found = _by_marks(marker, user_version)
+    if found is not None:
+        return found
+    uri = f"{path.resolve().as_uri()}?mode=ro&immutable=1"
     try:
         conn = sqlite3.connect(uri, uri=True)
         try:
             marker = conn.execute("PRAGMA application_id").fetchone()[0]
+            user_version = conn.execute("PRAGMA user_version").fetchone()[0]
             tables = {
                 name: frozenset(row[1] for row in conn.execute(f"PRAGMA table_info('{name}')"))
                 for (name,) in conn.execute(
@@ -157,13 +157,16 @@ def inspect_cache_file(path: Path) -> CacheFile:
             conn.close()
     except sqlite3.DatabaseError as exc:
         return CacheFile("damaged", str(exc))
-    if marker == APPLICATION_ID:
-        return CacheFile("ours")
-    if marker:
-        return CacheFile(
-            "foreign", f"an SQLite file of another program, application_id {marker:#x}"
-        )
+    found = _by_marks(marker, user_version)
+    if found is not None:
+        return found
     if not tables:
+        wal = Path(f"{path}-wal")
+        if wal.exists() and wal.stat().st_size > 0:
+            return CacheFile(
+                "foreign", f"an SQLite file another program is writing (its {wal.name} holds "
+                "tables the file does not have yet)"
+            )  # fmt: skip
         return CacheFile("empty")
     completions = tables.get("completions", frozenset())
     if (
@@ -175,6 +178,21 @@ def inspect_cache_file(path: Path) -> CacheFile:
     return CacheFile(
         "foreign", f"an SQLite file of another program, with tables {', '.join(sorted(tables))}"
     )
+
+
+def _by_marks(marker: int, user_version: int) -> CacheFile | None:
+    """What an SQLite file's ``application_id`` and ``user_version`` say (None: nothing)."""
+    if marker == APPLICATION_ID:
+        return CacheFile("ours")
+    if marker:
+        return CacheFile(
+            "foreign", f"an SQLite file of another program, application_id {marker:#x}"
+        )
+    if user_version:
+        return CacheFile(
+            "foreign", f"an SQLite file of another program, user_version {user_version}"
+        )
+    return None
 
 
 def not_our_cache(path: Path, found: CacheFile, setting: str) -> str:

@@ -32,7 +32,7 @@ from elitr_bench.tokens import eos_ids
 #: A batch's bar appears only once it has run this long (quick batches stay quiet).
 PROGRESS_DELAY_S = 2.0
 #: How long a batch waits for one more request before it is cut (a fraction of any batch).
-GATHER_S = 0.02
+GATHER_S = 0.05
 
 
 def chat_text(tok: Any, prompt: str, messages: tuple[tuple[str, str], ...] = ()) -> str:

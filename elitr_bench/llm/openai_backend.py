@@ -38,8 +38,6 @@ _REASONING = reasoning.ReasoningAdapter()
 
 _RETRYABLE_STATUS = {408, 409, 425, 429}
 _AUTH_STATUS = {401, 403}
-#: Statuses a server refuses a request's content with (anything else is fatal as it is).
-_REFUSAL_STATUS = {400, 413, 422}
 #: The settings a user gives a judge that a server may find out of range.
 _SETTINGS = ("max_completion_tokens", "max_tokens", "temperature", "top_p", "seed")
 #: "max_tokens is too large: 10000. This model supports at most 4096 completion tokens"
@@ -124,7 +122,7 @@ def classify(
         return RetryableError(words, retry_after, status)
     if status in _AUTH_STATUS:
         return AuthenticationRejected(words, status)
-    if status not in _REFUSAL_STATUS or code == "content_filter":
+    if not 400 <= status < 500 or code == "content_filter":  # 4xx: the request's fault
         return FatalBackendError(words, status)
     named = str(param) if isinstance(param, str) and param else None
     too_large = _TOO_LARGE.search(words)

@@ -66,6 +66,33 @@ def test_every_wording_of_a_refused_schema_costs_one_request_and_no_item(
     assert "refuses max_tokens" not in err and "reasoning model" not in err
 
 
+@pytest.mark.parametrize("name", sorted(DIALECTS))
+def test_gpt_art_through_every_wording_scores_every_meeting(name: str) -> None:
+    """AutoMin's GPT-ART judge (its own schema, the minutes engine) at each server."""
+    from elitr_bench.judges.minutes import assess_items
+    from tests.judges.test_minutes_gpt import item
+
+    restated = {"adequacy": 7, "relevance": 8, "topicality": 9}
+
+    def art(request: RecordedRequest) -> str:
+        if restating(request):
+            return json.dumps(restated)
+        return "Seven for adequacy, eight for relevance and nine for topicality."
+
+    with LoopbackOpenAI(art, model="judge-model", rules=dialect(name)) as loop:
+        spec = (
+            f"openai:judge-model,rubric=gpt-art,base_url={loop.base_url},cache=memory,"
+            "filler=false,progress=false"
+        )
+        items = [item("gpt4"), item("bart", "- Ship it on Monday.")]
+        results = asyncio.run(assess_items(items, parse_judge_spec(spec)))
+        refused = len(loop.refused)
+    assert refused == 1
+    for result in results:
+        assert result.status == "ok", result.reason
+        assert dict(result.scores) == {f"art_{k}": float(v) for k, v in restated.items()}
+
+
 def test_a_server_that_takes_the_schema_is_never_said_to_refuse_it(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -212,7 +239,8 @@ def test_a_max_tokens_the_served_window_cannot_hold_stops_at_the_preflight() -> 
         (429, "Rate limit reached", None, "rate_limit_exceeded", ("RetryableError", None)),
         (503, "overloaded", None, None, ("RetryableError", None)),
         (401, "Incorrect API key", None, "invalid_api_key", ("AuthenticationRejected", None)),
-        (404, "The model `x` does not exist", None, "model_not_found", ("FatalBackendError", None)),
+        (404, "The model `x` does not exist", None, "model_not_found", ("RequestRefused", None)),
+        (302, "Found", None, None, ("FatalBackendError", None)),
         (400, "The provided JSON schema contains features not supported by xgrammar.", None, 400,
          ("RequestRefused", None)),
         (422, '{"detail": [{"loc": ["body", "minimum"]}]}', None, None, ("RequestRefused", None)),

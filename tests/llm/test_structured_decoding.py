@@ -31,6 +31,8 @@ from elitr_bench.judges.rubrics import GPT4, RUBRICS
 from elitr_bench.llm.cache import Completion
 from elitr_bench.llm.client import JudgeClient
 from elitr_bench.llm.hf_backend import HFBackend
+from elitr_bench.llm.memory import Scope
+from elitr_bench.llm.structured import FormatAdapter
 
 #: Every numeric grammar with a restatement: QA's two rubrics, AutoMin's two GPT judges, MESA.
 GRAMMARS: dict[str, Grammar] = {
@@ -187,10 +189,15 @@ def test_a_grammar_that_fails_costs_no_restatement_and_keeps_the_batch(
     client = make_client(config)
     restated = asyncio.run(_restate_all(client, config, range(1)))
     # every grammar's restatement was generated, each without its schema, batched: no probe
-    # goes alone first (nothing is paid for a local refusal)
+    # goes alone first (nothing is paid for a local refusal), unlike at a server
     assert all(a.restated and a.raws[0] == PROSE for a in restated.values())
     batches = client.backend.batches  # type: ignore[attr-defined]
-    assert sum(batches) == len(GRAMMARS) and 1 not in batches
+    assert sum(batches) == len(GRAMMARS) and len(batches) < len(GRAMMARS)
+    fmt = restatement_request(
+        request_for(config, "Judge.", 0), PROSE, _restatement("gpt-art"), True
+    )
+    assert FormatAdapter().unknown(fmt, Scope("hf", "", config.model)) is None
+    assert FormatAdapter().unknown(fmt, Scope("openai", "http://x/v1", "m")) is not None
     assert client.usage.structured_refused == len(GRAMMARS) == client.usage.unstructured
     err = capsys.readouterr().err
     assert err.count("refuses response_format json_schema") == 1 and "xgrammar says no" in err
