@@ -40,12 +40,12 @@ from elitr_bench.llm.batch_files import (
     BatchLimits,
     BatchLine,
     LineOutcome,
-    env_number,
     input_text,
     read_lines,
     split_lines,
 )
 from elitr_bench.llm.cache import Completion, JudgeCache, SQLiteCache
+from elitr_bench.llm.env import env_number
 from elitr_bench.llm.errors import JudgeConfigError, JudgeRequestError
 from elitr_bench.llm.send import Sender
 from elitr_bench.llm.usage import Usage

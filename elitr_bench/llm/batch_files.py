@@ -12,13 +12,12 @@ records; a line the server answered with an error is never stored, only retried.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from elitr_bench.llm.cache import Completion
-from elitr_bench.llm.errors import JudgeConfigError
+from elitr_bench.llm.env import env_number
 
 #: The endpoint every judge batch line asks.
 CHAT_URL = "/v1/chat/completions"
@@ -44,26 +43,6 @@ class BatchLimits:
 #: Environment variables lowering the limits (a test's split, a provider's lower caps).
 ENV_MAX_REQUESTS = "ELITR_BATCH_MAX_REQUESTS"
 ENV_MAX_MB = "ELITR_BATCH_MAX_MB"
-
-
-def env_number(
-    name: str, what: str, environ: Mapping[str, str] | None = None, *, zero: bool = False
-) -> float | None:
-    """A number set in the environment (None: unset), above 0 (or 0 too with ``zero``).
-
-    Raises:
-        JudgeConfigError: Anything else, in one line naming the variable and ``what``.
-    """
-    raw = (os.environ if environ is None else environ).get(name, "").strip()
-    if not raw:
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not (value >= 0 if zero else value > 0):
-        raise JudgeConfigError(f"{name}={raw!r} must be {what}; unset it for the default")
-    return value
 
 
 def limits_from_env(environ: Mapping[str, str] | None = None) -> BatchLimits:

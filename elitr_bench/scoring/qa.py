@@ -282,8 +282,7 @@ def _score_run(
     batched = None
     if batch is not None or config.batch:
         groups = [
-            (f"score {task_of(p)}", [items[i] for i in todo])
-            for p, _, items, _, todo in prepared
+            (f"score {task_of(p)}", [items[i] for i in todo]) for p, _, items, _, todo in prepared
         ]
         batched = judge_in_batches(groups, config, batch or BatchPlan())
         if not batched.runs:
