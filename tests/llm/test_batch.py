@@ -314,3 +314,93 @@ def test_the_lm_eval_filter_with_batch_on_submits_waits_and_scores_alike(tmp_pat
     assert run is not None and run.usage["batched"] == N + 2
     scores = [json.loads(row[0])["judge"]["score"] for row in batched]
     assert scores == [json.loads(row[0])["judge"]["score"] for row in one] and 5.0 in scores
+
+
+def test_a_batch_cancelled_while_polled_is_judged_one_by_one(tmp_path: Path) -> None:
+    """Someone cancels the batch (the dashboard, another tool): no line is lost."""
+    import openai
+
+    run = tmp_path / "run"
+    write_samples(run, N)
+    with LoopbackOpenAI(lambda r: "\\boxed{4}", model="gpt-4-0613") as server:
+        server.batch_api.hold = threading.Event()  # in_progress until cancelled
+
+        def cancel_when_polled() -> None:
+            while not server.batch_api.retrieved:
+                time.sleep(0.01)
+            sdk = openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0)
+            sdk.batches.cancel(server.batch_api.retrieved[0])
+
+        canceller = threading.Thread(target=cancel_when_polled, daemon=True)
+        canceller.start()
+        assert score([str(run), "--judge", spec(server, tmp_path / "c.sqlite", ",batch=on")]) == 0
+        canceller.join(5)
+        batch = next(iter(server.batch_api.batches.values()))
+        direct = judge_bodies(server.requests)
+    assert batch["status"] == "cancelled" and len(server.batch_api.batches) == 1
+    assert len(direct) == N  # every line of the cancelled batch, sent one by one
+    assert scored(run)[1] == [("scored", 4.0)] * N
+
+
+def test_the_loopback_files_and_batch_api_refuse_what_the_api_refuses() -> None:
+    """The loopback's Files and Batch API, driven by the SDK as our batch layer drives it."""
+    import openai
+
+    def line(custom_id: str, model: str = "m", url: str = "/v1/chat/completions") -> str:
+        body = {"model": model, "messages": [{"role": "user", "content": "hi"}]}
+        return json.dumps({"custom_id": custom_id, "method": "POST", "url": url, "body": body})
+
+    with LoopbackOpenAI(lambda r: "ok") as server:
+        sdk = openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0)
+        good = "\n".join(line(f"k{i}") for i in range(3)).encode()
+        with pytest.raises(openai.BadRequestError, match=r"Must be \.jsonl"):
+            sdk.files.create(file=("in.txt", good), purpose="batch")
+        with pytest.raises(openai.BadRequestError, match="'purpose'"):
+            sdk.files.create(file=("in.jsonl", good), purpose="nonsense")  # type: ignore[arg-type]
+        uploaded = sdk.files.create(file=("in.jsonl", good), purpose="batch")
+        assert sdk.files.retrieve(uploaded.id).bytes == len(good)
+        assert sdk.files.content(uploaded.id).content == good
+        with pytest.raises(openai.NotFoundError):
+            sdk.files.retrieve("file-missing")
+        with pytest.raises(openai.BadRequestError, match="Supported values are: '24h'"):
+            sdk.batches.create(
+                input_file_id=uploaded.id,
+                endpoint="/v1/chat/completions",
+                completion_window="1h",  # type: ignore[arg-type]
+            )
+        with pytest.raises(openai.NotFoundError):
+            sdk.batches.create(
+                input_file_id="file-missing",
+                endpoint="/v1/chat/completions",
+                completion_window="24h",
+            )
+        mixed = "\n".join([line("a"), line("a"), line("b", model="other")]).encode()
+        bad = sdk.files.create(file=("mixed.jsonl", mixed), purpose="batch")
+        states: list[list[str]] = []
+        codes: list[str | None] = []
+        for source in (uploaded, bad, uploaded):
+            batch = sdk.batches.create(
+                input_file_id=source.id, endpoint="/v1/chat/completions", completion_window="24h"
+            )
+            states.append([batch.status])
+            if len(states) == 3:  # the third is cancelled while it is in progress
+                server.batch_api.hold = threading.Event()
+                states[-1].append(sdk.batches.retrieve(batch.id).status)
+                states[-1].append(sdk.batches.cancel(batch.id).status)
+            for _ in range(2):
+                states[-1].append(sdk.batches.retrieve(batch.id).status)
+            if len(states) == 2:
+                failed = sdk.batches.retrieve(batch.id).errors
+                codes = [e.code for e in (failed.data if failed and failed.data else [])]
+        assert states == [
+            ["validating", "in_progress", "completed"],
+            ["validating", "failed", "failed"],
+            ["validating", "in_progress", "cancelling", "cancelled", "cancelled"],
+        ]
+        assert codes == ["duplicate_custom_id", "mismatched_model"]
+        done = sdk.batches.list().data
+        assert [b.status for b in done] == ["cancelled", "failed", "completed"]
+        output = sdk.files.content(str(done[2].output_file_id)).text.splitlines()
+        assert [json.loads(o)["custom_id"] for o in output] == ["k0", "k1", "k2"]
+        with pytest.raises(openai.BadRequestError, match="Cannot cancel"):
+            sdk.batches.cancel(done[2].id)
