@@ -201,11 +201,13 @@ class LedgerEntry:
         id: The batch id (``batch_...``) or ``file:<path>`` of a written input file.
         scope: The model and endpoint the lines ask (``model@endpoint``).
         keys: The cache key of every line in it.
+        input_file: The uploaded input file's id (``file-...``), or the written file.
     """
 
     id: str
     scope: str
     keys: tuple[str, ...]
+    input_file: str = ""
 
 
 class BatchLedger(Protocol):
@@ -283,7 +285,7 @@ class SQLiteLedger:
         )
         self._conn.execute(
             "CREATE TABLE IF NOT EXISTS batches (id TEXT PRIMARY KEY, scope TEXT, state TEXT,"
-            " keys TEXT, created REAL)"
+            " keys TEXT, input_file TEXT, created REAL)"
         )
         self._conn.execute(
             "CREATE TABLE IF NOT EXISTS batch_replies (key TEXT PRIMARY KEY, text TEXT,"
@@ -295,20 +297,28 @@ class SQLiteLedger:
         """Record a batch as live (autocommit: on disk when this returns)."""
         with self._lock:
             self._conn.execute(
-                "INSERT OR REPLACE INTO batches (id, scope, state, keys, created)"
-                " VALUES (?, ?, 'live', ?, ?)",
-                (entry.id, entry.scope, json.dumps(list(entry.keys)), time.time()),
+                "INSERT OR REPLACE INTO batches (id, scope, state, keys, input_file, created)"
+                " VALUES (?, ?, 'live', ?, ?, ?)",
+                (
+                    entry.id,
+                    entry.scope,
+                    json.dumps(list(entry.keys)),
+                    entry.input_file,
+                    time.time(),
+                ),
             )
 
     def live(self, scope: str, kind: str = "batch") -> list[LedgerEntry]:
         """The live entries of a scope, oldest first."""
         rows = self._select(
-            "SELECT id, scope, keys FROM batches WHERE state = 'live' AND scope = ?"
+            "SELECT id, scope, keys, input_file FROM batches WHERE state = 'live' AND scope = ?"
             " ORDER BY created",
             scope,
         )
         return [
-            LedgerEntry(r[0], r[1], tuple(json.loads(r[2]))) for r in rows if _kind(r[0]) == kind
+            LedgerEntry(r[0], r[1], tuple(json.loads(r[2])), r[3] or "")
+            for r in rows
+            if _kind(r[0]) == kind
         ]
 
     def finish(self, batch_id: str, state: str) -> None:
@@ -416,9 +426,8 @@ def write_batch_file(
     path.parent.mkdir(parents=True, exist_ok=True)
     for target, part in zip(paths, parts, strict=True):
         target.write_text(input_text(part), encoding="utf-8")
-        ledger.record(
-            LedgerEntry(f"file:{target.resolve()}", scope, tuple(line.key for line in part))
-        )
+        where = str(target.resolve())
+        ledger.record(LedgerEntry(f"file:{where}", scope, tuple(line.key for line in part), where))
     return paths
 
 
@@ -542,7 +551,7 @@ class BatchJobs:
                 f"(HTTP {exc.status_code}: {self.backend.scrub(exc)}); nothing was judged, "
                 "re-run when fixed or use batch=off in the judge spec"
             ) from None
-        entry = LedgerEntry(batch.id, self.scope, tuple(line.key for line in part))
+        entry = LedgerEntry(batch.id, self.scope, tuple(line.key for line in part), uploaded.id)
         self.ledger.record(entry)  # before the first poll: a killed run resumes this batch
         return entry
 

@@ -115,8 +115,12 @@ def test_batch_scores_equal_one_by_one_scores_at_half_the_price(
 
 
 def _ledger(cache: Path) -> list[tuple[str, str]]:
+    """The batches the cache file records, each with its uploaded input file's id."""
     with sqlite3.connect(cache) as conn:
-        return conn.execute("SELECT id, state FROM batches ORDER BY created").fetchall()
+        rows = conn.execute("SELECT id, state, input_file FROM batches ORDER BY created")
+        found = rows.fetchall()
+    assert all(batch.startswith("batch_") and file.startswith("file-") for batch, _, file in found)
+    return [(batch, state) for batch, state, _ in found]
 
 
 @pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGINT], ids=["killed", "ctrl-c"])
