@@ -36,6 +36,10 @@ class Usage:
         unstructured: Completions asked without the ``response_format`` they were built
             with, because the endpoint refuses it (learnt from a refusal in this process,
             or OpenAI's models known to, see :mod:`elitr_bench.llm.structured`).
+        batched: Completions a batch answered (also under ``requests`` and ``answered``;
+            their tokens are paid at the batch price).
+        batched_prompt_tokens: The prompt tokens of ``batched`` (also in ``prompt_tokens``).
+        batched_completion_tokens: Their completion tokens (also in ``completion_tokens``).
     """
 
     requests: int = 0
@@ -53,6 +57,9 @@ class Usage:
     restated: int = 0
     structured_refused: int = 0
     unstructured: int = 0
+    batched: int = 0
+    batched_prompt_tokens: int = 0
+    batched_completion_tokens: int = 0
 
     def as_dict(self, prices: tuple[float, float] | None = None) -> dict[str, Any]:
         """Counters plus the estimated cost of the tokens paid in this run."""
@@ -79,6 +86,8 @@ def usage_line(usage: dict[str, Any]) -> str:
         f"{usage.get('answered', 0)}, refused {usage.get('refused', 0)}, failed "
         f"{usage.get('failed', 0)}"
     )
+    if usage.get("batched"):
+        line += f"; answered in batches: {usage['batched']}"
     if usage.get("not_sent"):
         line += f"; not sent after the credentials were refused: {usage['not_sent']}"
     if usage.get("structured_refused") or usage.get("unstructured"):

@@ -47,6 +47,7 @@ from elitr_bench.judges.metrics import (
     judge_filter_name,
     parse_filtered,
 )
+from elitr_bench.judges.qa.batching import BatchOutcome, BatchPlan, judge_in_batches
 from elitr_bench.judges.qa.engine import (
     Judge,
     JudgeItem,
@@ -255,8 +256,14 @@ def _score_run(
     output: Path | None,
     judge: Judge | None,
     include_path: Sequence[str] = (),
+    batch: BatchPlan | None = None,
 ) -> tuple[Path, dict[str, Any]]:
-    """Judge the samples files of one lm-eval run; write its rescored files."""
+    """Judge the samples files of one lm-eval run; write its rescored files.
+
+    Raises:
+        BatchParked: The judging waits for batches (``--no-wait``, ``--batch-write``):
+            nothing is written yet.
+    """
     from elitr_bench.judges.filtering import judged_json
 
     identity: dict[str, Any] = config.identity()
@@ -265,14 +272,28 @@ def _score_run(
     errors = 0
     tasks = {task_of(path): path for path in files}
     check_tasks(tasks, include_path=include_path)  # before any judge call is paid
+    prepared = []
     for path in files:
-        task = task_of(path)
         samples = read_samples(path)
         items = [JudgeItem.from_doc(s["doc"], response_of(s)) for s in samples]
         judgements: list[Judgement | None] = [reusable_judgement(s, identity) for s in samples]
         todo = [i for i, j in enumerate(judgements) if j is None]
+        prepared.append((path, samples, items, judgements, todo))
+    batched = None
+    if batch is not None or config.batch:
+        groups = [
+            (f"score {task_of(p)}", [items[i] for i in todo]) for p, _, items, _, todo in prepared
+        ]
+        batched = judge_in_batches(groups, config, batch or BatchPlan())
+        if not batched.runs:
+            raise BatchParked(batched)
+    for n, (path, samples, items, judgements, todo) in enumerate(prepared):
+        task = task_of(path)
         sent = [items[i] for i in todo]
-        run = judge_items(sent, config, judge=judge, desc=f"score {task}", on_error="record")
+        if batched is not None:
+            run = batched.runs[n]
+        else:
+            run = judge_items(sent, config, judge=judge, desc=f"score {task}", on_error="record")
         for i, judgement in zip(todo, run.judgements, strict=True):
             judgements[i] = judgement
         final = [j for j in judgements if j is not None]
@@ -300,12 +321,25 @@ def _score_run(
     return write_rescoring(rebuilt, judged, stamp, output), payload
 
 
+class BatchParked(Exception):
+    """Judging waits for batches: submitted and left running, or written to a file.
+
+    Attributes:
+        outcome: The batch ids submitted, or the input files written.
+    """
+
+    def __init__(self, outcome: BatchOutcome) -> None:
+        super().__init__("judging waits for batches")
+        self.outcome = outcome
+
+
 def score_runs(
     paths: Iterable[str | Path],
     config: JudgeConfig,
     output: Path | None = None,
     judge: Judge | None = None,
     include_path: Sequence[str] = (),
+    batch: BatchPlan | None = None,
 ) -> list[tuple[Path, dict[str, Any]]]:
     """Judge logged samples; one results file (and rescored samples) per lm-eval run.
 
@@ -319,11 +353,14 @@ def score_runs(
     ``include_path``: folders of tasks outside our package, as ``lm_eval --include_path``
     took them (lm-eval rebuilds the results through the tasks).
 
+    ``batch``: judge through batches (:mod:`elitr_bench.judges.qa.batching`); a judge
+    with ``batch=on`` does so through its endpoint's Batch API without it.
+
     Raises:
         JudgeConfigError: ``output`` names one file but the samples come from several runs.
     """
     return [
-        _score_run(files, config, stamp, output, judge, include_path)
+        _score_run(files, config, stamp, output, judge, include_path, batch)
         for stamp, files in runs_to_rescore(paths, output)
     ]
 
