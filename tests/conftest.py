@@ -36,13 +36,11 @@ def _isolated_cache(
 ) -> None:
     cache = tmp_path_factory.getbasetemp() / "elitr-cache"
     monkeypatch.setenv("ELITR_BENCH_CACHE", str(cache))
-    # What judge endpoints refused, or named as their window, is learnt per process: each
-    # test starts knowing nothing.
-    from elitr_bench.llm import structured
-    from elitr_bench.llm.context_window import forget_served_windows
+    # What judge endpoints refused, named as their window or passed as a preflight is
+    # learnt per process: each test starts knowing nothing (the one reset).
+    from elitr_bench.llm import memory
 
-    structured.forget()
-    forget_served_windows()
+    memory.forget()
 
 
 @pytest.fixture(scope="session")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 
@@ -87,6 +88,48 @@ def _subparsers(parser: argparse.ArgumentParser) -> Iterator[argparse._SubParser
             yield action
 
 
+#: A Sphinx cross-reference (``:func:`~elitr_bench.llm.cache.open_cache```, ``:mod:`json```).
+_ROLE = re.compile(r":(?:[\w-]+:)*[\w-]+:`([^`]+)`")
+#: A Sphinx inline literal (````name````).
+_LITERAL = re.compile(r"``(.+?)``", re.DOTALL)
+
+
+def _role_text(match: re.Match[str]) -> str:
+    """What a reader of ``--help`` sees for a cross-reference: the name it points at."""
+    target = match.group(1).strip()
+    if "<" in target and target.endswith(">"):  # :ref:`title <label>`: the title
+        return target.split("<", 1)[0].strip()
+    if target.startswith("~"):  # Sphinx shows only the last part
+        return target[1:].rsplit(".", 1)[-1]
+    return target.lstrip(".")
+
+
+def plain_text(text: str) -> str:
+    """``text`` without Sphinx markup: ``--help`` is read in a terminal, not rendered.
+
+    Several commands take their description from a module docstring, written for the API
+    docs; their roles and double backticks would be printed as they are.
+    """
+    return _LITERAL.sub(r"\1", _ROLE.sub(_role_text, text))
+
+
+def _plain_help(parser: argparse.ArgumentParser) -> None:
+    """Make ``parser``'s texts, and all its sub-commands', plain (:func:`plain_text`)."""
+    if parser.description:
+        parser.description = plain_text(parser.description)
+    if parser.epilog:
+        parser.epilog = plain_text(parser.epilog)
+    for action in parser._actions:
+        if isinstance(action.help, str):
+            action.help = plain_text(action.help)
+        if isinstance(action, argparse._SubParsersAction):
+            for choice in action._choices_actions:
+                if isinstance(choice.help, str):
+                    choice.help = plain_text(choice.help)
+            for child in action.choices.values():
+                _plain_help(child)
+
+
 def _add_docs(parser: argparse.ArgumentParser, page: str) -> None:
     """End ``parser``'s help, and its own sub-commands' (``data fetch``), with ``page``."""
     parser.formatter_class = HelpFormatter
@@ -162,6 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, child in sub.choices.items():
         if name in COMMAND_DOCS:
             _add_docs(child, COMMAND_DOCS[name])
+    _plain_help(parser)
     return parser
 
 

@@ -26,8 +26,8 @@ from elitr_bench.judges.cream.arena import (
     ARENA_FILE,
     MINUTES_FILE,
     ArenaError,
+    ArenaPlan,
     ArenaState,
-    Plan,
     SystemMinutes,
     context_check,
     load_state,
@@ -195,7 +195,7 @@ def _arena(
     return _write_report(args, state, out, usage, failed)
 
 
-def _print_plan(out: Path, state: ArenaState, p: Plan, config: JudgeConfig) -> None:
+def _print_plan(out: Path, state: ArenaState, p: ArenaPlan, config: JudgeConfig) -> None:
     """The arena's size, what is already judged, and the calls and cost still to come."""
     n = len(state.systems)
     print(

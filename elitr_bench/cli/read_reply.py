@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from elitr_bench.data.errors import ElitrBenchError
+from elitr_bench.data.run_files import parse_json_lines
 from elitr_bench.judges.cream.parse import AlignmentGrammar
 from elitr_bench.judges.cream.scoring import score_side
 from elitr_bench.judges.family import families
@@ -159,17 +160,12 @@ def _records(args: argparse.Namespace) -> Sequence[Record]:
     if args.jsonl:
         if args.file not in (None, "-"):
             raise ReadReplyError("read-reply: give either FILE or --jsonl FILE, not both")
-        out = []
-        for number, line in enumerate(_read_text(args.jsonl).splitlines(), start=1):
-            if not line.strip():
-                continue
-            where = f"{args.jsonl}:{number}"
-            try:
-                data = json.loads(line)
-            except ValueError as exc:
-                raise ReadReplyError(f"{where}: not a JSON object ({exc})") from None
-            out.append(_record(data, where))
-        return out
+        lines = _read_text(args.jsonl).split("\n")
+        fix = "give one JSON object per line (see read-reply --help)"
+        return [
+            _record(data, f"{args.jsonl}:{number}")
+            for number, data in parse_json_lines(lines, args.jsonl, fix, ReadReplyError)
+        ]
     facts = None
     if args.key_facts:
         facts = tuple(f.strip() for f in _read_text(args.key_facts).splitlines() if f.strip())

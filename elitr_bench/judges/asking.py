@@ -17,7 +17,6 @@ answered: <why>``, and no error reaches the caller (nor its breaker).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -32,7 +31,7 @@ from elitr_bench.judges.reading import (
     read_reply,
     read_restatement,
 )
-from elitr_bench.llm.base import CompletionBackend, CompletionRequest
+from elitr_bench.llm.base import CompletionBackend, CompletionRequest, ResponseFormat
 from elitr_bench.llm.cache import JudgeCache, open_cache
 from elitr_bench.llm.client import JudgeClient
 from elitr_bench.llm.constrained import available as structured_available
@@ -257,14 +256,13 @@ def restatement_request(
         request.max_tokens,
         request.seed,
         (*request.messages, ("user", request.prompt), ("assistant", reply)),
-        response_format(restatement) if structured else "",
+        response_format(restatement) if structured else None,
     )
 
 
-def response_format(restatement: Restatement) -> str:
-    """OpenAI's structured-output ``response_format`` of a restatement (canonical JSON)."""
-    spec = {"name": "final_values", "strict": True, "schema": restatement.schema}
-    return json.dumps({"type": "json_schema", "json_schema": spec}, sort_keys=True)
+def response_format(restatement: Restatement) -> ResponseFormat:
+    """OpenAI's structured-output ``response_format`` of a restatement (strict schema)."""
+    return ResponseFormat.json_schema("final_values", restatement.schema)
 
 
 async def ask(

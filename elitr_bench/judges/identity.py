@@ -20,11 +20,11 @@ from elitr_bench.judges.family import (
 )
 from elitr_bench.judges.rubrics import DEFAULT_RUBRIC, RUBRICS, Rubric
 from elitr_bench.llm import reasoning
-from elitr_bench.llm.endpoint import endpoint_key
+from elitr_bench.llm.endpoint import DEFAULTS, endpoint_key
+from elitr_bench.llm.memory import Scope
 from elitr_bench.llm.redact import (
     redact_text,
 )
-from elitr_bench.llm.refusals import Scope
 
 _Options = TypeVar("_Options")
 
@@ -82,6 +82,10 @@ class JudgeConfig:
         context: Every judge: its model's context window in tokens (prompt plus output).
             0 = known from the OpenAI model table or an hf judge's config, else not
             checked (see ``llm/context_window.py``); a value overrides both.
+        batch: Send the judge's requests as OpenAI Batch API batches (half the price,
+            answered within 24 hours; :mod:`elitr_bench.llm.batch`). Not part of
+            :meth:`identity`: a batch asks exactly what one-by-one calls ask, and its
+            replies share their cache entries.
         structured: Send a restatement turn's JSON schema as OpenAI's
             ``response_format``: ``on``, ``off`` or ``auto`` (openai-compatible backends,
             and hf judges where xgrammar imports: they decode under the schema).
@@ -101,24 +105,25 @@ class JudgeConfig:
     concurrency: int = 16
     rpm: float = 0.0
     tpm: float = 0.0
-    timeout: float = 120.0
+    timeout: float = DEFAULTS.timeout
     retries: int = 6
     backoff: float = 1.0
     cache: str = ""
-    base_url: str = ""
-    api_key_env: str = "OPENAI_API_KEY"
-    azure: bool = False
-    api_version: str = "2024-06-01"
-    batch_size: int = 8
-    device: str = ""
+    base_url: str = DEFAULTS.base_url
+    api_key_env: str = DEFAULTS.api_key_env
+    azure: bool = DEFAULTS.azure
+    api_version: str = DEFAULTS.api_version
+    batch_size: int = DEFAULTS.batch_size
+    device: str = DEFAULTS.device
     price_in: float | None = None
     price_out: float | None = None
     max_cost: float | None = None
     progress: bool = True
     preflight: bool = True
     method: str = ""
-    context: int = 0
+    context: int = DEFAULTS.context
     structured: str = "auto"
+    batch: bool = False
     family: str = DEFAULT_FAMILY
     options: Any = None
     spec: str = field(default="", compare=False)

@@ -181,6 +181,16 @@ def _validate(config: JudgeConfig, spec: str) -> None:
     check = get_family(config.family).check
     if check is not None:
         check(config, spec)
+    if config.batch and config.backend != "openai":
+        raise bad(
+            "batch=on sends through an OpenAI-compatible Batch API; it applies to openai: "
+            "judges only (drop batch=on)"
+        )
+    if config.batch and config.family != "qa":
+        raise bad(
+            f"batch=on judges ELITR-Bench answers only for now; the {config.family} judge "
+            "sends one by one (drop batch=on)"
+        )
     if not 0.0 <= config.temperature <= 2.0:
         raise bad(f"temperature={config.temperature} must be in [0, 2]")
     if not 0.0 < config.top_p <= 1.0:

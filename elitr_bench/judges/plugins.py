@@ -11,11 +11,14 @@ what a spec means without anyone noticing.
 
 An installed plugin is someone else's code, written against some release of ours: any
 exception while importing it (an ``ImportError`` from a name we no longer export, a
-``SyntaxError``, a :class:`JudgeConfigError` from its own registration) makes it *broken*,
-not fatal. Listing what is installed leaves it out with one warning naming the plugin, its
-distribution and the error, and what it registered before failing is withdrawn; a spec
-that names it (its entry point's name as a method or rubric) gets that error as its own.
-A spec that does not name it never notices, so one stale plugin costs one warning.
+``SyntaxError``, a :class:`JudgeConfigError` from its own registration, even a
+``sys.exit()``) makes it *broken*, not fatal. Listing what is installed leaves it out
+with one warning naming the plugin, its distribution and the error, and what it
+registered before failing is withdrawn; a spec that names it (its entry point's name as
+a method or rubric) gets that error as its own. A spec that does not name it never
+notices, so one stale plugin costs one warning. A plugin whose entry point takes a name
+already taken (a built-in family's, another plugin's) is never imported: one warning
+says so, since a plugin that silently does nothing would look installed and working.
 """
 
 from __future__ import annotations
@@ -107,7 +110,9 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
-def plugin_error(name: str, holder: Placeholder, module: str, exc: Exception) -> JudgeConfigError:
+def plugin_error(
+    name: str, holder: Placeholder, module: str, exc: BaseException
+) -> JudgeConfigError:
     """The one line saying why plugin ``name`` cannot be loaded, and the way on.
 
     Names the plugin, its entry point, its distribution and the error (its first line:
@@ -127,6 +132,11 @@ def plugin_error(name: str, holder: Placeholder, module: str, exc: Exception) ->
         fix = f"it may be written for another release of lm-eval-elitr: update it, or {uninstall}"
     else:
         fix = f"fix or update it, or {uninstall}"
+    if isinstance(exc, SystemExit):  # its str() is only the exit code
+        return JudgeConfigError(
+            f"{what} cannot be loaded: its module {module} calls sys.exit({exc.code!r}) "
+            f"when imported; {fix}"
+        )
     return JudgeConfigError(f"{what} cannot be loaded: {_first_line(exc)}; {fix}")
 
 
@@ -202,9 +212,27 @@ class Registry(Generic[T]):
         self._scanned = True
         assert self.group is not None
         for ep in importlib.metadata.entry_points(group=self.group):
-            if ep.name not in self._placeholders:
-                origin = f"entry point {ep.name} = {ep.value} in {ep.group}"
-                self._placeholders[ep.name] = Placeholder((ep.module,), origin, _distribution(ep))
+            origin = f"entry point {ep.name} = {ep.value} in {ep.group}"
+            holder = Placeholder((ep.module,), origin, _distribution(ep))
+            taken = self._taken_by(ep.name)
+            if taken:
+                log.warning(
+                    "plugin %r (%s, distribution %s) is ignored: %s; rename its entry point",
+                    ep.name, origin, holder.distribution, taken,
+                )  # fmt: skip
+                continue
+            self._placeholders[ep.name] = holder
+
+    def _taken_by(self, name: str) -> str:
+        """Who holds ``name`` before a plugin's entry point claims it (``""``: nobody)."""
+        holder = self._placeholders.get(name)
+        if holder is not None and not holder.is_plugin:
+            return f"{name!r} is the built-in {self.kind} of {', '.join(holder.modules)}"
+        if holder is not None:
+            return f"{name!r} is taken by the {holder.origin} (distribution {holder.distribution})"
+        if name in self._entries:
+            return f"{name!r} is the {self.kind} registered by {self._entries[name].origin}"
+        return ""
 
     def names(self) -> tuple[str, ...]:
         """Every name known now, registered or placeholder, without importing anything."""
@@ -252,7 +280,7 @@ class Registry(Generic[T]):
         before = _snapshot()
         try:
             importlib.import_module(module)
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # sys.exit() in a plugin ends no run of ours
             _withdraw_since(before)
             error = plugin_error(name, holder, module, exc)
             self._broken[name] = error

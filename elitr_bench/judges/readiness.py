@@ -22,7 +22,9 @@ from elitr_bench.judges.family import (
     get_family,
 )
 from elitr_bench.judges.identity import JudgeConfig
+from elitr_bench.llm import memory
 from elitr_bench.llm.endpoint import effective_base_url
+from elitr_bench.llm.memory import Scope
 from elitr_bench.llm.redact import (
     redact_text,
 )
@@ -200,8 +202,8 @@ def _models_of(config: JudgeConfig) -> list[str]:
 #: Weight files ``from_pretrained`` loads (one of them, or a shard index, must exist).
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".msgpack", ".h5")
 
-#: hf judge models whose config and tokenizer resolved in this process.
-_HF_OK: set[str] = set()
+#: The topic under which an endpoint's passed check is kept (:mod:`elitr_bench.llm.memory`).
+_READY = "ready"
 
 
 def _resolve_hf(model: str, environ: Mapping[str, str]) -> None:
@@ -211,7 +213,8 @@ def _resolve_hf(model: str, environ: Mapping[str, str]) -> None:
     in the hub cache, or (unless ``HF_HUB_OFFLINE``) have a ``config.json`` on the hub;
     one request answers that, where ``from_pretrained`` would retry for half a minute.
     """
-    if model in _HF_OK:
+    scope = Scope("hf", "", model)
+    if memory.recall(scope, _READY):
         return
     from transformers import AutoConfig, AutoTokenizer
 
@@ -239,7 +242,7 @@ def _resolve_hf(model: str, environ: Mapping[str, str]) -> None:
                 f"judge hf:{model}: the folder has a config and tokenizer but no weights "
                 f"(*.safetensors, *.bin); {fix}"
             )
-    _HF_OK.add(model)
+    memory.remember(scope, _READY, True)
 
 
 def _on_hub(model: str, fix: str) -> None:
@@ -255,11 +258,6 @@ def _on_hub(model: str, fix: str) -> None:
         ) from None
     if not found:
         raise JudgeNotReadyError(f"judge hf:{model}: the hub has no config.json for it; {fix}")
-
-
-#: Endpoints whose preflight passed in this process: the backend's in-memory
-#: ``auth_scope`` (endpoint, credentials and model) and the key variable.
-_PREFLIGHT_OK: set[tuple[str, str]] = set()
 
 
 def _preflight(
@@ -281,8 +279,10 @@ def _preflight(
     from elitr_bench.llm.openai_backend import OpenAIBackend
 
     backend = OpenAIBackend(config, environ)
-    key = (backend.auth_scope, config.api_key_env)
-    if key in _PREFLIGHT_OK:
+    # Passed once in this process for these credentials (in-memory hash) and key variable.
+    scope = Scope(backend.kind, backend.endpoint, backend.model)
+    topic = f"{_READY} {backend.auth_scope} {config.api_key_env}"
+    if memory.recall(scope, topic):
         return
 
     async def probe() -> str | None:
@@ -301,4 +301,4 @@ def _preflight(
             f"Fix the key, base_url or model ({alternative}), "
             "or skip this check with preflight=false in the judge spec"
         )
-    _PREFLIGHT_OK.add(key)
+    memory.remember(scope, topic, True)

@@ -6,6 +6,9 @@ score parsing live elsewhere so that each can be swapped or reused on its own.
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -16,6 +19,53 @@ from elitr_bench.llm.cache import Completion
 #: (a few hundred tokens), which medium-effort reasoning alone can spend. Unused headroom
 #: costs nothing; a reply it still cuts off is unscored with that reason, never read.
 REASONING_HEADROOM = 8192
+
+
+@dataclass(frozen=True)
+class ResponseFormat:
+    """A structured-output ``response_format``, parsed once where it is made.
+
+    Attributes:
+        kind: ``json_schema`` or ``json_object``.
+        name: The schema's name (``json_schema``).
+        schema: The JSON schema as canonical JSON text (``""`` for ``json_object``).
+        strict: OpenAI's strict mode (``json_schema``).
+    """
+
+    kind: str
+    name: str = ""
+    schema: str = ""
+    strict: bool = False
+
+    @classmethod
+    def json_schema(
+        cls, name: str, schema: Mapping[str, Any], strict: bool = True
+    ) -> ResponseFormat:
+        """A ``json_schema`` format of a schema given as a mapping."""
+        return cls("json_schema", name, json.dumps(schema, sort_keys=True), strict)
+
+    def payload(self) -> dict[str, Any]:
+        """The request's ``response_format`` field as OpenAI's API takes it."""
+        if self.kind != "json_schema":
+            return {"type": self.kind}
+        spec = {"name": self.name, "strict": self.strict, "schema": json.loads(self.schema)}
+        return {"type": "json_schema", "json_schema": spec}
+
+    @property
+    def text(self) -> str:
+        """Canonical JSON of :meth:`payload`: what cache keys have always recorded."""
+        return json.dumps(self.payload(), sort_keys=True)
+
+    @property
+    def verdict_key(self) -> str:
+        """What an endpoint's verdict on this format is kept under: its type and schema.
+
+        A refusal of one schema (a keyword the server cannot compile) says nothing of
+        another, so each schema is learnt on its own.
+        """
+        if not self.schema:
+            return self.kind
+        return f"{self.kind}:{hashlib.sha256(self.schema.encode()).hexdigest()[:12]}"
 
 
 @dataclass(frozen=True)
@@ -31,8 +81,8 @@ class CompletionRequest:
         messages: Chat turns ``(role, content)`` sent *before* ``prompt`` (a system
             message, or an earlier exchange a follow-up question refers to); ``prompt`` is
             always the final user message. Part of the cache key when non-empty.
-        response_format: OpenAI's structured-output ``response_format`` as JSON text
-            (``""``: none). Sent by backends that take it; part of the cache key when set.
+        response_format: The structured-output format (None: none). Sent by backends
+            that take it; part of the cache key when set.
         completion_limit: Send the limit as ``max_completion_tokens`` (the endpoint refuses
             ``max_tokens``: OpenAI's reasoning models), ``max_tokens`` plus
             :data:`REASONING_HEADROOM`, since that limit counts hidden reasoning too.
@@ -46,7 +96,7 @@ class CompletionRequest:
     max_tokens: int
     seed: int | None
     messages: tuple[tuple[str, str], ...] = ()
-    response_format: str = ""
+    response_format: ResponseFormat | None = None
     completion_limit: bool = False
     sampling: bool = True
 
@@ -76,7 +126,7 @@ class CompletionRequest:
 
 
 class RetryableError(Exception):
-    """A transient failure (429, 5xx, timeout, connection, a malformed 200).
+    """Outcome "retry": a transient failure (429, 5xx, timeout, connection, a malformed 200).
 
     Attributes:
         retry_after: Seconds the server asked us to wait, if it said.
@@ -93,7 +143,11 @@ class RetryableError(Exception):
 
 
 class FatalBackendError(Exception):
-    """A failure retrying cannot fix (bad key, unknown model, malformed request).
+    """Outcome "fatal": a failure neither retrying nor leaving out an extra can fix.
+
+    The subclasses are the other typed outcomes a backend's one classification gives
+    (:class:`AuthenticationRejected`, :class:`RequestRefused`, :class:`PromptTooLong`,
+    :class:`SettingOutOfRange`); nothing downstream reads the server's words again.
 
     Attributes:
         status: The HTTP status of the refusal, or None when no server refused it.
@@ -104,31 +158,58 @@ class FatalBackendError(Exception):
         self.status = status
 
 
-class ParameterRefused(FatalBackendError):
-    """The server refused a parameter of the request (HTTP 400 naming it).
+class RequestRefused(FatalBackendError):
+    """Outcome "refused": a 4xx that is not auth, rate limit, window or a user's setting.
 
-    Raised for the parameters a request may carry that a server may not take:
-    ``response_format`` (:mod:`elitr_bench.llm.structured`), ``max_tokens``, and a
-    ``temperature`` or ``top_p`` other than 1 (:mod:`elitr_bench.llm.reasoning`).
-    :class:`elitr_bench.llm.client.JudgeClient` sends the request once more without it
-    and remembers the endpoint (:mod:`elitr_bench.llm.refusals`).
+    Whatever its words, a request carrying an optional extra (a ``response_format``, the
+    reasoning-model parameters) is sent once more without it
+    (:mod:`elitr_bench.llm.adapt`); a request without one fails with the server's words.
 
     Attributes:
-        param: The refused parameter (``response_format``, ``max_tokens``,
-            ``temperature`` or ``top_p``).
+        param: The parameter the server named (``response_format``, ``max_tokens``, ...),
+            or None when it named none.
+        unsupported: The server said the parameter is unsupported (OpenAI's
+            ``unsupported_parameter``/``unsupported_value``): only that teaches the
+            reasoning adapter.
+        taught_by: The adapter that learnt from this refusal ("" until one did); every
+            caller waiting for the same request then asks again without learning twice.
     """
 
-    def __init__(self, message: str, status: int | None, param: str) -> None:
+    def __init__(
+        self, message: str, status: int | None, param: str | None = None, unsupported: bool = False
+    ) -> None:
         super().__init__(message, status)
         self.param = param
+        self.unsupported = unsupported
+        self.taught_by = ""
+
+
+class PromptTooLong(FatalBackendError):
+    """Outcome "too long": the server says the prompt does not fit the model's window."""
+
+
+class SettingOutOfRange(FatalBackendError):
+    """Outcome "the user's setting": a value the user set is beyond the server's limit.
+
+    Never an adaptation: the user chose the value, so the run says which setting, its
+    value and the limit (``max_tokens=10000``, the model allows 4096) and stops there.
+
+    Attributes:
+        setting: The request parameter the server named (``max_tokens``, ...).
+        limit: The server's limit when it said one, else None.
+    """
+
+    def __init__(self, message: str, status: int | None, setting: str, limit: str | None) -> None:
+        super().__init__(message, status)
+        self.setting = setting
+        self.limit = limit
 
 
 class AuthenticationRejected(FatalBackendError):
-    """The server refused the credentials (HTTP 401/403).
+    """Outcome "auth": the server refused the credentials (HTTP 401/403).
 
     Every further request with the same credentials would be refused too (and may count
-    against an account), so the client sends none after it: see
-    :class:`elitr_bench.llm.client.JudgeClient`.
+    against an account), so nothing more is sent with them (:mod:`elitr_bench.llm.send`).
     """
 
 

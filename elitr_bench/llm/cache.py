@@ -46,6 +46,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from elitr_bench.llm.env import env_number
 from elitr_bench.llm.errors import JudgeCacheError, JudgeConfigError
 
 CACHE_SCHEMA_VERSION = 1
@@ -114,9 +115,13 @@ class CacheFile:
 def inspect_cache_file(path: Path) -> CacheFile:
     """Whether ``path`` is our cache, read-only: nothing in or beside the file is written.
 
-    The header is read as bytes; only an SQLite file without our marker in it is opened,
-    read-only (``mode=ro``), to read its marker (which a write-ahead log may hold) and its
-    tables; with no log beside it, as immutable, so that not even a ``-shm`` file appears.
+    The header is read as bytes: our marker makes the file ours; another ``application_id``
+    or a ``user_version`` (which our files never set) makes it another program's. Only
+    an SQLite file with neither is opened, read-only and as immutable, so that SQLite
+    writes nothing, not even a ``-shm`` file beside it (a plain read-only open makes one
+    when a ``-wal`` file lies there). Immutable reads the main file alone: a file whose
+    tables are still only in its ``-wal`` (another program writing it now) is refused as
+    not ours, since we mark a file in its main file before making a table.
     """
     if not path.exists():
         return CacheFile("missing")
@@ -131,21 +136,17 @@ def inspect_cache_file(path: Path) -> CacheFile:
         return CacheFile("empty")
     if not header.startswith(_SQLITE_MAGIC):
         return CacheFile("foreign", "not an SQLite file")
+    user_version = int.from_bytes(header[60:64], "big")
     marker = int.from_bytes(header[68:72], "big")
-    if marker == APPLICATION_ID:
-        return CacheFile("ours")
-    if marker:
-        return CacheFile(
-            "foreign", f"an SQLite file of another program, application_id {marker:#x}"
-        )
-    # Without a write-ahead log beside it the file is complete: read it as immutable, which
-    # makes SQLite create no -wal/-shm file beside another program's file either.
-    live = Path(f"{path}-wal").exists()
-    uri = f"{path.resolve().as_uri()}?mode=ro{'' if live else '&immutable=1'}"
+    found = _by_marks(marker, user_version)
+    if found is not None:
+        return found
+    uri = f"{path.resolve().as_uri()}?mode=ro&immutable=1"
     try:
         conn = sqlite3.connect(uri, uri=True)
         try:
             marker = conn.execute("PRAGMA application_id").fetchone()[0]
+            user_version = conn.execute("PRAGMA user_version").fetchone()[0]
             tables = {
                 name: frozenset(row[1] for row in conn.execute(f"PRAGMA table_info('{name}')"))
                 for (name,) in conn.execute(
@@ -157,13 +158,16 @@ def inspect_cache_file(path: Path) -> CacheFile:
             conn.close()
     except sqlite3.DatabaseError as exc:
         return CacheFile("damaged", str(exc))
-    if marker == APPLICATION_ID:
-        return CacheFile("ours")
-    if marker:
-        return CacheFile(
-            "foreign", f"an SQLite file of another program, application_id {marker:#x}"
-        )
+    found = _by_marks(marker, user_version)
+    if found is not None:
+        return found
     if not tables:
+        wal = Path(f"{path}-wal")
+        if wal.exists() and wal.stat().st_size > 0:
+            return CacheFile(
+                "foreign", f"an SQLite file another program is writing (its {wal.name} holds "
+                "tables the file does not have yet)"
+            )  # fmt: skip
         return CacheFile("empty")
     completions = tables.get("completions", frozenset())
     if (
@@ -175,6 +179,21 @@ def inspect_cache_file(path: Path) -> CacheFile:
     return CacheFile(
         "foreign", f"an SQLite file of another program, with tables {', '.join(sorted(tables))}"
     )
+
+
+def _by_marks(marker: int, user_version: int) -> CacheFile | None:
+    """What an SQLite file's ``application_id`` and ``user_version`` say (None: nothing)."""
+    if marker == APPLICATION_ID:
+        return CacheFile("ours")
+    if marker:
+        return CacheFile(
+            "foreign", f"an SQLite file of another program, application_id {marker:#x}"
+        )
+    if user_version:
+        return CacheFile(
+            "foreign", f"an SQLite file of another program, user_version {user_version}"
+        )
+    return None
 
 
 def not_our_cache(path: Path, found: CacheFile, setting: str) -> str:
@@ -370,19 +389,9 @@ def max_cache_bytes(environ: Mapping[str, str] | None = None) -> int | None:
     Raises:
         JudgeConfigError: The value is not a positive number of megabytes.
     """
-    raw = (os.environ if environ is None else environ).get(ENV_MAX_MB, "").strip()
-    if not raw:
-        return None
-    try:
-        mb = float(raw)
-    except ValueError:
-        mb = -1.0
-    if not mb > 0:
-        raise JudgeConfigError(
-            f"{ENV_MAX_MB}={raw!r} must be a positive number of megabytes (e.g. 500); "
-            "unset it for no limit"
-        )
-    return int(mb * 1024 * 1024)
+    what = "a positive number of megabytes (e.g. 500)"
+    mb = env_number(ENV_MAX_MB, what, environ, unset="for no limit")
+    return None if mb is None else int(mb * 1024 * 1024)
 
 
 #: A put waiting for its group commit: key, completion, meta, set once committed (or kept).

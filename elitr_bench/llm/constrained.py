@@ -8,7 +8,10 @@ A random model under the mask can only write an object of that schema, so a smal
 ``{"score": "7"}`` or ``{"Score": 7}`` cannot happen.
 
 xgrammar is optional (the ``structured`` extra): without it an hf judge's restatement is
-asked in words only, and ``structured=on`` is refused with :data:`INSTALL_HINT`.
+asked in words only, and ``structured=on`` is refused with :data:`INSTALL_HINT`. Where
+xgrammar fails here (it cannot read the tokenizer, or cannot compile a schema) the
+request's format is refused (:class:`~elitr_bench.llm.base.RequestRefused`), exactly as a
+server refuses it: the same turn is generated without it.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from elitr_bench.llm.base import FatalBackendError
+from elitr_bench.llm.base import FatalBackendError, RequestRefused, ResponseFormat
 
 #: What to run where schema-constrained decoding of a local judge needs xgrammar.
 INSTALL_HINT = 'pip install xgrammar (or, in the clone, the extra: pip install ".[structured]")'
@@ -32,31 +35,25 @@ def available() -> bool:
     return True
 
 
-def grammar_source(response_format: str) -> str | None:
+def grammar_source(response_format: ResponseFormat) -> str:
     """The JSON schema text a ``response_format`` constrains to.
 
-    ``""`` (or type ``text``) constrains nothing: None. Type ``json_object`` is any JSON
-    object, returned as the schema ``{"type": "object"}``.
+    Type ``json_object`` is any JSON object, returned as the schema ``{"type": "object"}``.
 
     Raises:
-        FatalBackendError: Not OpenAI's ``response_format`` shape.
+        RequestRefused: A type no grammar expresses.
     """
-    if not response_format:
-        return None
-    try:
-        spec = json.loads(response_format)
-        kind = spec["type"]
-        if kind == "json_schema":
-            return json.dumps(spec["json_schema"]["schema"], sort_keys=True)
-    except (ValueError, TypeError, KeyError) as exc:
-        raise FatalBackendError(f"judge hf: unreadable response_format ({exc!r})") from None
-    if kind == "json_object":
+    if response_format.kind == "json_schema":
+        return response_format.schema
+    if response_format.kind == "json_object":
         return json.dumps({"type": "object"})
-    if kind == "text":
-        return None
-    raise FatalBackendError(
-        f"judge hf: response_format type {kind!r} is not one of json_schema, json_object, text"
+    raise _refused(
+        f"response_format type {response_format.kind!r} is not json_schema or json_object"
     )
+
+
+def _refused(why: str) -> RequestRefused:
+    return RequestRefused(f"judge hf: {why}", None, "response_format")
 
 
 class SchemaDecoding:
@@ -70,59 +67,53 @@ class SchemaDecoding:
             is a row ``generate`` ends.
 
     Raises:
-        FatalBackendError: xgrammar does not import (the line names :data:`INSTALL_HINT`).
+        RequestRefused: xgrammar does not import (the line names :data:`INSTALL_HINT`) or
+            cannot read the tokenizer.
     """
 
     def __init__(self, tokenizer: Any, vocab_size: int, stop_ids: Iterable[int]) -> None:
         try:
             import xgrammar as xgr
         except Exception as exc:
-            raise FatalBackendError(
-                f"judge hf: a response_format needs xgrammar ({exc}): {INSTALL_HINT}"
-            ) from None
+            raise _refused(f"a response_format needs xgrammar ({exc}): {INSTALL_HINT}") from None
         try:
             info = xgr.TokenizerInfo.from_huggingface(
                 tokenizer, vocab_size=vocab_size, stop_token_ids=sorted(stop_ids) or None
             )
             self._compiler = xgr.GrammarCompiler(info, max_threads=1)
         except Exception as exc:  # a tokenizer xgrammar cannot map to text
-            raise FatalBackendError(
-                f"judge hf: xgrammar cannot read this tokenizer ({exc}); use structured=off"
-            ) from None
+            raise _refused(f"xgrammar cannot read this tokenizer ({exc})") from None
         self.vocab_size = vocab_size
         self._grammars: dict[str, Any] = {}
 
-    def grammar(self, schema: str) -> Any:
-        """The compiled grammar of one JSON schema (compact JSON: no free whitespace).
+    def grammar(self, response_format: ResponseFormat) -> Any:
+        """The compiled grammar of one format (compact JSON: no free whitespace).
 
         Free whitespace would let a weak model pad the object until ``max_tokens`` cuts
         it off; the reader takes compact JSON like any other.
+
+        Raises:
+            RequestRefused: xgrammar cannot compile the schema.
         """
+        schema = grammar_source(response_format)
         compiled = self._grammars.get(schema)
         if compiled is None:
             try:
                 compiled = self._compiler.compile_json_schema(schema, any_whitespace=False)
             except Exception as exc:  # xgrammar refuses a schema it cannot express
-                raise FatalBackendError(
-                    f"judge hf: cannot constrain decoding to the response_format's schema: {exc}"
-                ) from None
+                why = f"xgrammar cannot compile the response_format's schema ({exc})"
+                raise _refused(why) from None
             self._grammars[schema] = compiled
         return compiled
 
-    def processor(self, response_formats: Sequence[str]) -> Any:
-        """A fresh logits processor for one batch, one matcher per constrained row.
-
-        Args:
-            response_formats: Each row's ``response_format`` (``""``: the row decodes
-                freely), in batch order.
+    def processor(self, grammars: Sequence[Any]) -> Any:
+        """A fresh logits processor for one batch: each row's grammar (None: decodes freely).
 
         Returns:
             A ``transformers.LogitsProcessor``, or None when no row is constrained.
         """
-        sources = [grammar_source(f) for f in response_formats]
-        if all(s is None for s in sources):
+        if all(g is None for g in grammars):
             return None
-        grammars = [None if s is None else self.grammar(s) for s in sources]
         return _row_processor(grammars, self.vocab_size)
 
 

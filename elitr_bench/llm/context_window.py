@@ -23,9 +23,9 @@ How tokens are counted:
   message plus 1 for the role, and 3 that prime the reply.
 * ``hf:`` judges: the model's tokenizer over the chat template the backend applies.
 * Otherwise (an API model with ``context=`` whose tokenizer we do not have, or
-  ``bpe-openai`` missing): an estimate of UTF-8 bytes / :data:`ESTIMATE_BYTES_PER_TOKEN`,
-  said to be an estimate wherever it is used. On the AutoMin transcripts OpenAI's
-  tokenizers give 3.3-4.0 bytes per token, so the estimate counts 30-60% more tokens than
+  ``bpe-openai`` missing): a bound of UTF-8 bytes / :data:`BOUND_BYTES_PER_TOKEN`,
+  said to be a bound wherever it is used. On the AutoMin transcripts OpenAI's
+  tokenizers give 3.3-4.0 bytes per token, so the bound counts 30-60% more tokens than
   they do: it may refuse a prompt that would fit, rarely let one through that does not.
 
 The output is part of the window (OpenAI: "the length of the prompt plus the maximum
@@ -45,9 +45,11 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import Any
 
+from elitr_bench.llm import memory
 from elitr_bench.llm.base import CompletionRequest
 from elitr_bench.llm.endpoint import EndpointSpec, endpoint_key
 from elitr_bench.llm.errors import JudgeError
+from elitr_bench.llm.memory import Scope
 
 log = logging.getLogger(__name__)
 
@@ -138,8 +140,8 @@ OPENAI_MODELS: Mapping[str, KnownModel] = MappingProxyType(
 
 _DATE_SUFFIX = re.compile(r"-\d{4}-\d{2}-\d{2}$")
 
-#: Bytes per token of the estimate used without a tokenizer (see the module docstring).
-ESTIMATE_BYTES_PER_TOKEN = 2.5
+#: Bytes per token of the bound used without a tokenizer (see the module docstring).
+BOUND_BYTES_PER_TOKEN = 2.5
 #: OpenAI chat framing: tokens per message (3, plus 1 for the role name) and the 3 tokens
 #: that prime the assistant's reply.
 CHAT_TOKENS_PER_MESSAGE = 4
@@ -167,8 +169,8 @@ class TokenCounter:
     """How a judge's prompts are counted.
 
     Attributes:
-        name: What counts (``cl100k_base (bpe-openai)``, ``tokenizer of PATH``, estimate).
-        exact: Whether this is the model's own tokenizer (else an estimate).
+        name: What counts (``cl100k_base (bpe-openai)``, ``tokenizer of PATH``, the bound).
+        exact: Whether this is the model's own tokenizer (else the bound).
         count: Tokens of a piece of text.
         render: The full text a request becomes (hf: the chat template), counted as a
             whole; None for OpenAI's chat framing (per-message overhead).
@@ -187,28 +189,32 @@ class TokenCounter:
         return sum(self.count(t) + CHAT_TOKENS_PER_MESSAGE for t in turns) + CHAT_TOKENS_PER_REPLY
 
 
-def estimate_tokens(text: str) -> int:
-    """Tokens estimated without a tokenizer: UTF-8 bytes / 2.5, rounded up."""
-    return math.ceil(len(text.encode("utf-8")) / ESTIMATE_BYTES_PER_TOKEN)
+def token_bound(text: str) -> int:
+    """At least as many tokens as a tokenizer would count: UTF-8 bytes / 2.5, rounded up.
+
+    A bound, not an estimate (:func:`elitr_bench.tokens.estimate_tokens` is the estimate):
+    a window check must not let an over-long prompt through.
+    """
+    return math.ceil(len(text.encode("utf-8")) / BOUND_BYTES_PER_TOKEN)
 
 
-ESTIMATE = TokenCounter(
-    f"an estimate (UTF-8 bytes / {ESTIMATE_BYTES_PER_TOKEN:g}; no tokenizer for this model)",
+BOUND = TokenCounter(
+    f"a bound (UTF-8 bytes / {BOUND_BYTES_PER_TOKEN:g}; no tokenizer for this model)",
     False,
-    estimate_tokens,
+    token_bound,
 )
 
 
 @lru_cache(maxsize=4)
 def openai_counter(encoding: str) -> TokenCounter:
-    """An exact counter for one OpenAI encoding, or :data:`ESTIMATE` without ``bpe-openai``."""
+    """An exact counter for one OpenAI encoding, or :data:`BOUND` without ``bpe-openai``."""
     try:
         import bpe_openai
 
         enc = bpe_openai.get_encoding(encoding)
     except Exception as exc:  # not installed, or an encoding it lacks
-        log.warning("no %s tokenizer (%s); judge prompts are estimated", encoding, exc)
-        return ESTIMATE
+        log.warning("no %s tokenizer (%s); judge prompts are bounded by bytes", encoding, exc)
+        return BOUND
 
     def count(text: str) -> int:
         # Ordinary text: "<|endoftext|>" in a transcript is not a special token here.
@@ -345,11 +351,8 @@ def judge_label(config: EndpointSpec) -> str:
     return f"{config.backend}:{config.model}" if config.model else config.backend
 
 
-_NOTED: set[str] = set()
-
-#: Windows servers named for their models (``max_model_len`` of ``GET /v1/models``), by
-#: (endpoint key, model); filled by the preflight of this process.
-_SERVED: dict[tuple[str, str], int] = {}
+#: The topic under which a server's named window is kept (:mod:`elitr_bench.llm.memory`).
+SERVED_WINDOW = "served window"
 
 
 def note_served_window(endpoint: str, model: str, tokens: Any) -> None:
@@ -358,12 +361,7 @@ def note_served_window(endpoint: str, model: str, tokens: Any) -> None:
     Anything but a positive integer is ignored (OpenAI's listing names none).
     """
     if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens > 0:
-        _SERVED[(endpoint, model)] = tokens
-
-
-def forget_served_windows() -> None:
-    """Forget the windows servers named in this process (tests, notebooks)."""
-    _SERVED.clear()
+        memory.replace_fact(Scope("openai", endpoint, model), SERVED_WINDOW, tokens)
 
 
 def judge_window(config: EndpointSpec) -> JudgeWindow:
@@ -372,8 +370,8 @@ def judge_window(config: EndpointSpec) -> JudgeWindow:
     An API model that is neither in the table nor given ``context=`` nor named with a
     window by its server is not checked; a warning says so once per process and model.
     """
-    served = _SERVED.get((endpoint_key(config), config.model), 0)
-    return _window(config.backend, config.model, config.context, served)
+    served = memory.recall(Scope("openai", endpoint_key(config), config.model), SERVED_WINDOW)
+    return _window(config.backend, config.model, config.context, served or 0)
 
 
 @lru_cache(maxsize=64)
@@ -391,9 +389,9 @@ def _window(backend: str, model: str, context: int, served: int = 0) -> JudgeWin
                 label, entry.context, f"OpenAI model table: {name}", counter, entry.max_prompt
             )
         if context:
-            return JudgeWindow(label, context, given, ESTIMATE)
+            return JudgeWindow(label, context, given, BOUND)
         if served:
-            return JudgeWindow(label, served, "max_model_len of the server's /v1/models", ESTIMATE)
+            return JudgeWindow(label, served, "max_model_len of the server's /v1/models", BOUND)
         return _unchecked(
             label,
             "its context window is unknown (not an OpenAI model in our table); add "
@@ -403,7 +401,7 @@ def _window(backend: str, model: str, context: int, served: int = 0) -> JudgeWin
         length, source, hf_counter, why = hf_window(model)
         if hf_counter is None:
             if context:
-                return JudgeWindow(label, context, given, ESTIMATE)
+                return JudgeWindow(label, context, given, BOUND)
             return _unchecked(label, f"{why}; prompts are not checked before generation")
         if context:
             return JudgeWindow(label, context, given, hf_counter)
@@ -414,8 +412,7 @@ def _window(backend: str, model: str, context: int, served: int = 0) -> JudgeWin
 
 
 def _unchecked(label: str, why: str) -> JudgeWindow:
-    if label not in _NOTED:
-        _NOTED.add(label)
+    if memory.first_time(Scope("", "", label), "unchecked window"):
         log.warning("note: judge %s: %s", label, why)
     return JudgeWindow(label, 0, note=why)
 

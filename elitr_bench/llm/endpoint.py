@@ -84,10 +84,19 @@ class EndpointSpec(Protocol):
         """Context window in tokens if given (0: look it up)."""
         ...
 
+    @property
+    def max_tokens(self) -> int:
+        """Output token limit of the requests (checked against a window a server names)."""
+        ...
+
 
 @dataclass(frozen=True)
 class Endpoint:
-    """A model endpoint on its own (satisfies :class:`EndpointSpec`)."""
+    """A model endpoint on its own (satisfies :class:`EndpointSpec`).
+
+    Its defaults are the one table of endpoint defaults: a judge's config takes its own
+    from :data:`DEFAULTS`, so the two can never disagree.
+    """
 
     backend: str
     model: str = ""
@@ -102,6 +111,11 @@ class Endpoint:
     batch_size: int = 8
     device: str = ""
     context: int = 0
+    max_tokens: int = 0
+
+
+#: The endpoint defaults every record of endpoint settings starts from.
+DEFAULTS = Endpoint("")
 
 
 def effective_base_url(endpoint: EndpointSpec, env: Mapping[str, str] | None = None) -> str:

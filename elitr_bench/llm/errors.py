@@ -28,6 +28,14 @@ class JudgeRequestError(JudgeError):
     """Judge requests kept failing after all retries."""
 
 
+class JudgeRequestRefused(JudgeRequestError):
+    """The server refused this request (a 4xx) and no optional extra was left to drop.
+
+    The endpoint answers, and other requests may well pass: a caller may keep what it
+    already has for the item (a first reply) rather than fail it.
+    """
+
+
 #: How every :class:`JudgeCacheError` message begins (readers of logged reasons look for it).
 CACHE_ERROR_PREFIX = "judge cache "
 

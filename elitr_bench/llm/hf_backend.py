@@ -10,8 +10,10 @@ size and prompt tokens, one step per generated token, and how many of its replie
 ended.
 
 A request with a ``response_format`` (a restatement turn's JSON schema) is decoded under
-that schema (:mod:`.structured`, xgrammar): the rows of one batch each keep their own
-grammar, and rows without one decode freely.
+that schema (:mod:`.constrained`, xgrammar): the rows of one batch each keep their own
+grammar, and rows without one decode freely. A row whose grammar xgrammar cannot build is
+refused before anything is generated (:class:`~elitr_bench.llm.base.RequestRefused`, as a
+server refuses a format), while the rest of its batch goes on.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-from elitr_bench.llm.base import CompletionRequest, FatalBackendError
+from elitr_bench.llm.base import CompletionRequest, FatalBackendError, RequestRefused
 from elitr_bench.llm.cache import Completion
 from elitr_bench.llm.constrained import SchemaDecoding
 from elitr_bench.llm.endpoint import EndpointSpec
@@ -29,6 +31,8 @@ from elitr_bench.tokens import eos_ids
 
 #: A batch's bar appears only once it has run this long (quick batches stay quiet).
 PROGRESS_DELAY_S = 2.0
+#: How long a batch waits for one more request before it is cut (a fraction of any batch).
+GATHER_S = 0.05
 
 
 def chat_text(tok: Any, prompt: str, messages: tuple[tuple[str, str], ...] = ()) -> str:
@@ -113,23 +117,39 @@ class HFBackend:
         """
         return chat_text(self._tok, prompt, messages)
 
-    def _processors(self, requests: list[CompletionRequest]) -> list[Any]:
-        """The batch's logits processors: the rows' schemas, when any row carries one."""
-        formats = [r.response_format for r in requests]
-        if not any(formats):
-            return []
+    def _grammar(self, request: CompletionRequest) -> Any:
+        """A row's compiled grammar (None: decodes freely).
+
+        Raises:
+            RequestRefused: xgrammar is missing, cannot read the tokenizer or the schema.
+        """
+        if request.response_format is None:
+            return None
         if self._schemas is None:  # once per tokenizer: its vocabulary's grammar tables
             out = self._lm.get_output_embeddings()
             width = out.weight.shape[0] if out is not None else self._lm.config.vocab_size
             eos = eos_ids(getattr(self._lm, "generation_config", None), self._tok)
             self._schemas = SchemaDecoding(self._tok, int(width), eos)
-        processor = self._schemas.processor(formats)
-        return [] if processor is None else [processor]
+        return self._schemas.grammar(request.response_format)
 
-    def _generate(self, requests: list[CompletionRequest]) -> list[Completion]:
+    def _batch(self, requests: list[CompletionRequest]) -> list[Completion | Exception]:
+        """Generate one batch; a row whose grammar fails is refused, the others go on."""
+        self._load()
+        refused: list[Exception | None] = []  # None: the row is generated
+        grammars: list[Any] = []
+        for request in requests:
+            try:
+                grammars.append(self._grammar(request))
+                refused.append(None)
+            except RequestRefused as exc:
+                refused.append(exc)
+        kept = [r for r, why in zip(requests, refused, strict=True) if why is None]
+        done = iter(self._generate(kept, grammars) if kept else [])
+        return [next(done) if why is None else why for why in refused]
+
+    def _generate(self, requests: list[CompletionRequest], grammars: list[Any]) -> list[Completion]:
         import torch
 
-        self._load()
         first = requests[0]
         texts = [self.format_prompt(r.prompt, r.messages) for r in requests]
         enc = self._tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
@@ -149,7 +169,8 @@ class HFBackend:
         from tqdm.auto import tqdm
         from transformers import LogitsProcessorList, StoppingCriteriaList
 
-        constrain = LogitsProcessorList(self._processors(requests))
+        processor = self._schemas.processor(grammars) if self._schemas is not None else None
+        constrain = LogitsProcessorList([] if processor is None else [processor])
 
         prompt_tokens = int(enc["attention_mask"].sum())
         name = Path(self.model).name
@@ -190,9 +211,13 @@ class HFBackend:
         while True:
             item = await self._queue.get()
             batch = [item]
-            # Let the other concurrent callers enqueue before cutting the batch.
-            await asyncio.sleep(0)
-            while len(batch) < self._batch_size and not self._queue.empty():
+            # Let the other concurrent callers enqueue before cutting the batch: they come
+            # through the cache's threads, so a few milliseconds apart, not in one loop turn.
+            while len(batch) < self._batch_size:
+                if self._queue.empty():
+                    await asyncio.sleep(GATHER_S)
+                    if self._queue.empty():
+                        break
                 batch.append(self._queue.get_nowait())
             groups: dict[
                 tuple[Any, ...], list[tuple[CompletionRequest, asyncio.Future[Completion]]]
@@ -202,15 +227,19 @@ class HFBackend:
                 groups.setdefault(key, []).append((req, fut))
             for members in groups.values():
                 try:
-                    outs = await asyncio.to_thread(self._generate, [r for r, _ in members])
+                    outs = await asyncio.to_thread(self._batch, [r for r, _ in members])
                 except Exception as exc:  # hand the failure to every waiting caller
                     for _, fut in members:
                         if not fut.done():
                             fut.set_exception(exc)
                     continue
-                for (_, fut), comp in zip(members, outs, strict=True):
-                    if not fut.done():
-                        fut.set_result(comp)
+                for (_, fut), out in zip(members, outs, strict=True):
+                    if fut.done():
+                        continue
+                    if isinstance(out, Exception):
+                        fut.set_exception(out)
+                    else:
+                        fut.set_result(out)
 
     async def complete(self, request: CompletionRequest) -> Completion:
         """Queue the prompt for the next batch and wait for its completion."""

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,18 +22,42 @@ from elitr_bench.llm.base import (
     AuthenticationRejected,
     CompletionRequest,
     FatalBackendError,
-    ParameterRefused,
+    PromptTooLong,
+    RequestRefused,
     RetryableError,
+    SettingOutOfRange,
 )
 from elitr_bench.llm.cache import Completion
 from elitr_bench.llm.context_window import note_served_window
 from elitr_bench.llm.endpoint import EndpointSpec, effective_base_url, endpoint_key
+from elitr_bench.llm.memory import Scope
 from elitr_bench.llm.ratelimit import parse_retry_after
 from elitr_bench.llm.redact import redact_text, split_userinfo
-from elitr_bench.llm.refusals import Scope
+
+_REASONING = reasoning.ReasoningAdapter()
 
 _RETRYABLE_STATUS = {408, 409, 425, 429}
 _AUTH_STATUS = {401, 403}
+#: The settings a user gives a judge that a server may find out of range.
+_SETTINGS = ("max_completion_tokens", "max_tokens", "temperature", "top_p", "seed")
+#: "max_tokens is too large: 10000. This model supports at most 4096 completion tokens"
+#: (OpenAI), "'max_tokens' or 'max_completion_tokens' is too large: 10000. ..." (vLLM).
+_TOO_LARGE = re.compile(
+    r"'?(?P<setting>[a-z_]+)'?(?: or '?[a-z_]+'?)? (?:is too large|must be (?:at most|less than"
+    r"(?: or equal to)?|<=?))[: ]+(?P<value>[\d.]+)?"
+)
+_AT_MOST = re.compile(
+    r"(?:at most|maximum(?: value| context length)? (?:is|of)|<=?|less than(?: or equal to)?) "
+    r"(\d[\d.,]*)"
+)
+#: A prompt beyond the window: OpenAI's code, vLLM's and llama.cpp's words.
+_TOO_LONG = re.compile(
+    r"context_length_exceeded|maximum context length|exceed(?:s|ed)? the (?:available )?context"
+    r"|longer than the maximum model length|exceed_context_size",
+    re.I,
+)
+#: An explicit "this parameter is not supported" (OpenAI's codes and words).
+_UNSUPPORTED = re.compile(r"unsupported (?:parameter|value): '(\w+)'", re.I)
 
 
 def _field(obj: Any, name: str) -> Any:
@@ -82,16 +106,53 @@ def finish_reason(response: Any) -> str | None:
     return str(reason) if reason is not None else None
 
 
-def refuses_response_format(status: int, exc: Any) -> bool:
-    """Whether an error answer refuses the request's ``response_format`` (not the request).
+def classify(
+    status: int, words: str, param: Any, code: Any, retry_after: float | None
+) -> Exception:
+    """The one typed outcome of an HTTP error answer (see :mod:`elitr_bench.llm.base`).
 
-    OpenAI answers HTTP 400 with ``param: "response_format"`` and a message naming it
-    ("Invalid parameter: 'response_format' of type 'json_schema' is not supported with
-    this model"); other servers name it in the message only.
+    Args:
+        status: The HTTP status.
+        words: The server's message (scrubbed of secrets), as the error line shows it.
+        param: The ``param`` the error body names, if any.
+        code: The ``code`` the error body names, if any.
+        retry_after: Seconds the server asked us to wait, if it said.
     """
-    if status not in (400, 422):
-        return False
-    return getattr(exc, "param", None) == "response_format" or "response_format" in str(exc)
+    if status in _RETRYABLE_STATUS or status >= 500:
+        return RetryableError(words, retry_after, status)
+    if status in _AUTH_STATUS:
+        return AuthenticationRejected(words, status)
+    if not 400 <= status < 500 or code == "content_filter":  # 4xx: the request's fault
+        return FatalBackendError(words, status)
+    named = str(param) if isinstance(param, str) and param else None
+    too_large = _TOO_LARGE.search(words)
+    setting = too_large.group("setting") if too_large else None
+    if setting in _SETTINGS:
+        limit = _AT_MOST.search(words, too_large.end() if too_large else 0)
+        return SettingOutOfRange(words, status, str(setting), limit.group(1) if limit else None)
+    if _TOO_LONG.search(words) or code == "context_length_exceeded" or status == 413:
+        return PromptTooLong(words, status)
+    unsupported = _UNSUPPORTED.search(words)
+    if code in ("unsupported_parameter", "unsupported_value") or unsupported:
+        said = unsupported.group(1) if unsupported else None
+        return RequestRefused(words, status, named or said, True)
+    if named in _SETTINGS and "response_format" not in words:
+        return SettingOutOfRange(words, status, named, None)
+    return RequestRefused(words, status, named)
+
+
+def chat_body(model: str, request: CompletionRequest) -> dict[str, Any]:
+    """The JSON body of a chat-completions request, as sent one by one and in a batch.
+
+    One function for both, so that a batch line asks exactly what the one-by-one path
+    would have asked and its reply may be filed under the same cache key.
+    """
+    body: dict[str, Any] = {"model": model, "messages": request.chat(), **request.sent_params()}
+    if request.seed is not None:
+        body["seed"] = request.seed
+    if request.response_format is not None:
+        body["response_format"] = request.response_format.payload()
+    return body
 
 
 class OpenAIBackend:
@@ -156,17 +217,10 @@ class OpenAIBackend:
         """One chat completion: ``request.messages`` then the prompt as the last user turn."""
         import openai
 
-        kwargs: dict[str, Any] = {
-            "model": self.model,
-            "messages": request.chat(),
-            **request.sent_params(),
-        }
-        if request.seed is not None:
-            kwargs["seed"] = request.seed
-        if request.response_format:
-            kwargs["response_format"] = json.loads(request.response_format)
         try:
-            response = await self._get_client().chat.completions.create(**kwargs)
+            response = await self._get_client().chat.completions.create(
+                **chat_body(self.model, request)
+            )
         except openai.APITimeoutError as exc:
             # The server is named: a judge server that died mid-run ends the run in one line
             # that says which server to look at.
@@ -174,19 +228,7 @@ class OpenAIBackend:
         except openai.APIConnectionError as exc:
             raise RetryableError(f"cannot reach {self.base_url}: {self._msg(exc)}") from None
         except openai.APIStatusError as exc:
-            status = exc.status_code
-            headers = dict(exc.response.headers) if exc.response is not None else {}
-            message = f"HTTP {status} from {self.base_url}: {self._msg(exc)}"
-            if status in _RETRYABLE_STATUS or status >= 500:
-                raise RetryableError(message, parse_retry_after(headers), status) from None
-            if status in _AUTH_STATUS:
-                raise AuthenticationRejected(message, status) from None
-            if request.response_format and refuses_response_format(status, exc):
-                raise ParameterRefused(message, status, "response_format") from None
-            param = reasoning.refused_param(status, exc)
-            if param is not None and reasoning.taught(request, param):
-                raise ParameterRefused(message, status, param) from None
-            raise FatalBackendError(message, status) from None
+            raise self._classified(exc, request) from None
         except openai.OpenAIError as exc:
             raise FatalBackendError(f"{type(exc).__name__}: {self._msg(exc)}") from None
         except ValueError as exc:  # a 200 whose body is not JSON: a broken proxy or server hiccup
@@ -235,7 +277,7 @@ class OpenAIBackend:
                 if listed:  # vLLM names the window it serves: the judge's prompts are checked
                     served = getattr(listed[0], "max_model_len", None)
                     note_served_window(self.endpoint, self.model, served)
-                    return None
+                    return self._limit_beyond(served)
             except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
                 return self._rejected(exc)
             except openai.APIConnectionError as exc:  # includes timeouts
@@ -267,13 +309,13 @@ class OpenAIBackend:
             except openai.APIConnectionError as exc:
                 problem = f"cannot reach {self.base_url} ({self._msg(exc)})"
             except openai.APIStatusError as exc:
-                problem = f"HTTP {exc.status_code} from {self.base_url}: {self._msg(exc)}"
-                param = reasoning.refused_param(exc.status_code, exc)
-                what = reasoning.taught(request, param) if param is not None else None
-                if what is not None:  # learnt for the run too; asked again as it takes it
-                    reasoning.learn_refusal(scope, what, request, f" (HTTP {exc.status_code})")
-                    continue
-                if exc.status_code < 500:
+                outcome = self._classified(exc, request)
+                problem = str(outcome)
+                if isinstance(outcome, RequestRefused) and _REASONING.learn(
+                    request, outcome, scope
+                ):
+                    continue  # learnt for the run too; asked again as it takes it
+                if not isinstance(outcome, RetryableError):
                     return problem
             except (openai.OpenAIError, ValueError) as exc:
                 return f"unusable reply from {self.base_url} ({self._msg(exc)})"
@@ -281,6 +323,43 @@ class OpenAIBackend:
                 await asyncio.sleep(1.0)
             attempt += 1
         return problem
+
+    def sdk_client(self) -> Any:
+        """The SDK client of the running event loop (the batch layer's files and batches)."""
+        return self._get_client()
+
+    def scrub(self, exc: BaseException) -> str:
+        """An SDK error's message without the credentials, cut to one short line."""
+        return self._msg(exc)
+
+    def _limit_beyond(self, served: Any) -> str | None:
+        """The judge's ``max_tokens`` when the window the server names cannot hold it."""
+        max_tokens = self._config.max_tokens
+        if isinstance(served, int) and 0 < served <= max_tokens:
+            return (
+                f"max_tokens={max_tokens}: the model's window is {served} tokens, says the "
+                f"server (max_model_len of {self.base_url}/models), which the output alone "
+                "would fill; set max_tokens well below it in the judge spec"
+            )
+        return None
+
+    def _classified(self, exc: Any, request: CompletionRequest) -> Exception:
+        """The typed outcome of an error answer, its line naming the server (and a setting)."""
+        status = exc.status_code
+        headers = dict(exc.response.headers) if exc.response is not None else {}
+        words = f"HTTP {status} from {self.base_url}: {self._msg(exc)}"
+        outcome = classify(
+            status,
+            words,
+            getattr(exc, "param", None),
+            getattr(exc, "code", None),
+            parse_retry_after(headers),
+        )
+        if isinstance(outcome, SettingOutOfRange):
+            outcome = SettingOutOfRange(
+                _setting_line(outcome, request, words), status, outcome.setting, outcome.limit
+            )
+        return outcome
 
     def _rejected(self, exc: Any) -> str:
         status = getattr(exc, "status_code", "?")
@@ -299,6 +378,20 @@ class OpenAIBackend:
         if self._client is not None and self._loop is asyncio.get_running_loop():
             await self._client.close()
         self._client = self._loop = None
+
+
+def _setting_line(outcome: SettingOutOfRange, request: CompletionRequest, words: str) -> str:
+    """One line: the user's setting, its value, the server's limit, and the fix."""
+    setting = "max_tokens" if outcome.setting == "max_completion_tokens" else outcome.setting
+    value: Any = getattr(request, setting, None)
+    limit = f"the model allows at most {outcome.limit}" if outcome.limit else "out of range"
+    sent = ""
+    if setting == "max_tokens" and request.completion_limit:
+        sent = f" (sent as max_completion_tokens={request.sent_limit} for a reasoning model)"
+    return (
+        f"{setting}={value}{sent}: {limit}, says the server ({words}); this is the judge "
+        f"spec's setting, not the server's refusal of it: set {setting} within the limit"
+    )
 
 
 def _count(value: Any) -> int:

@@ -6,7 +6,8 @@ default 1 (HTTP 400 ``unsupported_value``). At OpenAI's own API and Azure, the m
 :data:`REASONING_MODELS` get ``max_completion_tokens`` and no sampling parameters from the
 first request. Any endpoint that refuses one of them teaches it: the request is sent once
 more as the endpoint takes it, and the endpoint and model are remembered for the process
-(:mod:`elitr_bench.llm.refusals`, the store the ``response_format`` fallback uses).
+(:mod:`elitr_bench.llm.memory`). Only an explicit "unsupported parameter/value" answer
+teaches it: ``max_tokens is too large`` is the user's setting, never an adaptation.
 
 ``max_completion_tokens`` counts the hidden reasoning as well as the reply, so it is sent as
 the judge's ``max_tokens`` plus :data:`~elitr_bench.llm.base.REASONING_HEADROOM`. Such a
@@ -21,9 +22,9 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from elitr_bench.llm import refusals
-from elitr_bench.llm.base import REASONING_HEADROOM, CompletionRequest
-from elitr_bench.llm.refusals import Scope, Verdict
+from elitr_bench.llm import memory
+from elitr_bench.llm.base import REASONING_HEADROOM, CompletionRequest, RequestRefused
+from elitr_bench.llm.memory import Scope, Verdict
 
 #: OpenAI's reasoning models (dated snapshots included; platform.openai.com/docs/guides/reasoning).
 REASONING_MODELS = re.compile(r"o1.*|o3.*|o4.*|gpt-5.*")
@@ -45,7 +46,7 @@ def known(scope: Scope) -> bool:
 
 def verdict(scope: Scope, what: str) -> Verdict | None:
     """What this process knows of ``what`` (:data:`LIMIT`, :data:`SAMPLING`) at ``scope``."""
-    learnt = refusals.learnt(scope, what)
+    learnt = memory.verdict(scope, what)
     if learnt is not None:
         return learnt
     return "refused" if known(scope) else None
@@ -61,7 +62,7 @@ def adapt(request: CompletionRequest, scope: Scope) -> CompletionRequest:
     if (limit, sampling) == (request.completion_limit, request.sampling):
         return request
     if known(scope):
-        refusals.say_once(
+        memory.say_once(
             scope,
             SAMPLING,
             f"note: judge {scope.label} is a reasoning model: it is sent max_completion_tokens "
@@ -96,25 +97,32 @@ def learn_refusal(scope: Scope, what: str, request: CompletionRequest, why: str 
             f"{request.top_p:g}{why}; its requests are sent without them from now on: it "
             "samples at temperature 1, so its scores vary from run to run"
         )
-    refusals.learn(scope, what, "refused", line)
+    memory.learn(scope, what, "refused", line)
 
 
-def refused_param(status: int, exc: Any) -> str | None:
-    """The reasoning-model parameter an error answer refuses (None: not one of them).
+class ReasoningAdapter:
+    """``max_tokens`` and sampling as a reasoning model takes them (known, else learnt)."""
 
-    OpenAI answers HTTP 400 with ``param`` and ``code`` (``unsupported_parameter`` for
-    ``max_tokens``, ``unsupported_value`` for ``temperature``/``top_p``); a server that
-    gives no ``param`` is read from its message ("Unsupported parameter: 'max_tokens'").
-    """
-    if status not in (400, 422):
+    name = "reasoning"
+
+    def apply(self, request: CompletionRequest, scope: Scope) -> CompletionRequest:
+        """The request with the limit and sampling the endpoint is known to take."""
+        return adapt(request, scope)
+
+    def unknown(self, request: CompletionRequest, scope: Scope) -> str | None:
+        """No probe: a refusal is rare and the preflight usually learns it first."""
         return None
-    param, code = getattr(exc, "param", None), getattr(exc, "code", None)
-    if param in TAUGHT_BY and code in (None, "unsupported_parameter", "unsupported_value"):
-        return str(param)
-    for name in TAUGHT_BY:
-        if re.search(rf"unsupported (parameter|value): '{name}'", str(exc), re.I):
-            return name
-    return None
+
+    def learn(self, request: CompletionRequest, refusal: RequestRefused, scope: Scope) -> bool:
+        """Only an explicit "unsupported" answer naming a parameter the request sent."""
+        what = TAUGHT_BY.get(refusal.param or "") if refusal.unsupported else None
+        if what is None or taught(request, refusal.param or "") is None:
+            return False
+        learn_refusal(scope, what, request, f" (HTTP {refusal.status})" if refusal.status else "")
+        return True
+
+    def answered(self, request: CompletionRequest, scope: Scope) -> None:
+        """Nothing to learn from a reply: the parameters are the server's default."""
 
 
 def effective_sampling(scope: Scope, max_tokens: int) -> dict[str, Any] | None:

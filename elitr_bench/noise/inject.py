@@ -489,7 +489,7 @@ def generate(
     protect: str | None = None,
     mode: str = "calibrated",
 ) -> NoisyTranscript:
-    """Inject noise without touching the disk cache (arguments as :func:`noisy_transcript`).
+    """Inject noise without touching the disk cache (arguments as :func:`.cache.noisy_transcript`).
 
     Raises:
         NoiseError: For a bad setting, an empty or fully protected transcript, or a

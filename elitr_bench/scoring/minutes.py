@@ -1,6 +1,6 @@
 """``elitr-bench score`` for minutes runs: judge logged minutes again, later or with another judge.
 
-Reached from :func:`elitr_bench.scoring.qa._cmd_score` when the judge spec names a
+Reached from :func:`elitr_bench.cli.score._cmd_score` when the judge spec names a
 minutes method (``rubric=gpt-afgr``, ``method=mesa``, ...). The logged minutes are never
 regenerated: they are read from the samples (the judge filter's ``response`` when the
 run was judged, else the raw response), judged through the shared client (the cache
@@ -88,14 +88,15 @@ def plan_minutes_files(
     it before any request (the preflight included).
     """
     from elitr_bench.data.minutes import run_results, run_system_name
-    from elitr_bench.scoring.qa import find_samples, read_samples, task_name_of
+    from elitr_bench.data.run_files import task_of
+    from elitr_bench.scoring.qa import find_samples, read_samples
 
     method = get_method(config)
     out = []
     for path in find_samples(paths):
         system = run_system_name(run_results(path), path.parent.name)
         items = [item_from_doc(s["doc"], minutes_text(s), system) for s in read_samples(path)]
-        out.append((task_name_of(path), len(items), plan(items, method, config)))
+        out.append((task_of(path), len(items), plan(items, method, config)))
     return out
 
 
@@ -110,13 +111,12 @@ def score_minutes_samples(
     ``include_path``: folders of tasks outside our package (``lm_eval --include_path``).
     """
     from elitr_bench.data.minutes import run_results, run_system_name
-    from elitr_bench.data.run_files import run_results_of
+    from elitr_bench.data.run_files import run_results_of, task_of
     from elitr_bench.scoring.qa import (
         read_samples,
         rescoring_payload,
         runs_to_rescore,
         spec_of,
-        task_name_of,
         write_rescoring,
     )
     from elitr_bench.scoring.rescore import JudgedTask, check_tasks, read_run_results, rebuild
@@ -127,10 +127,10 @@ def score_minutes_samples(
         usage: dict[str, Any] = {}
         identity: dict[str, Any] = {}
         judged: list[JudgedTask] = []
-        tasks = {task_name_of(path): path for path in files}
+        tasks = {task_of(path): path for path in files}
         check_tasks(tasks, include_path=include_path)  # before any judge call is paid
         for path in files:
-            task = task_name_of(path)
+            task = task_of(path)
             samples = read_samples(path)
             system = run_system_name(run_results(path), path.parent.name)
             items = [item_from_doc(s["doc"], minutes_text(s), system) for s in samples]

@@ -24,14 +24,6 @@ from tests.support.openai_server import LoopbackOpenAI
 TASK = "elitr_qa_dev"
 
 
-@pytest.fixture(autouse=True)
-def _no_preflight_passed(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every test starts with no endpoint checked, so a preflight would be sent."""
-    from elitr_bench.judges import readiness as judge_config
-
-    monkeypatch.setattr(judge_config, "_PREFLIGHT_OK", set())
-
-
 def write_samples(folder: Path, n: int = 4, judged: dict[int, dict] | None = None) -> Path:
     """An lm-eval samples file of ``n`` QA answers; ``judged`` gives some a judge dict."""
     folder.mkdir(parents=True, exist_ok=True)

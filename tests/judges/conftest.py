@@ -57,6 +57,16 @@ def loopback() -> Iterator[LoopbackOpenAI]:
         yield server
 
 
+def minutes_replay_args(judge: str, out: Path, limit: int = 2) -> list[str]:
+    """``lm_eval`` arguments: AutoMin 2023's released GPT-4 minutes judged by ``judge``."""
+    return [
+        "--model", "elitr-replay", "--model_args", "system=gpt4",
+        "--tasks", "automin23_en", "--limit", str(limit),
+        "--metadata", json.dumps({"judge": judge}),
+        "--log_samples", "--output_path", str(out),
+    ]  # fmt: skip
+
+
 def chat_qa_args(chat_url: str, judge: str, out: Path, limit: int = 2) -> list[str]:
     """``lm_eval`` arguments: the loopback as the tested chat model on ``limit`` ELITR questions."""
     return [

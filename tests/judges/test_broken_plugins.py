@@ -40,6 +40,8 @@ register_rubric(Rubric(
     rubric="1-4", low=1, high=4, to_ten=3.0, marker="result",
 ))
 """
+#: A plugin that ends the program when imported (issue 48: it ended every default run).
+EXITING = "import sys\n\nsys.exit(3)\n"
 #: A healthy rubric plugin beside them.
 FINE = """
 from elitr_bench.judges.rubrics import Rubric, register_rubric
@@ -64,6 +66,7 @@ BROKEN = {
         "wobbly_rubric",
         "JudgeConfigError: QA rubric 'wobbly-rubric' cannot be registered: to_ten=3.0",
     ),
+    "exiting": ("exiting-judge 0.2", "exiting_judge", "its module exiting_judge calls sys.exit(3)"),
 }
 
 
@@ -84,6 +87,10 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write_distribution(
         site, "wobbly-rubric", "2.1", {GROUP: {"wobbly-rubric": "wobbly_rubric"}},
         {"wobbly_rubric.py": WOBBLY},
+    )  # fmt: skip
+    write_distribution(
+        site, "exiting-judge", "0.2", {GROUP: {"exiting": "exiting_judge"}},
+        {"exiting_judge.py": EXITING},
     )  # fmt: skip
     write_distribution(
         site, "fine-rubric", "1.0", {GROUP: {"fine-rubric": "fine_rubric"}},
@@ -115,7 +122,8 @@ out["families"] = [f.name for f in families()]
 out["rubrics"] = sorted(RUBRICS)
 out["methods"] = list(METHODS.names())
 for spec in ["openai:m,method=stale", "openai:m,method=typo", "openai:m,method=needy",
-             "openai:m,rubric=wobbly-rubric", "openai:m,method=wobbly"]:
+             "openai:m,rubric=wobbly-rubric", "openai:m,method=wobbly",
+             "openai:m,method=exiting"]:
     try:
         parse_judge_spec(spec)
         out[spec] = "parsed"
@@ -148,12 +156,51 @@ def test_the_real_registry_isolates_each_broken_plugin(site: Path) -> None:
         ("openai:m,method=typo", "typo"),
         ("openai:m,method=needy", "needy"),
         ("openai:m,rubric=wobbly-rubric", "wobbly-rubric"),
+        ("openai:m,method=exiting", "exiting"),
     ]:
         assert out[spec].startswith(f"judge spec {spec!r}: {expected_line(name)}"), out[spec]
         assert out[spec].endswith(", or pip uninstall " + BROKEN[name][0].split()[0])
     # A method the broken plugin would have declared under another name: unknown, with a note.
     assert "unknown method 'wobbly'" in out["openai:m,method=wobbly"]
     assert "; note: " + expected_line("wobbly-rubric") in out["openai:m,method=wobbly"]
+
+
+#: A plugin whose entry point takes a built-in family's name: it would print if imported.
+SHADOW = "print('SHADOW IMPORTED')\n"
+
+SHADOW_PROBE = """
+import json, logging
+records = []
+class Keep(logging.Handler):
+    def emit(self, record):
+        records.append(record.getMessage())
+logging.getLogger("elitr_bench").addHandler(Keep())
+from elitr_bench.judges.family import families
+from elitr_bench.judges.spec import parse_judge_spec
+out = {"default": [parse_judge_spec("openai:gpt-4o").family for _ in range(2)]}
+out["families"] = [f.name for f in families()]
+out["warnings"] = records
+print(json.dumps(out))
+"""
+
+
+def test_a_plugin_taking_a_built_in_family_name_gets_one_line(tmp_path: Path) -> None:
+    """Issue 48: an entry point named ``qa`` was ignored without a word."""
+    site = tmp_path / "site"
+    write_distribution(
+        site, "shadow-qa", "1.0", {GROUP: {"qa": "shadow_qa"}}, {"shadow_qa.py": SHADOW}
+    )
+    proc = run_in_site(site, "-c", SHADOW_PROBE, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "SHADOW IMPORTED" not in proc.stdout  # the built-in family is the one used
+    out = json.loads(proc.stdout)
+    assert out["default"] == ["qa", "qa"] and "qa" in out["families"]
+    [line] = out["warnings"]
+    assert line == (
+        f"plugin 'qa' (entry point qa = shadow_qa in {GROUP}, distribution shadow-qa 1.0) is "
+        "ignored: 'qa' is the built-in judge family of elitr_bench.judges.qa.family; rename "
+        "its entry point"
+    ), line
 
 
 def _boxed(request: RecordedRequest) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from elitr_bench.cli import main
+from elitr_bench.llm import memory
 from tests.judges.test_cream_arena import FAST, cream_script, write_run
 from tests.support.openai_server import LoopbackOpenAI
 
@@ -62,10 +63,7 @@ def test_arena_all_cached_needs_no_preflight(
     tmp_path: Path,
     loopback: LoopbackOpenAI,
     capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from elitr_bench.judges import readiness as judge_config
-
     loopback.handler = cream_script()
     loopback.model = "judge-model"
     runs = [str(write_run(tmp_path, n, n.split("-")[1])) for n in ("m-full", "m-half")]
@@ -85,7 +83,7 @@ def test_arena_all_cached_needs_no_preflight(
     # A run killed before writing its records: every call is cached, the server is gone.
     (out / "comparisons.jsonl").unlink()
     loopback.stop()
-    monkeypatch.setattr(judge_config, "_PREFLIGHT_OK", set())  # no earlier pass counts
+    memory.forget()  # no earlier pass counts
     capsys.readouterr()
     assert main(argv) == 0
     assert "judge requests sent: 0, cache hits: 12" in capsys.readouterr().out
@@ -96,10 +94,7 @@ def test_arena_partly_cached_still_preflights(
     tmp_path: Path,
     loopback: LoopbackOpenAI,
     capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from elitr_bench.judges import readiness as judge_config
-
     loopback.handler = cream_script()
     loopback.model = "judge-model"
     runs = [str(write_run(tmp_path, n, n.split("-")[1])) for n in ("m-full", "m-half")]
@@ -108,7 +103,7 @@ def test_arena_partly_cached_still_preflights(
     assert main(["arena", *runs, "--judge", judge, "--out", str(out), *FAST]) == 0
     third = str(write_run(tmp_path, "m-third", "half"))
     loopback.stop()
-    monkeypatch.setattr(judge_config, "_PREFLIGHT_OK", set())
+    memory.forget()  # as a new process: the earlier passed preflight does not count
     capsys.readouterr()
     line = fails_fast(["arena", third, "--judge", judge, "--out", str(out), *FAST], capsys)
     assert "cannot reach" in line

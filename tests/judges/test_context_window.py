@@ -26,10 +26,10 @@ from elitr_bench.llm.context_window import (
     OPENAI_MODELS,
     ContextWindowError,
     JudgeWindow,
-    estimate_tokens,
     judge_window,
     known_model,
     openai_counter,
+    token_bound,
 )
 from tests.conftest import run_lm_eval
 from tests.judges.test_cream_arena import write_run
@@ -83,7 +83,7 @@ def test_context_option_overrides_and_unknown_models_are_noted_once(
     assert (table.limit, table.source, table.exact) == (9000, "context=9000", True)
     guessed = judge_window(parse_judge_spec("openai:my-served-model,context=4096"))
     assert guessed.limit == 4096 and not guessed.exact  # no tokenizer: an estimate, said so
-    assert "counted as an estimate" in guessed.describe(100)
+    assert "counted as a bound" in guessed.describe(100)
     with caplog.at_level(logging.WARNING):
         first = judge_window(parse_judge_spec("openai:unknown-model-for-note"))
         again = judge_window(parse_judge_spec("openai:unknown-model-for-note,temperature=0"))
@@ -148,7 +148,7 @@ def test_counts_equal_tiktoken_on_the_automin_transcripts(encoding: str, sha256:
         expected = len(reference.encode_ordinary(text))  # type: ignore[attr-defined]
         assert ours.count(text) == expected, meeting.meeting_id
         # The estimate used without a tokenizer counts more tokens, never fewer.
-        assert estimate_tokens(text) > expected, meeting.meeting_id
+        assert token_bound(text) > expected, meeting.meeting_id
 
 
 def test_hf_window_comes_from_the_model_config(tiny_llama: Path, tmp_path: Path) -> None:
@@ -345,7 +345,7 @@ def test_lm_eval_minutes_task_stops_before_generation(
     assert re.search(rf"{AUTOMIN_FIRST} \([\d,]+ tokens\)", line)
     assert re.search(r"meeting_en_test2023_002 \([\d,]+ tokens\)", line)
     assert "2,000-token window of judge openai:loop-judge (context=2000" in line
-    assert "counted as an estimate" in line and "larger context window" in line
+    assert "counted as a bound" in line and "larger context window" in line
     assert loopback.snapshot() == []
     assert not list(out.rglob("samples_*.jsonl"))  # nothing was generated
 

@@ -8,6 +8,7 @@ apart from its restatement, later steps read both, and every unscored item says 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from pathlib import Path
@@ -19,10 +20,12 @@ from elitr_bench.judges import parse_judge_spec
 from elitr_bench.judges.asking import with_restatement
 from elitr_bench.judges.mesa.prompts import challenge_prompt
 from elitr_bench.judges.qa.engine import JudgeItem, judge_items
-from elitr_bench.llm.base import CompletionRequest, FatalBackendError
+from elitr_bench.llm.base import CompletionRequest, RequestRefused
 from elitr_bench.llm.cache import Completion, open_cache
 from elitr_bench.llm.client import JudgeClient
-from elitr_bench.llm.structured import Scope, known_refusal
+from elitr_bench.llm.errors import JudgeRequestRefused
+from elitr_bench.llm.memory import Scope
+from elitr_bench.llm.structured import known_refusal
 from tests.conftest import run_lm_eval
 from tests.judges.conftest import chat_qa_args, response_in
 from tests.judges.test_mesa_loopback import ITEM, run
@@ -150,8 +153,8 @@ class _Recording:
 
     async def complete(self, request: CompletionRequest) -> Completion:
         self.sent.append(request)
-        if self.refuse and request.response_format:
-            raise FatalBackendError(self.refuse, 400)
+        if self.refuse:
+            raise RequestRefused(self.refuse, 400, "seed")
         if len(request.messages) > 1:
             return Completion('{"score": 6}', 1, 1, finish_reason="stop")
         return Completion("Partly right, a 6 out of 10.", 1, 1, finish_reason="stop")
@@ -208,13 +211,37 @@ def test_a_known_model_is_never_sent_the_schema(capsys: pytest.CaptureFixture[st
     assert capsys.readouterr().err.count("takes no response_format json_schema") == 1
 
 
-def test_a_400_that_names_another_parameter_is_never_retried_without_it() -> None:
-    """Only a refused response_format is dropped; any other refusal is not worked around.
-
-    It came on the restatement turn, so the item keeps its first reading: unscored with
-    ``restatement not answered`` and the server's words (issue 46), never an error.
-    """
+def test_a_refused_request_without_an_optional_extra_fails_the_item() -> None:
+    """Nothing to leave out: the refusal is the item's error, in the server's words."""
     backend = _Recording("judge-x", refuse="HTTP 400: Unsupported parameter: 'seed'")
+    spec = parse_judge_spec("openai:judge-x,cache=memory,progress=false")
+    from elitr_bench.judges.qa.engine import LLMJudge
+
+    client = JudgeClient(backend, open_cache("memory"))
+    run = judge_items(
+        [JudgeItem("Q?", "A.", "A.")], spec, judge=LLMJudge(spec, client), on_error="record"
+    )
+    (judgement,) = run.judgements
+    assert judgement.status == "error" and "Unsupported parameter" in judgement.reason
+    # typed: the server refused this request (it answers), not "the judge is gone"
+    request = CompletionRequest("Q?", 0.0, 1.0, 8, None)
+    with pytest.raises(JudgeRequestRefused, match="Unsupported parameter: 'seed'"):
+        asyncio.run(JudgeClient(backend, open_cache("memory")).complete(request))
+
+
+class _RefusesRestatements(_Recording):
+    """Answers the first prompt, refuses every restatement turn (a 400 it cannot work around)."""
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        if len(request.messages) > 1:
+            self.sent.append(request)
+            raise RequestRefused(self.refuse, 400, "seed")
+        return await _Recording("judge-x").complete(request)
+
+
+def test_a_refused_restatement_keeps_the_reply_unscored_with_the_reason() -> None:
+    """Issue 46: the first reply was received and cached, so the item is never an error."""
+    backend = _RefusesRestatements("judge-x", refuse="HTTP 400: Unsupported parameter: 'seed'")
     spec = parse_judge_spec("openai:judge-x,cache=memory,progress=false")
     from elitr_bench.judges.qa.engine import LLMJudge
 
@@ -227,7 +254,7 @@ def test_a_400_that_names_another_parameter_is_never_retried_without_it() -> Non
     assert "restatement not answered: " in judgement.reason
     assert "Unsupported parameter" in judgement.reason
     assert judgement.samples[0].raw == "Partly right, a 6 out of 10."  # the reply is kept
-    assert len(backend.sent) == 2  # the reply, then the refused restatement: no retry
+    assert len(backend.sent) == 1  # the refused restatement, sent once: no retry
 
 
 # --- every unscored item says why ----------------------------------------------------------

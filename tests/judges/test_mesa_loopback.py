@@ -219,7 +219,7 @@ def test_overlength_error_skip_and_truncate(loopback: LoopbackOpenAI) -> None:
     # m1 is no model we know: counted as an estimate, and the line says so.
     assert re.search(r"meeting_long \([\d,]+ tokens\)", str(err.value))
     assert "overlength=skip" in str(err.value) and "12,000-token window" in str(err.value)
-    assert "counted as an estimate" in str(err.value) and "\n" not in str(err.value)
+    assert "counted as a bound" in str(err.value) and "\n" not in str(err.value)
 
     loopback.handler = make_script()
     (skipped,) = run(loopback, [long_item], ",context=12000,max_tokens=512,overlength=skip")

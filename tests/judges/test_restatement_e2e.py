@@ -22,10 +22,10 @@ from elitr_bench.judges.metrics import parse_filtered
 from elitr_bench.judges.minutes.prompts import AFGR, ART
 from elitr_bench.judges.qa.engine import JudgeItem, judge_items
 from elitr_bench.judges.rubrics import GPT4
-from elitr_bench.llm import structured
+from elitr_bench.llm import memory
 from elitr_bench.llm.client import usage_line
 from tests.conftest import run_lm_eval
-from tests.judges.conftest import chat_qa_args
+from tests.judges.conftest import chat_qa_args, minutes_replay_args
 from tests.judges.test_cream_arena import FAST, cream_script, write_run
 from tests.judges.test_mesa_script import PAPER_RATINGS, classify, make_script
 from tests.support.openai_server import (
@@ -175,13 +175,7 @@ def test_minutes_lm_eval_restates_and_reads_clean_lines_at_once(
     out = tmp_path / "run"
     with LoopbackOpenAI(server) as loop:
         spec = f"openai:gpt-4-32k,rubric={method},base_url={loop.base_url},filler=false,reask=0"
-        args = [
-            "--model", "elitr-replay", "--model_args", "system=gpt4",
-            "--tasks", "automin23_en", "--limit", "2",
-            "--metadata", json.dumps({"judge": spec}),
-            "--log_samples", "--output_path", str(out),
-        ]  # fmt: skip
-        proc = run_lm_eval(args, env={"OPENAI_API_KEY": "sk-test"})
+        proc = run_lm_eval(minutes_replay_args(spec, out), env={"OPENAI_API_KEY": "sk-test"})
         assert proc.returncode == 0, proc.stderr[-3000:]
         requests = [r for r in loop.requests if "on a scale 0 to 10" in json.dumps(r.body)]
         # the restatement is refused with its schema once, then sent without it
@@ -417,7 +411,7 @@ def test_a_restatement_is_cached_and_a_rerun_resumes(
     assert again.judgements[0].score == 6.0 and loopback.requests == []
     usage: dict[str, Any] = again.usage
     assert usage["cache_hits"] == 2 and usage["restated"] == 1
-    structured.forget()  # a new process learns it again, from one refused (unbilled) request
+    memory.forget()  # a new process learns it again, from one refused (unbilled) request
     resumed = judge_items([_item()], config)
     assert resumed.judgements[0].score == 6.0 and loopback.requests == loopback.refused
     assert len(loopback.refused) == 1 and resumed.usage["answered"] == 0

@@ -4,13 +4,17 @@
 switch such a file to WAL, add tables and columns and die with a traceback, and ``cache
 clear --yes`` deleted all its rows. Our file carries a marker (SQLite's
 ``application_id``); any other file is refused in one line and stays byte for byte what
-it was (its SHA-256 before and after, and no ``-wal``/``-shm`` file appears beside it).
+it was (its SHA-256 and modification time before and after, and no ``-wal``/``-shm`` file
+appears beside it). Issue 48: ``cache info`` on another program's WAL-mode file with its
+``-wal`` beside it made a 32 KB ``-shm`` file there, and a table-less file another program
+had versioned (``user_version``) was taken for an empty one and given our tables.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -27,9 +31,12 @@ from elitr_bench.llm.cache import (
 from elitr_bench.llm.errors import JudgeCacheError
 
 
-def _digest(folder: Path) -> dict[str, str]:
-    """Every file in ``folder`` -> its SHA-256 (a new sidecar file shows up too)."""
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir())}
+def _digest(folder: Path) -> dict[str, tuple[str, int]]:
+    """Every file in ``folder`` -> its SHA-256 and mtime (a new sidecar file shows up too)."""
+    return {
+        p.name: (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
+        for p in sorted(folder.iterdir())
+    }
 
 
 def _other_tool(path: Path) -> Path:
@@ -66,6 +73,44 @@ def _marked_by_another(path: Path) -> Path:
     return path
 
 
+def _versioned(path: Path) -> Path:
+    """A table-less SQLite file another program has stamped with its ``user_version``."""
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA user_version = 7")
+    conn.close()
+    return path
+
+
+def _wal_beside(path: Path, *, checkpointed: bool) -> Path:
+    """Another program's WAL-mode file as it left it: a ``-wal`` beside it, no ``-shm``.
+
+    Copied while the other program holds it open (as after a crash, or a copy of its
+    folder), so the log holds writes the file does not. ``checkpointed``: its table is
+    in the file too, else only in the log.
+    """
+    elsewhere = path.parent.parent / "other-program"
+    elsewhere.mkdir()
+    conn = sqlite3.connect(elsewhere / path.name, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA wal_autocheckpoint = 0")
+    conn.execute("CREATE TABLE notes (body TEXT)")
+    if checkpointed:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.execute("INSERT INTO notes VALUES ('kept in the log')")
+    shutil.copy(elsewhere / path.name, path)
+    shutil.copy(elsewhere / f"{path.name}-wal", f"{path}-wal")
+    conn.close()
+    return path
+
+
+def _wal_tables_in_file(path: Path) -> Path:
+    return _wal_beside(path, checkpointed=True)
+
+
+def _wal_tables_in_log(path: Path) -> Path:
+    return _wal_beside(path, checkpointed=False)
+
+
 def _json(path: Path) -> Path:
     path.write_text(json.dumps({"results": {"elitr_qa": {"judge_score": 7.1}}}))
     return path
@@ -75,6 +120,12 @@ FOREIGN = {
     "another tool's completions table": (_other_tool, "with tables completions"),
     "our columns beside another table": (_like_ours_plus_a_table, "tables completions, users"),
     "another application_id": (_marked_by_another, "application_id 0x4d2"),
+    "a table-less file with a user_version": (_versioned, "user_version 7"),
+    "a WAL-mode file with its -wal beside it": (_wal_tables_in_file, "with tables notes"),
+    "a WAL-mode file whose tables are in its -wal": (
+        _wal_tables_in_log,
+        "an SQLite file another program is writing",
+    ),
     "a JSON file": (_json, "not an SQLite file"),
 }
 

@@ -21,7 +21,7 @@ def test_a_batch_bar_counts_generated_tokens_and_ended_replies(
     requests = [CompletionRequest(f"Rate answer {i}.", 0.0, 1.0, 6, None) for i in range(2)]
 
     monkeypatch.setattr(hf_backend, "PROGRESS_DELAY_S", 3600.0)
-    quiet = backend._generate(requests)
+    quiet = backend._batch(requests)
     assert "batch of" not in capsys.readouterr().err  # quick batches stay quiet
 
     bars: list[Any] = []
@@ -33,7 +33,7 @@ def test_a_batch_bar_counts_generated_tokens_and_ended_replies(
 
     monkeypatch.setattr(hf_backend, "_decode_progress", keep)
     monkeypatch.setattr(hf_backend, "PROGRESS_DELAY_S", 0.0)
-    shown = backend._generate(requests)
+    shown = backend._batch(requests)
     assert f"judge {tiny_llama.name}: batch of 2 (" in capsys.readouterr().err
     (bar,) = bars
     assert bar.desc.endswith("prompt tokens)") and bar.total == 6

@@ -19,14 +19,14 @@ import pytest
 from elitr_bench.judges import parse_judge_spec
 from elitr_bench.judges.qa.engine import JudgeItem, judge_items
 from elitr_bench.judges.reading import REASONED_OUT, TRUNCATED
-from elitr_bench.llm import refusals
+from elitr_bench.llm import memory
 from elitr_bench.llm.base import REASONING_HEADROOM, CompletionRequest
 from elitr_bench.llm.cache import Completion, NullCache, SQLiteCache, cache_key
 from elitr_bench.llm.client import JudgeClient
 from elitr_bench.llm.endpoint import Endpoint
+from elitr_bench.llm.memory import Scope
 from elitr_bench.llm.openai_backend import OpenAIBackend
 from elitr_bench.llm.reasoning import known
-from elitr_bench.llm.refusals import Scope
 from tests.conftest import run_lm_eval
 from tests.judges.conftest import TEST_KEY, chat_qa_args, response_in
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest, Reply
@@ -114,7 +114,7 @@ def test_an_unknown_endpoint_is_taught_once_by_each_refusal_and_reruns_hit_the_c
         assert err.count("refuses max_tokens") == 1
         assert err.count("samples at temperature 1") == (1 if temperature == 0.0 else 0)
         # A new process: learnt again from the same refusals, then its own replies are hit.
-        refusals.forget()
+        memory.forget()
         server.reset()
         again = _client(server, "o4-mini", SQLiteCache(tmp_path / "c.sqlite"))
         rerun = _ask(again, ["a", "b", "c"], temperature)

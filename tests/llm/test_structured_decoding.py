@@ -31,6 +31,8 @@ from elitr_bench.judges.rubrics import GPT4, RUBRICS
 from elitr_bench.llm.cache import Completion
 from elitr_bench.llm.client import JudgeClient
 from elitr_bench.llm.hf_backend import HFBackend
+from elitr_bench.llm.memory import Scope
+from elitr_bench.llm.structured import FormatAdapter
 
 #: Every numeric grammar with a restatement: QA's two rubrics, AutoMin's two GPT judges, MESA.
 GRAMMARS: dict[str, Grammar] = {
@@ -163,3 +165,39 @@ def test_structured_on_for_hf_needs_xgrammar(monkeypatch: pytest.MonkeyPatch) ->
         parse_judge_spec("hf:gpt2,structured=on")
     assert "pip install xgrammar" in str(err.value) and "\n" not in str(err.value)
     assert '".[structured]"' in str(err.value)
+
+
+@pytest.mark.parametrize("failing", ["compile", "tokenizer"])
+def test_a_grammar_that_fails_costs_no_restatement_and_keeps_the_batch(
+    tiny_llama: Path,
+    failing: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A failing xgrammar refuses an hf judge's format: the same turns, batched, without it."""
+    import xgrammar
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("xgrammar says no")
+
+    target = xgrammar.GrammarCompiler if failing == "compile" else xgrammar.TokenizerInfo
+    monkeypatch.setattr(
+        target, "compile_json_schema" if failing == "compile" else "from_huggingface", broken
+    )
+    spec = f"hf:{tiny_llama},temperature=1,top_p=1,max_tokens=24,cache=memory,progress=false"
+    config = parse_judge_spec(spec + ",structured=on")
+    client = make_client(config)
+    restated = asyncio.run(_restate_all(client, config, range(1)))
+    # every grammar's restatement was generated, each without its schema, batched: no probe
+    # goes alone first (nothing is paid for a local refusal), unlike at a server
+    assert all(a.restated and a.raws[0] == PROSE for a in restated.values())
+    batches = client.backend.batches  # type: ignore[attr-defined]
+    assert sum(batches) == len(GRAMMARS) and len(batches) < len(GRAMMARS)
+    fmt = restatement_request(
+        request_for(config, "Judge.", 0), PROSE, _restatement("gpt-art"), True
+    )
+    assert FormatAdapter().unknown(fmt, Scope("hf", "", config.model)) is None
+    assert FormatAdapter().unknown(fmt, Scope("openai", "http://x/v1", "m")) is not None
+    assert client.usage.structured_refused == len(GRAMMARS) == client.usage.unstructured
+    err = capsys.readouterr().err
+    assert err.count("refuses response_format json_schema") == 1 and "xgrammar says no" in err

@@ -136,3 +136,41 @@ def test_vllm_judges_qa_items_with_schema_restatements(
     # and the judge read it: scored, unless it disagrees with the reply it restates
     for sample in restated:
         assert sample["score"] is not None or "disagree" in sample["reason"], sample
+
+
+def test_a_schema_vllm_cannot_compile_costs_one_refusal_and_no_reply(
+    vllm_server: VLLMServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A schema no vLLM backend compiles costs one refusal (its own 400 words), no reply.
+
+    The turn is sent once more without it and answered; another schema still goes with it.
+    """
+    import asyncio
+
+    from elitr_bench.llm.base import CompletionRequest, ResponseFormat
+    from elitr_bench.llm.cache import open_cache
+    from elitr_bench.llm.client import JudgeClient
+    from elitr_bench.llm.endpoint import Endpoint
+    from elitr_bench.llm.openai_backend import OpenAIBackend
+
+    def fmt(minimum: Any) -> ResponseFormat:
+        value = {"type": "integer", "minimum": minimum, "maximum": 10}
+        schema = {"type": "object", "properties": {"score": value}, "required": ["score"]}
+        return ResponseFormat.json_schema("final_values", schema, strict=False)
+
+    endpoint = Endpoint("openai", vllm_server.model, base_url=vllm_server.base_url)
+    client = JudgeClient(OpenAIBackend(endpoint, {}), open_cache("memory"))
+
+    async def run() -> list[str]:
+        texts = []
+        for minimum, prompt in (("one", "Rate 7 as JSON."), ("one", "Rate 8."), (1, "Rate 9.")):
+            request = CompletionRequest(prompt, 0.0, 1.0, 12, None, response_format=fmt(minimum))
+            texts.append((await client.complete(request)).text)
+        await client.aclose()
+        return texts
+
+    texts = asyncio.run(run())
+    assert len(texts) == 3 and json.loads(texts[2])["score"] in range(1, 11), texts
+    usage = client.usage
+    assert (usage.refused, usage.structured_refused, usage.unstructured) == (1, 1, 2), usage
+    assert capsys.readouterr().err.count("refuses response_format json_schema (HTTP 400)") == 1

@@ -8,6 +8,8 @@ too: HTTP 429 with ``Retry-After``, 500, 401/403 (:func:`unauthorized`), slow or
 responses (client timeouts), garbage or out-of-range judge outputs, and HTTP 200s without
 usable text as OpenAI-compatible servers send them under load (:func:`malformed_ok`: no
 ``choices``, an empty ``choices`` list, a choice without ``message``, ``content: null``).
+OpenAI's Files and Batch API (``/v1/files``, ``/v1/batches``) are served too, each batch
+line answered by the same rules and script (:mod:`tests.support.batch_api`).
 
 Usable for lm-eval's ``local-chat-completions`` / ``local-completions`` models by pointing
 ``base_url`` at :attr:`LoopbackOpenAI.chat_url` / :attr:`LoopbackOpenAI.completions_url`.
@@ -17,7 +19,10 @@ By default the server refuses what OpenAI's API refuses, with the API's own HTTP
 requested model does not take (``json_schema`` before gpt-4o-2024-08-06, ``json_object``
 before gpt-4-1106-preview), a strict ``json_schema`` that breaks the Structured Outputs
 rules, a ``json_object`` request whose messages never say "json", and the parameters the
-reasoning models refuse (``max_tokens``, a ``temperature`` or ``top_p`` other than 1). So
+reasoning models refuse (``max_tokens``, a ``temperature`` or ``top_p`` other than 1), and a
+``max_tokens`` beyond a model's output cap (``max_tokens is too large``). Other servers'
+refusals, in their own words and statuses, are :data:`DIALECTS` (vLLM, llama.cpp, a 422
+validator, Azure OpenAI), each a ``rules`` of :func:`dialect`. So
 no test passes against a server that accepts anything; ``rules=None`` turns it off for a
 test that needs a server of another kind, and names why. ``max_model_len`` makes
 ``GET /v1/models`` answer as vLLM does. Azure OpenAI's deployment paths
@@ -212,6 +217,9 @@ def api_refusal(request: RecordedRequest) -> Reply | None:
     body = request.body if isinstance(request.body, dict) else {}
     model = str(body.get("model", ""))
     name = model.split(":")[1] if model.startswith("ft:") else model
+    over = _over_output_cap(body, name)
+    if over is not None:
+        return over
     if re.fullmatch(REASONING_MODELS, name):
         if "max_tokens" in body:
             return _api_error(
@@ -308,6 +316,12 @@ class LoopbackOpenAI:
         self._stop = threading.Event()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        # --- Files and Batch API (tests/support/batch_api.py) ---
+        from tests.support.batch_api import BatchAPI
+
+        #: ``/v1/files`` and ``/v1/batches``, answered by this server's rules and script.
+        self.batch_api = BatchAPI(self)
+        # --- end Files and Batch API ---
 
     # lifecycle ---------------------------------------------------------------------
     def start(self) -> LoopbackOpenAI:
@@ -321,6 +335,12 @@ class LoopbackOpenAI:
                 return
 
             def do_GET(self) -> None:
+                if owner.batch_api.claims(self.path):  # Files and Batch API
+                    status, payload, raw = owner.batch_api.handle(
+                        "GET", self.path, self.headers, b""
+                    )
+                    self._send(status, payload, None, raw)
+                    return
                 with owner._lock:
                     owner.listings.append(self.path)
                 if self.path.rstrip("/") == "/v1/models":
@@ -335,6 +355,12 @@ class LoopbackOpenAI:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 data = self.rfile.read(length) if length else b""
+                if owner.batch_api.claims(self.path):  # Files and Batch API
+                    status, payload, raw = owner.batch_api.handle(
+                        "POST", self.path, self.headers, data
+                    )
+                    self._send(status, payload, None, raw)
+                    return
                 try:
                     body = json.loads(data) if data else None
                 except ValueError:
@@ -342,14 +368,18 @@ class LoopbackOpenAI:
                 owner._serve(self, body)
 
             def _send(
-                self, status: int, payload: Any, headers: dict[str, str], raw: bytes | None = None
+                self,
+                status: int,
+                payload: Any,
+                headers: dict[str, str] | None = None,
+                raw: bytes | None = None,
             ) -> bool:
                 blob = raw if raw is not None else json.dumps(payload).encode()
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(blob)))
-                    for key, value in headers.items():
+                    for key, value in (headers or {}).items():
                         self.send_header(key, value)
                     self.end_headers()
                     self.wfile.write(blob)
@@ -525,6 +555,128 @@ class LoopbackOpenAI:
             ],
             "usage": usage,
         }
+
+
+# --- server dialects: how servers other than OpenAI's refuse a request -----------------------
+# Each refuses what it cannot take in its own words and status, as the real server does, so
+# a client that recognised only OpenAI's wording of a refusal fails here. A dialect refuses
+# a request carrying a ``response_format``; ``schemas`` limits that to requests whose schema
+# holds one of the given keywords (a server that cannot compile one keyword takes others).
+
+
+def _error_body(message: str, kind: str, code: Any, param: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+
+
+#: Refusal bodies of a ``response_format``, by dialect: (status, body).
+DIALECTS: dict[str, tuple[int, Any]] = {
+    # vLLM with its xgrammar backend: a schema feature xgrammar lacks (HTTP 400, no param).
+    "vllm-xgrammar": (
+        400,
+        _error_body(
+            "The provided JSON schema contains features not supported by xgrammar.",
+            "BadRequestError",
+            400,
+        ),
+    ),
+    # vLLM with the guidance backend (llguidance's own validation), older error shape.
+    "vllm-guidance": (
+        400,
+        {
+            "object": "error",
+            "message": 'Grammar error: Unimplemented keys: ["minimum", "maximum"]',
+            "type": "BadRequestError",
+            "param": None,
+            "code": 400,
+        },
+    ),
+    # llama.cpp's server: its JSON-schema-to-grammar converter gives up.
+    "llama.cpp": (
+        400,
+        {
+            "error": {
+                "code": 400,
+                "message": 'JSON schema conversion failed:\nUnrecognized schema: {"minimum":1}',
+                "type": "invalid_request_error",
+            }
+        },
+    ),
+    # A server validating the request body (FastAPI/pydantic): 422 naming a keyword only.
+    "validator-422": (
+        422,
+        {
+            "detail": [
+                {
+                    "type": "extra_forbidden",
+                    "loc": ["body", "minimum"],
+                    "msg": "Extra inputs are not permitted",
+                    "input": 1,
+                }
+            ]
+        },
+    ),
+    # OpenAI refusing one keyword of a strict schema (refuse only schemas that hold it).
+    "openai-keyword": (
+        400,
+        _error_body(
+            "Invalid schema for response_format 'final_values': In context=('properties', "
+            "'score'), 'minimum' is not permitted.",
+            "invalid_request_error",
+            None,
+            "response_format",
+        ),
+    ),
+    # Azure OpenAI: a deployment whose API version predates structured outputs.
+    "azure": (
+        400,
+        {
+            "error": {
+                "code": "BadRequest",
+                "message": "Structured output is enabled only for api versions "
+                "2024-08-01-preview and later",
+                "param": None,
+                "type": None,
+            }
+        },
+    ),
+}
+
+
+def dialect(name: str, *, schemas: tuple[str, ...] = ()) -> Rules:
+    """Rules refusing a ``response_format`` as server ``name`` of :data:`DIALECTS` does.
+
+    Anything else goes on to OpenAI's rules (:func:`api_refusal`), which hold for any model.
+    """
+    status, body = DIALECTS[name]
+
+    def rules(request: RecordedRequest) -> Reply | None:
+        fmt = request.body.get("response_format") if isinstance(request.body, dict) else None
+        if isinstance(fmt, dict) and (not schemas or any(k in json.dumps(fmt) for k in schemas)):
+            return Reply(status=status, body=body)
+        return api_refusal(request)
+
+    return rules
+
+
+#: OpenAI models and the completion tokens they generate at most (``max_tokens`` above is
+#: refused in the API's words, the user's setting out of range).
+OUTPUT_CAPS: tuple[tuple[str, int], ...] = (
+    (r"gpt-4-turbo.*|gpt-4-(1106|0125)-preview|gpt-4o-2024-05-13|gpt-3\.5-turbo.*", 4096),
+    (r"gpt-4o|gpt-4o-mini|gpt-4o-2024-(08-06|11-20)|chatgpt-4o-latest", 16384),
+)
+
+
+def _over_output_cap(body: dict[str, Any], name: str) -> Reply | None:
+    """OpenAI's 400 for a ``max_tokens`` beyond the model's output cap (None: within it)."""
+    asked = body.get("max_tokens")
+    for pattern, cap in OUTPUT_CAPS:
+        if isinstance(asked, int) and asked > cap and re.fullmatch(pattern, name):
+            return _api_error(
+                f"max_tokens is too large: {asked}. This model supports at most {cap} completion "
+                f"tokens, whereas you provided {asked}.",
+                "max_tokens",
+            )
+    return None
 
 
 # --- judge behaviours for the reading policy (issue 46) -----------------------------------

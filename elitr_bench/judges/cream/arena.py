@@ -21,6 +21,7 @@ from typing import Any
 
 from elitr_bench.data.errors import ElitrBenchError
 from elitr_bench.data.folder import write_atomic
+from elitr_bench.data.run_files import read_json_lines
 from elitr_bench.judges.asking import request_for
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.cream.compare import CALLS_PER_COMPARISON, CreamJudge, Entrant
@@ -76,6 +77,10 @@ class ArenaState:
     comparisons: dict[tuple[str, str, str], Comparison] = field(default_factory=dict)
 
 
+#: The fix for an arena folder that cannot be read.
+_NEW_FOLDER = "use another --out folder"
+
+
 def load_state(out: Path) -> ArenaState:
     """Read an arena folder (an empty state when it holds no arena yet)."""
     state = ArenaState()
@@ -92,10 +97,8 @@ def load_state(out: Path) -> ArenaState:
         sources = {str(k): v for k, v in meta.get("systems", {}).items()}
         minutes_path = out / MINUTES_FILE
         if minutes_path.exists():
-            for line in minutes_path.read_text("utf-8").splitlines():
-                if line.strip():
-                    row = json.loads(line)
-                    texts.setdefault(row["system"], {})[row["meeting_id"]] = row["text"]
+            for _, row in read_json_lines(minutes_path, _NEW_FOLDER, ArenaError):
+                texts.setdefault(row["system"], {})[row["meeting_id"]] = row["text"]
         for name, info in sources.items():
             minutes = texts.get(name, {})
             missing = [m for m in state.meetings if m not in minutes]
@@ -115,18 +118,18 @@ def load_state(out: Path) -> ArenaState:
             )
         comp_path = out / COMPARISONS_FILE
         if comp_path.exists():
-            for line in comp_path.read_text("utf-8").splitlines():
-                if not line.strip():
-                    continue
+            # a line cut by a killed run is passed over: that comparison is simply redone
+            for _, row in read_json_lines(comp_path, _NEW_FOLDER, ArenaError, skip_invalid=True):
                 try:
-                    comp = Comparison.from_dict(json.loads(line))
+                    comp = Comparison.from_dict(row)
                 except (ValueError, KeyError, TypeError):
-                    continue  # a line cut by a killed run: that comparison is simply redone
+                    continue
                 state.comparisons[comp.key] = comp
+    except ArenaError:
+        raise
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ArenaError(
-            f"{meta_path}: not a readable arena ({type(exc).__name__}: {exc}); "
-            "use another --out folder"
+            f"{meta_path}: not a readable arena ({type(exc).__name__}: {exc}); {_NEW_FOLDER}"
         ) from None
     return state
 
@@ -254,7 +257,7 @@ def pending(state: ArenaState) -> list[tuple[str, str, str]]:
 
 
 @dataclass(frozen=True)
-class Plan:
+class ArenaPlan:
     """What an arena run will ask before it asks.
 
     Attributes:
@@ -278,7 +281,7 @@ class Plan:
     restated_max: int = 0
 
 
-def plan(state: ArenaState, todo: Sequence[tuple[str, str, str]], config: JudgeConfig) -> Plan:
+def plan(state: ArenaState, todo: Sequence[tuple[str, str, str]], config: JudgeConfig) -> ArenaPlan:
     """Count calls and estimate their cost (cache hits are not subtracted)."""
     from elitr_bench.llm.pricing import estimate_cost, price_for
 
@@ -298,7 +301,7 @@ def plan(state: ArenaState, todo: Sequence[tuple[str, str, str]], config: JudgeC
     completion = calls * config.max_tokens
     prices = price_for(config.model, config.price_in, config.price_out)
     cost = estimate_cost(prompt_tokens, completion, prices) if prices else None
-    return Plan(
+    return ArenaPlan(
         comparisons=len(todo),
         done=len(state.comparisons),
         calls=calls,

@@ -6,6 +6,7 @@ file), ``prompts`` (Figs. 3-5 verbatim, plus our debate, layout and self-trainin
 (one step, alone or as MADP), ``fit`` (transcripts longer than the judge's context),
 ``method`` (the ``mesa`` minutes method, registered on import), ``selftrain`` (feedback and
 guidance, Sec. 2.5), ``guidance`` (the guidance file), ``plan`` (calls, tokens and cost
-before spending), ``commands`` (``elitr-bench mesa``). The package import stays light: the
-judge spec parser reads ``options`` without loading the method.
+before spending). The ``elitr-bench mesa`` and ``mesa-train`` commands live above, in
+:mod:`elitr_bench.cli.mesa`. The package import stays light: the judge spec parser reads
+``options`` without loading the method.
 """

@@ -33,6 +33,7 @@ from elitr_bench.judges.rubrics import RUBRICS, Rubric
 from elitr_bench.judges.usage import usage_with_cost
 from elitr_bench.llm.aio import run_coroutine
 from elitr_bench.llm.base import CompletionBackend
+from elitr_bench.llm.batch import BatchPending
 from elitr_bench.llm.cache import JudgeCache
 from elitr_bench.llm.client import JudgeClient, gather_settled
 from elitr_bench.llm.context_window import (
@@ -603,6 +604,8 @@ class _Breaker:
 
     def failed(self, exc: BaseException, reason: str) -> None:
         if isinstance(exc, (ReplayMatchError, ContextWindowError)):  # the item's, not the judge's
+            return
+        if isinstance(exc, BatchPending):  # waits for a batch: nothing failed
             return
         self.consecutive += 1
         self.first = self.first or reason

@@ -50,11 +50,7 @@ METHODS: Registry[MethodFactory] = cast("Registry[MethodFactory]", _FACTORIES)
 _MODULES: dict[str, tuple[str, ...]] = {
     "gpt-art": ("elitr_bench.judges.minutes.gpt",),
     "gpt-afgr": ("elitr_bench.judges.minutes.gpt",),
-    "mesa": (
-        "elitr_bench.judges.mesa",
-        "elitr_bench.judges.mesa.method",
-        "elitr_bench.judges.minutes.mesa",
-    ),
+    "mesa": ("elitr_bench.judges.mesa", "elitr_bench.judges.mesa.method"),
 }
 
 MINUTES_RUBRICS: tuple[str, ...] = ("gpt-art", "gpt-afgr")
