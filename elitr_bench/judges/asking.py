@@ -32,6 +32,7 @@ from elitr_bench.judges.reading import (
     read_restatement,
 )
 from elitr_bench.llm.base import CompletionBackend, CompletionRequest, ResponseFormat
+from elitr_bench.llm.batch import BatchPending
 from elitr_bench.llm.cache import JudgeCache, open_cache
 from elitr_bench.llm.client import JudgeClient
 from elitr_bench.llm.constrained import available as structured_available
@@ -306,6 +307,8 @@ async def ask(
                 why = f"{reading.reason}; the restatement was not sent ({exc})"
                 kept = Reading(reading.values, dict.fromkeys(reading.reasons, why))
                 return Asked(explained(kept, len(turns)), tuple(turns), at)
+            except BatchPending:  # queued for a batch: the item is asked again in a later pass
+                raise
             except JudgeRequestError as exc:  # the reply was received and cached: keep it
                 kept = explained(not_answered(reading, str(exc)), len(turns))
                 return Asked(kept, tuple(turns), at)
