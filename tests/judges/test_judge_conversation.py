@@ -19,7 +19,7 @@ import pytest
 from elitr_bench.judges import parse_judge_spec
 from elitr_bench.judges.asking import with_restatement
 from elitr_bench.judges.mesa.prompts import challenge_prompt
-from elitr_bench.judges.qa.engine import JudgeItem, judge_items
+from elitr_bench.judges.qa.engine import JudgeItem, Judgement, judge_items
 from elitr_bench.llm.base import CompletionRequest, RequestRefused
 from elitr_bench.llm.cache import Completion, open_cache
 from elitr_bench.llm.client import JudgeClient
@@ -211,9 +211,8 @@ def test_a_known_model_is_never_sent_the_schema(capsys: pytest.CaptureFixture[st
     assert capsys.readouterr().err.count("takes no response_format json_schema") == 1
 
 
-def test_a_refused_request_without_an_optional_extra_fails_the_item() -> None:
-    """Nothing to leave out: the refusal is the item's error, in the server's words."""
-    backend = _Recording("judge-x", refuse="HTTP 400: Unsupported parameter: 'seed'")
+def _judge_one(backend: _Recording) -> Judgement:
+    """One QA item judged through ``backend`` (failures recorded, not raised)."""
     spec = parse_judge_spec("openai:judge-x,cache=memory,progress=false")
     from elitr_bench.judges.qa.engine import LLMJudge
 
@@ -222,6 +221,13 @@ def test_a_refused_request_without_an_optional_extra_fails_the_item() -> None:
         [JudgeItem("Q?", "A.", "A.")], spec, judge=LLMJudge(spec, client), on_error="record"
     )
     (judgement,) = run.judgements
+    return judgement
+
+
+def test_a_refused_request_without_an_optional_extra_fails_the_item() -> None:
+    """Nothing to leave out: the refusal is the item's error, in the server's words."""
+    backend = _Recording("judge-x", refuse="HTTP 400: Unsupported parameter: 'seed'")
+    judgement = _judge_one(backend)
     assert judgement.status == "error" and "Unsupported parameter" in judgement.reason
     # typed: the server refused this request (it answers), not "the judge is gone"
     request = CompletionRequest("Q?", 0.0, 1.0, 8, None)
@@ -242,14 +248,7 @@ class _RefusesRestatements(_Recording):
 def test_a_refused_restatement_keeps_the_reply_unscored_with_the_reason() -> None:
     """Issue 46: the first reply was received and cached, so the item is never an error."""
     backend = _RefusesRestatements("judge-x", refuse="HTTP 400: Unsupported parameter: 'seed'")
-    spec = parse_judge_spec("openai:judge-x,cache=memory,progress=false")
-    from elitr_bench.judges.qa.engine import LLMJudge
-
-    client = JudgeClient(backend, open_cache("memory"))
-    run = judge_items(
-        [JudgeItem("Q?", "A.", "A.")], spec, judge=LLMJudge(spec, client), on_error="record"
-    )
-    (judgement,) = run.judgements
+    judgement = _judge_one(backend)
     assert judgement.status == "unscored" and judgement.score is None
     assert "restatement not answered: " in judgement.reason
     assert "Unsupported parameter" in judgement.reason
