@@ -10,10 +10,10 @@ value or reason. ``--jsonl FILE`` reads one JSON object per line::
 (``key_facts`` and ``units`` for ``cream-alignment``; ``evaluated``, optional, is the text
 the judge evaluated, whose lines quoted in the reply never supply a value; ``"turn":
 "restatement"`` reads the reply as the judge's answer to the restatement message, and
-``"first_reply"`` gives the first reply it answers, whose stated values the restatement must
-agree with) and prints one result per line, in order. A reply that a run would ask to
-restate its values carries ``"restate": "<why>"`` (and, for one FILE, a ``restate: <why>``
-line on standard error).
+``"first_reply"`` gives the first reply it answers, whose one stated value per field the
+restatement must confirm; a field it stated two values for stays unscored) and prints one
+result per line, in order. A reply that a run would ask to restate its values carries
+``"restate": "<why>"`` (and, for one FILE, a ``restate: <why>`` line on standard error).
 """
 
 from __future__ import annotations
@@ -225,6 +225,6 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--first-reply",
         metavar="FILE",
-        help="with --restatement: the first reply it answers (the values must agree)",
+        help="with --restatement: the first reply it answers (its values must be confirmed)",
     )
     parser.set_defaults(handler=_handler)

@@ -152,15 +152,19 @@ def test_restatement_is_read_strictly_and_must_agree() -> None:
         "",
     ):
         assert read_restatement(grammar, none, bad).value("score") is None, bad
-    vetoed = read_reply(grammar, "I would rate it a 7. \\boxed{8}")
-    assert vetoed.strict == {"score": 8} and vetoed.restate
-    assert read_restatement(grammar, vetoed, '{"score": 8}').value("score") == 8
-    assert read_restatement(grammar, vetoed, '{"score": 7}').value("score") == 7  # the veto's
-    disagree = read_restatement(grammar, vetoed, '{"score": 5}')
+    # Two values (issue 46): no restatement is asked, and none could choose between them.
+    two = read_reply(grammar, "I would rate it a 7. \\boxed{8}")
+    assert two.strict == {"score": 8} and not two.restate
+    assert two.reason == "the judge gave 8 and 7 for score"
+    for restated in ('{"score": 8}', '{"score": 7}'):
+        assert read_restatement(grammar, two, restated).value("score") is None
+    # One value outside the asked format: the restatement must confirm it.
+    prose = read_reply(grammar, "I would rate it a 7.")
+    assert prose.restate
+    assert read_restatement(grammar, prose, '{"score": 7}').value("score") == 7
+    disagree = read_restatement(grammar, prose, '{"score": 5}')
     assert disagree.value("score") is None
-    assert (
-        disagree.reason == "restatement disagrees with the reply (8 or 7 in the reply, 5 restated)"
-    )
+    assert disagree.reason == "restatement disagrees with the reply (7 in the reply, 5 restated)"
 
 
 def test_prometheus_scores_are_doubled_to_ten_point_scale() -> None:

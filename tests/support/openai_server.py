@@ -677,3 +677,41 @@ def _over_output_cap(body: dict[str, Any], name: str) -> Reply | None:
                 "max_tokens",
             )
     return None
+
+
+# --- judge behaviours for the reading policy (issue 46) -----------------------------------
+# Kept apart from the server itself: scripted judges that test what a restatement may do.
+RESTATE_MESSAGE = "Restate your final"
+"""How the restatement turn's fixed message begins (judges/reading: ``Restatement``)."""
+
+
+def is_restatement(request: RecordedRequest) -> bool:
+    """Whether ``request`` is a restatement turn: prompt, the judge's reply, the message."""
+    messages = request.body.get("messages") if isinstance(request.body, dict) else None
+    return (
+        isinstance(messages, list)
+        and len(messages) >= 3
+        and str(messages[-1].get("content", "")).startswith(RESTATE_MESSAGE)
+    )
+
+
+def restates_the_prose(first: Handler, prose_value: Callable[[RecordedRequest], str]) -> Handler:
+    """A judge that, asked to restate, gives the value of its prose, not of its box.
+
+    ``first`` answers every other request; ``prose_value`` gives the restated JSON of a
+    restatement turn (it sees the whole chat, the judge's own reply included).
+    """
+
+    def handler(request: RecordedRequest) -> Reply | str:
+        return prose_value(request) if is_restatement(request) else first(request)
+
+    return handler
+
+
+def fails_every_restatement(first: Handler) -> Handler:
+    """A server that answers first prompts with ``first`` and fails every restatement (500)."""
+
+    def handler(request: RecordedRequest) -> Reply | str:
+        return server_error() if is_restatement(request) else first(request)
+
+    return handler

@@ -302,7 +302,7 @@ class LLMJudge:
                 restatement=asked.restatement,
             )
         reason = asked.reading.reason
-        raw = asked.reply if asked.restated else asked.last
+        raw = asked.kept  # the reply restated, else the last attempt
         return SampleJudgement(
             None, None, raw, asked.attempts, reason, asked.restated, asked.restatement
         )
