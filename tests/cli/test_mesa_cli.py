@@ -13,6 +13,7 @@ import pytest
 
 from elitr_bench.cli import main
 from tests.judges.test_mesa_script import PAPER_RATINGS, make_script
+from tests.support.minutes_judge import loopback_judge
 from tests.support.openai_server import LoopbackOpenAI
 
 CODES = ("OM", "REP", "INC", "COR", "HAL", "LAN", "STR", "IRR")
@@ -20,8 +21,7 @@ CODES = ("OM", "REP", "INC", "COR", "HAL", "LAN", "STR", "IRR")
 
 def _judge(server: LoopbackOpenAI, extra: str = "", debate: str = ",debate=none") -> str:
     """The loopback judge; Single-n (``debate=none``) unless told, as the script answers."""
-    server.model = "loop-m"  # listed by GET /v1/models: the preflight sends no completion
-    return f"openai:loop-m,base_url={server.base_url},progress=false{debate}{extra}"
+    return loopback_judge(server, debate + extra)
 
 
 def test_mesa_command_end_to_end(

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_lm_eval
+from tests.support.lm_eval_runs import read_results, replay_args
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest
 from tests.support.plugin_env import install_example, run_in_site, run_own_tests, site_env
 
@@ -95,18 +96,10 @@ def test_it_judges_elitr_qa_dev_through_lm_eval(
     loopback.handler = _strict
     spec = _spec(loopback)
     out = tmp_path / "run"
-    proc = run_lm_eval(
-        [
-            "--model", "elitr-replay", "--model_args", "system=gpt-4",
-            "--tasks", "elitr_qa_dev", "--limit", "2",
-            "--metadata", json.dumps({"judge": spec}),
-            "--output_path", str(out),
-        ],
-        env=site_env(site),
-    )  # fmt: skip
+    args = replay_args("gpt-4", "elitr_qa_dev", limit=2, out=out, judge=spec, log_samples=False)
+    proc = run_lm_eval(args, env=site_env(site))
     assert proc.returncode == 0, proc.stderr[-3000:]
-    [results_file] = out.rglob("results_*.json")
-    results = json.loads(results_file.read_text())["results"]["elitr_qa_dev"]
+    results = read_results(out, "elitr_qa_dev")
     scores = {k: v for k, v in results.items() if k.startswith("judge_score,")}
     assert list(scores.values()) == [7.5], results  # [RESULT] 3 on 1-4 -> 7.5 of 10
     assert results[next(k for k in results if k.startswith("judge_unscored,"))] == 0.0
