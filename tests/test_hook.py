@@ -147,14 +147,9 @@ def test_pth_line_imports_nothing_until_lm_eval_is_imported(tmp_path: Path) -> N
 
 
 def test_interpreter_start_loads_nothing_of_ours(tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-c", "import sys; print(sorted(m for m in sys.modules if 'elitr' in m))"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        check=True,
-        timeout=60,
-    )
+    probe = "import sys; print(sorted(m for m in sys.modules if 'elitr' in m))"
+    proc = run_command([sys.executable, "-c", probe], cwd=tmp_path, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "[]"
 
 

@@ -24,12 +24,17 @@ def _judge(server: LoopbackOpenAI, extra: str = "", debate: str = ",debate=none"
     return loopback_judge(server, debate + extra)
 
 
+def _scripted_mesa(server: LoopbackOpenAI, systems: str) -> list[str]:
+    """``mesa`` on one meeting of ``systems``, judged by the scripted Single-n judge."""
+    server.handler = make_script()
+    return ["mesa", "--systems", systems, "--meetings", "1", "--judge", _judge(server)]
+
+
 def test_mesa_command_end_to_end(
     loopback: LoopbackOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    loopback.handler = make_script()
     out = tmp_path / "mesa"
-    args = ["mesa", "--systems", "gpt4,ntr", "--meetings", "1", "--judge", _judge(loopback)]
+    args = _scripted_mesa(loopback, "gpt4,ntr")
     assert main([*args, "--out", str(out)]) == 0
     captured = capsys.readouterr()
     assert (
@@ -203,9 +208,8 @@ def test_a_mesa_folder_has_one_writer(
     """Issue 25, point 1: a second run into a folder in use refuses in one line, sends nothing."""
     from elitr_bench.data.folder import FolderLock
 
-    loopback.handler = make_script()
     out = tmp_path / "mesa"
-    args = ["mesa", "--systems", "gpt4", "--meetings", "1", "--judge", _judge(loopback)]
+    args = _scripted_mesa(loopback, "gpt4")
     with FolderLock(out, "elitr-bench mesa --out first"):
         assert main([*args, "--out", str(out)]) == 2
         err = capsys.readouterr().err.strip().splitlines()[-1]

@@ -83,18 +83,19 @@ def test_installed_its_tests_pass_and_specs_list_it(installed: tuple[Path, Path]
     assert json.loads(read.stdout)["values"] == {"score": 4}
 
 
-def _spec(loopback: LoopbackOpenAI) -> str:
-    """The plugin rubric judged by the loopback server."""
-    return f"openai:gpt-4o,rubric=strict4-rubric,base_url={loopback.base_url},progress=false"
+@pytest.fixture
+def strict_judge(installed: tuple[Path, Path], loopback: LoopbackOpenAI) -> tuple[Path, str]:
+    """(site folder, judge spec): the plugin rubric, judged by the loopback server."""
+    loopback.handler = _strict
+    spec = f"openai:gpt-4o,rubric=strict4-rubric,base_url={loopback.base_url},progress=false"
+    return installed[0], spec
 
 
 @pytest.mark.slow
 def test_it_judges_elitr_qa_dev_through_lm_eval(
-    installed: tuple[Path, Path], loopback: LoopbackOpenAI, tmp_path: Path
+    strict_judge: tuple[Path, str], loopback: LoopbackOpenAI, tmp_path: Path
 ) -> None:
-    site, _ = installed
-    loopback.handler = _strict
-    spec = _spec(loopback)
+    site, spec = strict_judge
     out = tmp_path / "run"
     args = replay_args("gpt-4", "elitr_qa_dev", limit=2, out=out, judge=spec, log_samples=False)
     proc = run_lm_eval(args, env=site_env(site))
@@ -108,12 +109,10 @@ def test_it_judges_elitr_qa_dev_through_lm_eval(
 
 @pytest.mark.slow
 def test_judge_check_takes_the_plugin_rubric(
-    installed: tuple[Path, Path], loopback: LoopbackOpenAI, tmp_path: Path
+    strict_judge: tuple[Path, str], tmp_path: Path
 ) -> None:
-    site, _ = installed
-    loopback.handler = _strict
+    site, spec = strict_judge
     report = tmp_path / "check.json"
-    spec = _spec(loopback)
     proc = _cli(site, "judge-check", "--judge", spec, "--output", str(report))
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = json.loads(report.read_text())

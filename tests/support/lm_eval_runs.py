@@ -18,7 +18,7 @@ def lm_eval_args(
     model_args: str,
     tasks: str | Iterable[str],
     *,
-    limit: int,
+    limit: int | None,
     out: Path,
     metadata: Mapping[str, Any] | None = None,
     log_samples: bool = True,
@@ -31,9 +31,10 @@ def lm_eval_args(
         "--model", model,
         "--model_args", model_args,
         "--tasks", tasks if isinstance(tasks, str) else ",".join(tasks),
-        "--limit", str(limit),
         "--output_path", str(out),
     ]  # fmt: skip
+    if limit is not None:  # None: the documents come from ``--samples`` in ``extra``
+        args += ["--limit", str(limit)]
     if max_gen_toks is not None:
         args += ["--gen_kwargs", f"max_gen_toks={max_gen_toks}"]
     if chat:
@@ -69,6 +70,7 @@ def read_samples(out: Path, tasks: str | Iterable[str] = ("",)) -> list[dict[str
     for task in [tasks] if isinstance(tasks, str) else tasks:
         pattern = f"samples_{task}_*.jsonl" if task else "samples_*.jsonl"
         for path in sorted(out.rglob(pattern)):
-            lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+            # JSONL lines end at "\n" only: str.splitlines would also cut at U+2028 in a text
+            lines = [json.loads(line) for line in path.read_text().split("\n") if line.strip()]
             rows += sorted(lines, key=lambda s: s["doc_id"])
     return rows
