@@ -57,3 +57,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     cpu, wall = tree_cpu(os.getpid()) - cpu, time.monotonic() - wall
     with open(os.environ.get("ELITR_TEST_COSTS", "test-costs.tsv"), "a") as handle:
         handle.write(f"{item.nodeid}\t{wall:.2f}\t{cpu:.2f}\n")
+
+
+if __name__ == "__main__":  # `make bench` runs every script here: say how this one is used
+    print(__doc__)
