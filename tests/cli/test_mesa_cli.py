@@ -13,6 +13,7 @@ import pytest
 
 from elitr_bench.cli import main
 from tests.judges.test_mesa_script import PAPER_RATINGS, make_script
+from tests.support.minutes_judge import loopback_judge
 from tests.support.openai_server import LoopbackOpenAI
 
 CODES = ("OM", "REP", "INC", "COR", "HAL", "LAN", "STR", "IRR")
@@ -20,16 +21,20 @@ CODES = ("OM", "REP", "INC", "COR", "HAL", "LAN", "STR", "IRR")
 
 def _judge(server: LoopbackOpenAI, extra: str = "", debate: str = ",debate=none") -> str:
     """The loopback judge; Single-n (``debate=none``) unless told, as the script answers."""
-    server.model = "loop-m"  # listed by GET /v1/models: the preflight sends no completion
-    return f"openai:loop-m,base_url={server.base_url},progress=false{debate}{extra}"
+    return loopback_judge(server, debate + extra)
+
+
+def _scripted_mesa(server: LoopbackOpenAI, systems: str) -> list[str]:
+    """``mesa`` on one meeting of ``systems``, judged by the scripted Single-n judge."""
+    server.handler = make_script()
+    return ["mesa", "--systems", systems, "--meetings", "1", "--judge", _judge(server)]
 
 
 def test_mesa_command_end_to_end(
     loopback: LoopbackOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    loopback.handler = make_script()
     out = tmp_path / "mesa"
-    args = ["mesa", "--systems", "gpt4,ntr", "--meetings", "1", "--judge", _judge(loopback)]
+    args = _scripted_mesa(loopback, "gpt4,ntr")
     assert main([*args, "--out", str(out)]) == 0
     captured = capsys.readouterr()
     assert (
@@ -203,9 +208,8 @@ def test_a_mesa_folder_has_one_writer(
     """Issue 25, point 1: a second run into a folder in use refuses in one line, sends nothing."""
     from elitr_bench.data.folder import FolderLock
 
-    loopback.handler = make_script()
     out = tmp_path / "mesa"
-    args = ["mesa", "--systems", "gpt4", "--meetings", "1", "--judge", _judge(loopback)]
+    args = _scripted_mesa(loopback, "gpt4")
     with FolderLock(out, "elitr-bench mesa --out first"):
         assert main([*args, "--out", str(out)]) == 2
         err = capsys.readouterr().err.strip().splitlines()[-1]

@@ -59,6 +59,11 @@ def write_run(
     return folder
 
 
+def two_runs(root: Path) -> list[Path]:
+    """Runs ``m-full`` and ``m-half`` under ``root``: the two systems most arena tests compare."""
+    return [write_run(root, n, n.split("-")[1]) for n in ("m-full", "m-half")]
+
+
 def _facts_of(extraction_reply: str) -> list[str]:
     return [re.sub(r"^\d+\.\s*", "", ln) for ln in extraction_reply.splitlines()[1:] if ln]
 
@@ -327,7 +332,7 @@ def test_failed_judge_calls_resume_without_paying_twice(
         return script(request)
 
     loopback.handler = flaky  # type: ignore[assignment]
-    runs = [str(write_run(tmp_path, n, n.split("-")[1])) for n in ("m-full", "m-half")]
+    runs = [str(run) for run in two_runs(tmp_path)]
     out = tmp_path / "arena"
     assert arena(loopback, out, *runs, judge_opts=",retries=0") == 1
     err = capsys.readouterr().err.strip().splitlines()
@@ -391,7 +396,7 @@ def test_garbage_key_fact_reply_is_restated_then_unscored(
         return script(request)
 
     loopback.handler = handler
-    runs = [str(write_run(tmp_path, n, n.split("-")[1])) for n in ("m-full", "m-half")]
+    runs = [str(run) for run in two_runs(tmp_path)]
     out = tmp_path / "arena"
     # The other meeting is scored: ratings over its matches, exit 0.
     assert arena(loopback, out, *runs) == 0
@@ -429,7 +434,7 @@ def test_all_failed_arena_exits_nonzero_and_writes_no_ratings(
 ) -> None:
     script = cream_script()
     loopback.handler = lambda r: "I cannot do that." if _is_extraction(r) else script(r)
-    runs = [str(write_run(tmp_path, n, n.split("-")[1])) for n in ("m-full", "m-half")]
+    runs = [str(run) for run in two_runs(tmp_path)]
     out = tmp_path / "arena"
     out.mkdir()
     (out / "ratings.csv").write_text("system,meeting_id,metric,value\nx,,cream_elo_x,1000\n")

@@ -31,6 +31,7 @@ from tests.judges.conftest import chat_qa_args, response_in
 from tests.judges.test_mesa_loopback import ITEM, run
 from tests.judges.test_mesa_script import classify, make_script
 from tests.judges.test_restatement_e2e import restating
+from tests.support.judge_filter import after_run_errors
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest, Reply, api_refusal
 
 # --- the proof: the paper's judge through the real lm_eval ---------------------------------
@@ -310,18 +311,6 @@ def test_challengers_read_the_drafts_reasoning_with_its_restated_values(
 
 
 # --- the exit line of a failed run never suggests what fails the same way -------------------
-def _filter_lines(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    from elitr_bench.judges import filtering
-
-    lines: list[str] = []
-    monkeypatch.setattr(filtering, "_FAILURES", {})
-    monkeypatch.setattr(
-        filtering, "exit_with_error_after_run", lambda m, source="": lines.append(m)
-    )
-    monkeypatch.setattr("sys.argv", ["lm_eval", "--log_samples", "--output_path", "out"])
-    return lines
-
-
 _DOCS = [
     {"question": f"Q{i}?", "answer": "r", "meeting_id": "m", "question_id": str(i)}
     for i in range(4)
@@ -333,7 +322,7 @@ def test_a_refused_schema_leaves_no_item_for_the_finish_line(
 ) -> None:
     from elitr_bench.judges.qa.lm_eval_filter import judge_responses
 
-    lines = _filter_lines(monkeypatch)
+    lines = after_run_errors(monkeypatch)
     loopback.handler = lambda r: '{"score": 5}' if restating(r) else "Half right: a 5 of 10."
     spec = f"openai:gpt-4-0613,base_url={loopback.base_url},retries=0,concurrency=1,cache=memory"
     out = judge_responses([[f"answer {i}"] for i in range(4)], _DOCS, parse_judge_spec(spec))
@@ -358,7 +347,7 @@ def test_a_request_the_server_refuses_is_not_suggested_again(
         "code": "invalid_value",
     }
     loopback.handler = lambda request: Reply(status=400, body={"error": error})
-    lines = _filter_lines(monkeypatch)
+    lines = after_run_errors(monkeypatch)
     spec = f"openai:gpt-4o,base_url={loopback.base_url},retries=0,concurrency=1,cache=memory"
     out = judge_responses([[f"answer {i}"] for i in range(4)], _DOCS, parse_judge_spec(spec))
     assert {json.loads(row[0])["judge"]["status"] for row in out} == {"error"}

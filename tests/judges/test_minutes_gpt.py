@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from elitr_bench.judges.config import parse_judge_spec
 from elitr_bench.judges.minutes import MinutesItem, assess_items, get_method
@@ -40,6 +39,7 @@ from elitr_bench.judges.summary.lm_eval_filter import (
 from elitr_bench.judges.summary.run import assess_items_run, plan
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest, Reply
 from tests.support.papers import paper_text
+from tests.support.reply_corpus import entry_id, reply_corpus
 
 
 def parse_criterion(text: str, criterion: str) -> tuple[float | None, str]:
@@ -142,16 +142,7 @@ def test_prompt_filled_by_plain_replacement() -> None:
 
 
 # --- parsing -----------------------------------------------------------------------------
-CORPUS = Path(__file__).parent / "data" / "minutes_judge_replies.yaml"
-
-
-def _corpus() -> list[dict[str, Any]]:
-    entries = yaml.safe_load(CORPUS.read_text("utf-8"))
-    assert isinstance(entries, list)
-    return entries
-
-
-@pytest.mark.parametrize("entry", _corpus(), ids=lambda entry: entry["id"])
+@pytest.mark.parametrize("entry", reply_corpus("minutes_judge_replies"), ids=entry_id)
 def test_reply_corpus(entry: dict[str, Any]) -> None:
     """Every reply shape gives the scores a careful reader takes, or none; never another.
 
@@ -170,7 +161,7 @@ def test_reply_corpus(entry: dict[str, Any]) -> None:
 
 
 def test_reply_corpus_covers_the_shapes() -> None:
-    entries = _corpus()
+    entries = reply_corpus("minutes_judge_replies")
     assert len(entries) >= 40
     assert len({e["id"] for e in entries}) == len(entries)
     for entry in entries:

@@ -1,11 +1,10 @@
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from elitr_bench.judges.reading import Reading, read_reply
 from elitr_bench.judges.rubrics import GPT4, PROMETHEUS, RUBRICS, Rubric
+from tests.support.reply_corpus import entry_id, reply_corpus
 
 
 def read(rubric: Rubric, text: str) -> Reading:
@@ -21,16 +20,7 @@ def parse_result_tag(text: str) -> Reading:
     return read(PROMETHEUS, text)
 
 
-CORPUS = Path(__file__).parent / "data" / "qa_judge_replies.yaml"
-
-
-def _corpus() -> list[dict[str, Any]]:
-    entries = yaml.safe_load(CORPUS.read_text("utf-8"))
-    assert isinstance(entries, list)
-    return entries
-
-
-@pytest.mark.parametrize("entry", _corpus(), ids=lambda entry: entry["id"])
+@pytest.mark.parametrize("entry", reply_corpus("qa_judge_replies"), ids=entry_id)
 def test_reply_corpus(entry: dict[str, Any]) -> None:
     """Each QA judge reply shape gives the score a careful reader takes, or none; never another.
 
@@ -48,7 +38,7 @@ def test_reply_corpus(entry: dict[str, Any]) -> None:
 
 
 def test_reply_corpus_covers_both_rubrics() -> None:
-    entries = _corpus()
+    entries = reply_corpus("qa_judge_replies")
     assert len({e["id"] for e in entries}) == len(entries) >= 20
     assert {e["rubric"] for e in entries} == set(RUBRICS)
     assert sum(e["expected"] is None for e in entries) >= 5
