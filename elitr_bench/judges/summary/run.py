@@ -28,6 +28,7 @@ from elitr_bench.judges.summary.base import (
     error_assessment,
 )
 from elitr_bench.judges.summary.registry import get_method
+from elitr_bench.llm.batch import BatchPending
 from elitr_bench.tokens import estimate_tokens
 
 if TYPE_CHECKING:
@@ -254,6 +255,8 @@ async def assess_items_run(
     async def one(item: MinutesItem) -> MinutesAssessment:
         try:
             result = await active.assess(item, judge_client)
+        except BatchPending as exc:  # waits for a batch (batch=on): nothing failed
+            result = error_assessment(item, active.name, active.metrics, str(exc))
         except Exception as exc:  # one item's failure must not discard the others
             reason = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
             log.warning(
@@ -277,18 +280,30 @@ async def assess_items_run(
         side = await active.finish_run()  # methods that open their own clients
         if own:
             await judge_client.aclose()
+    usage = with_side_usage(usage_of(config, judge_client), side)
+    return finished_run(assessments, config, active, usage, time.perf_counter() - start)
+
+
+def finished_run(
+    assessments: list[MinutesAssessment],
+    config: JudgeConfig,
+    method: MinutesMethod,
+    usage: dict[str, Any],
+    elapsed_s: float,
+) -> MinutesRun:
+    """The run of these assessments: identity, counts, the meetings flagged, summary."""
     run = MinutesRun(
         assessments=assessments,
-        identity=identity_of(config, active),
-        usage=with_side_usage(usage_of(config, judge_client), side),
-        elapsed_s=time.perf_counter() - start,
-        method=active.name,
-        metrics=tuple(active.metrics),
+        identity=identity_of(config, method),
+        usage=usage,
+        elapsed_s=elapsed_s,
+        method=method.name,
+        metrics=tuple(method.metrics),
         errors=sum(a.status == "error" for a in assessments),
-        flagged={a.meeting_id: note for a in assessments if (note := active.flag(a))},
-        flag_key=active.flag_key,
+        flagged={a.meeting_id: note for a in assessments if (note := method.flag(a))},
+        flag_key=method.flag_key,
     )
-    run.summary = summarize(assessments, active.metrics)
+    run.summary = summarize(assessments, method.metrics)
     return run
 
 

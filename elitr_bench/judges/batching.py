@@ -1,0 +1,220 @@
+"""Judging through batches (``batch=on``, ``--batch-write``, ``--batch-read``), any family.
+
+The ordinary judge path runs in passes. In each pass every waiting item is judged; a
+request that misses the cache is queued (the item waits, :mod:`elitr_bench.llm.batch`)
+instead of sent. The queued requests then go out as one batch (or into a batch input
+file), their replies are stored in the cache, and the next pass reads them as cache
+hits and queues the requests they lead to (restatements, a judge prompt built on a
+classifier's answers). The passes end when nothing is queued, so a batch judges exactly
+as one-by-one calls do: same requests, same cache keys, same readings, same scores.
+
+This is the one pass loop (:func:`judge_in_passes`); a family supplies what it judges
+(:class:`Passes`: its groups of items, how it judges some of them through clients it
+attached to the :class:`BatchSession`, and how it tells an item that waits).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Generic, Literal, TypeVar
+
+from elitr_bench.llm.aio import run_coroutine
+from elitr_bench.llm.batch import (
+    DEFAULT_LIMITS,
+    WAITING,
+    BatchJobs,
+    BatchLimits,
+    BatchLine,
+    BatchQueue,
+    BatchSender,
+    Submitted,
+    ledger_for,
+    poll_interval,
+    read_batch_file,
+    write_batch_file,
+)
+from elitr_bench.llm.cache import open_cache
+from elitr_bench.llm.errors import JudgeConfigError, JudgeRequestError
+
+if TYPE_CHECKING:
+    from elitr_bench.judges.config import JudgeConfig
+    from elitr_bench.llm.base import CompletionBackend
+    from elitr_bench.llm.client import JudgeClient
+
+#: Passes at most: the prompts, re-asks and restatements of a sample need a few (a
+#: minutes judge's filler classification one more); a pass that left requests waiting
+#: without a batch answering any of them would repeat forever.
+MAX_PASSES = 12
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    """How a run's batches go.
+
+    Attributes:
+        mode: ``api`` (the endpoint's Batch API) or ``file`` (offline batch files).
+        write: ``--batch-write``: where the next input file goes (file mode).
+        read: ``--batch-read``: an answered output file to read first (file mode).
+        wait: Poll until the batches are answered (False: ``--no-wait``).
+        limits: Requests and bytes per batch.
+    """
+
+    mode: Literal["api", "file"] = "api"
+    write: Path | None = None
+    read: Path | None = None
+    wait: bool = True
+    limits: BatchLimits = DEFAULT_LIMITS
+
+
+@dataclass
+class BatchOutcome(Generic[R]):
+    """What the batched judging came to.
+
+    Attributes:
+        runs: One run per group (the family's), when every item got its verdict.
+        written: Input files written for the next offline round (runs is then empty).
+        submitted: Batches submitted and left to run (``--no-wait``; runs is empty).
+        answered: Lines the batches of this run answered.
+        failed: Lines they failed (sent one by one afterwards).
+    """
+
+    runs: list[R] = field(default_factory=list)
+    written: list[Path] = field(default_factory=list)
+    submitted: list[str] = field(default_factory=list)
+    answered: int = 0
+    failed: int = 0
+
+    @property
+    def parked(self) -> bool:
+        """Whether the judging waits for batches (submitted, or written to a file)."""
+        return bool(self.written or self.submitted)
+
+    def with_runs(self, runs: list[T]) -> BatchOutcome[T]:
+        """The same outcome with the family's runs."""
+        return BatchOutcome(runs, self.written, self.submitted, self.answered, self.failed)
+
+
+def waiting_reason(reason: str) -> bool:
+    """Whether an item's failure reason says it waits for a batch (nothing failed)."""
+    return reason.startswith(WAITING)
+
+
+@dataclass(frozen=True)
+class Passes(Generic[T]):
+    """What a family judges in passes.
+
+    Attributes:
+        sizes: Items per group (a task's items; each group keeps its own usage).
+        judge: ``(group, positions) -> verdicts`` of those items, in order, through the
+            clients the family attached to the session (a request that misses the cache
+            waits: its item's verdict says so).
+        waiting: Whether a verdict is one of an item that waits for a batch.
+    """
+
+    sizes: Sequence[int]
+    judge: Callable[[int, list[int]], list[T]]
+    waiting: Callable[[T], bool]
+
+
+class BatchSession:
+    """The queue, ledger and cache the clients of one batched run share.
+
+    A context manager: the family opens it, attaches each client it makes (with the
+    session's :attr:`cache`), runs :meth:`judge` and closes its clients before the
+    session closes the ledger and the cache.
+
+    Args:
+        config: The judge (its model is the one model of every batch line).
+    """
+
+    def __init__(self, config: JudgeConfig) -> None:
+        self.config = config
+        self.cache = open_cache(config.cache)
+        self.queue = BatchQueue(config.model)
+        self.ledger = ledger_for(self.cache)
+        self.scope = ""
+        self.backend: CompletionBackend | None = None
+
+    def attach(self, client: JudgeClient) -> JudgeClient:
+        """Send the client's requests that miss the cache into this session's batches."""
+        self.scope = f"{self.config.model}@{client.backend.endpoint}"
+        self.backend = self.backend or client.backend
+        client.sender = BatchSender(
+            client.sender, client.usage, self.queue, self.ledger, self.scope
+        )
+        return client
+
+    def __enter__(self) -> BatchSession:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.ledger.close()
+        self.cache.close()
+
+    def judge(self, passes: Passes[T], plan: BatchPlan) -> BatchOutcome[list[T]]:
+        """Judge every group in passes until nothing waits; the verdicts per group.
+
+        Raises:
+            JudgeConfigError: ``--batch-read`` left requests waiting and no
+                ``--batch-write`` says where they go.
+            BatchFailed: The endpoint has no Batch API, or a batch failed validation.
+            JudgeRequestError: Requests still wait after :data:`MAX_PASSES` passes.
+        """
+        outcome: BatchOutcome[list[T]] = BatchOutcome()
+        results: list[list[T | None]] = [[None] * size for size in passes.sizes]
+        if plan.read is not None:
+            outcome.answered, outcome.failed = read_batch_file(
+                plan.read, self.queue, self.ledger, self.scope
+            )
+        for _ in range(MAX_PASSES):
+            for g, found in enumerate(results):
+                todo = [i for i, r in enumerate(found) if r is None or passes.waiting(r)]
+                if todo:
+                    for i, verdict in zip(todo, passes.judge(g, todo), strict=True):
+                        found[i] = verdict
+            lines = self.queue.take()
+            if not lines:
+                break
+            if plan.mode == "file":
+                if plan.write is None:
+                    raise JudgeConfigError(
+                        f"--batch-read: {len(lines)} judge request(s) still wait (the "
+                        "restatements the replies need); add --batch-write FILE to write them"
+                    )
+                outcome.written = write_batch_file(
+                    plan.write, lines, plan.limits, self.ledger, self.scope
+                )
+                return outcome
+            assert self.backend is not None  # a queued request came through an attached client
+            jobs = BatchJobs(
+                self.backend, self.ledger, plan.limits, poll_interval(), self.config.progress
+            )
+            sent = _send(jobs, lines, self.queue, plan.wait)
+            if not sent.waiting:
+                outcome.submitted = [*sent.created, *sent.resumed]
+                return outcome
+            outcome.answered += sent.answered
+            outcome.failed += sent.failed
+        else:
+            raise JudgeRequestError(
+                f"judge batches: requests still wait after {MAX_PASSES} passes; finished "
+                "replies are kept: run the same command again, or use batch=off"
+            )
+        outcome.runs = [[r for r in found if r is not None] for found in results]
+        return outcome
+
+
+def _send(jobs: BatchJobs, lines: list[BatchLine], queue: BatchQueue, wait: bool) -> Submitted:
+    """One round of the Batch API, from the synchronous judge path."""
+    return run_coroutine(lambda: jobs.run(lines, queue, wait=wait))
