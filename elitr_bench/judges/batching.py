@@ -8,9 +8,9 @@ hits and queues the requests they lead to (restatements, a judge prompt built on
 classifier's answers). The passes end when nothing is queued, so a batch judges exactly
 as one-by-one calls do: same requests, same cache keys, same readings, same scores.
 
-This is the one pass loop (:func:`judge_in_passes`); a family supplies what it judges
-(:class:`Passes`: its groups of items, how it judges some of them through clients it
-attached to the :class:`BatchSession`, and how it tells an item that waits).
+This is the one pass loop (:func:`judge_groups`); a family supplies its judge of one
+group of items (:class:`GroupJudge`: a client, and one pass over some items) and how it
+tells an item that waits.
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
-from typing import TYPE_CHECKING, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
 from elitr_bench.llm.aio import run_coroutine
 from elitr_bench.llm.batch import (
@@ -42,6 +41,7 @@ from elitr_bench.llm.errors import JudgeConfigError, JudgeRequestError
 if TYPE_CHECKING:
     from elitr_bench.judges.config import JudgeConfig
     from elitr_bench.llm.base import CompletionBackend
+    from elitr_bench.llm.cache import JudgeCache
     from elitr_bench.llm.client import JudgeClient
 
 #: Passes at most: the prompts, re-asks and restatements of a sample need a few (a
@@ -100,34 +100,50 @@ class BatchOutcome(Generic[R]):
         return BatchOutcome(runs, self.written, self.submitted, self.answered, self.failed)
 
 
-def waiting_reason(reason: str) -> bool:
-    """Whether an item's failure reason says it waits for a batch (nothing failed)."""
-    return reason.startswith(WAITING)
+class Verdict(Protocol):
+    """What every family's verdict on an item has: its status and why."""
+
+    @property
+    def status(self) -> str:
+        """``error`` for an item that waits (and for one that failed)."""
+        ...
+
+    @property
+    def reason(self) -> str:
+        """Why: for an item that waits, a line beginning with the batch layer's WAITING."""
+        ...
 
 
-@dataclass(frozen=True)
-class Passes(Generic[T]):
-    """What a family judges in passes.
+V = TypeVar("V", bound=Verdict)
 
-    Attributes:
-        sizes: Items per group (a task's items; each group keeps its own usage).
-        judge: ``(group, positions) -> verdicts`` of those items, in order, through the
-            clients the family attached to the session (a request that misses the cache
-            waits: its item's verdict says so).
-        waiting: Whether a verdict is one of an item that waits for a batch.
-    """
 
-    sizes: Sequence[int]
-    judge: Callable[[int, list[int]], list[T]]
-    waiting: Callable[[T], bool]
+def waits(verdict: Verdict) -> bool:
+    """Whether a verdict is one of an item that waits for a batch (nothing failed)."""
+    return verdict.status == "error" and verdict.reason.startswith(WAITING)
+
+
+class GroupJudge(Protocol[V]):
+    """A family's judge of one group (a task's items), as the pass loop drives it."""
+
+    @property
+    def client(self) -> JudgeClient:
+        """Its client: the session sends its requests that miss the cache into batches."""
+        ...
+
+    def judge(self, items: list[Any], desc: str) -> list[V]:
+        """One pass over these items: their verdicts, in order (an item may wait)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Close what the judge opened (not the session's cache)."""
+        ...
+
+
+G = TypeVar("G", bound=GroupJudge[Any])
 
 
 class BatchSession:
     """The queue, ledger and cache the clients of one batched run share.
-
-    A context manager: the family opens it, attaches each client it makes (with the
-    session's :attr:`cache`), runs :meth:`judge` and closes its clients before the
-    session closes the ledger and the cache.
 
     Args:
         config: The judge (its model is the one model of every batch line).
@@ -141,28 +157,25 @@ class BatchSession:
         self.scope = ""
         self.backend: CompletionBackend | None = None
 
-    def attach(self, client: JudgeClient) -> JudgeClient:
+    def attach(self, client: JudgeClient) -> None:
         """Send the client's requests that miss the cache into this session's batches."""
         self.scope = f"{self.config.model}@{client.backend.endpoint}"
         self.backend = self.backend or client.backend
         client.sender = BatchSender(
             client.sender, client.usage, self.queue, self.ledger, self.scope
         )
-        return client
 
-    def __enter__(self) -> BatchSession:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
+    def close(self) -> None:
+        """Close the ledger and the cache."""
         self.ledger.close()
         self.cache.close()
 
-    def judge(self, passes: Passes[T], plan: BatchPlan) -> BatchOutcome[list[T]]:
+    def judge(
+        self,
+        groups: Sequence[tuple[str, Sequence[Any]]],
+        judges: Sequence[GroupJudge[V]],
+        plan: BatchPlan,
+    ) -> BatchOutcome[list[V]]:
         """Judge every group in passes until nothing waits; the verdicts per group.
 
         Raises:
@@ -171,17 +184,18 @@ class BatchSession:
             BatchFailed: The endpoint has no Batch API, or a batch failed validation.
             JudgeRequestError: Requests still wait after :data:`MAX_PASSES` passes.
         """
-        outcome: BatchOutcome[list[T]] = BatchOutcome()
-        results: list[list[T | None]] = [[None] * size for size in passes.sizes]
+        outcome: BatchOutcome[list[V]] = BatchOutcome()
+        results: list[list[V | None]] = [[None] * len(items) for _, items in groups]
         if plan.read is not None:
             outcome.answered, outcome.failed = read_batch_file(
                 plan.read, self.queue, self.ledger, self.scope
             )
         for _ in range(MAX_PASSES):
-            for g, found in enumerate(results):
-                todo = [i for i, r in enumerate(found) if r is None or passes.waiting(r)]
+            for (desc, items), judge, found in zip(groups, judges, results, strict=True):
+                todo = [i for i, r in enumerate(found) if r is None or waits(r)]
                 if todo:
-                    for i, verdict in zip(todo, passes.judge(g, todo), strict=True):
+                    verdicts = judge.judge([items[i] for i in todo], desc)
+                    for i, verdict in zip(todo, verdicts, strict=True):
                         found[i] = verdict
             lines = self.queue.take()
             if not lines:
@@ -213,6 +227,46 @@ class BatchSession:
             )
         outcome.runs = [[r for r in found if r is not None] for found in results]
         return outcome
+
+
+def judge_groups(
+    groups: Sequence[tuple[str, Sequence[Any]]],
+    config: JudgeConfig,
+    plan: BatchPlan,
+    make: Callable[[JudgeCache], G],
+) -> BatchOutcome[tuple[G, list[Any]]]:
+    """Judge each group with its own judge (``make``), all through shared batches.
+
+    Each group keeps its own judge, so its own usage counters (one task's
+    ``judge_usage``); the batches hold the requests of every group, so a run is one
+    batch per pass, split only at the API's limits. The runs are each group's judge with
+    its verdicts (none while the judging waits for batches: :attr:`BatchOutcome.parked`).
+
+    Args:
+        groups: ``(description, items)`` per group.
+        config: The judge.
+        plan: How the batches go.
+        make: A family's judge of one group, over the session's cache. An item waits
+            while its verdict is an ``error`` whose reason says so (:func:`waits`).
+
+    Raises:
+        JudgeConfigError: ``--batch-read`` left requests waiting and no ``--batch-write``
+            says where they go.
+        BatchFailed: The endpoint has no Batch API, or a batch failed validation.
+    """
+    session = BatchSession(config)
+    judges: list[G] = []
+    try:
+        for _ in groups:
+            judges.append(make(session.cache))
+            session.attach(judges[-1].client)
+        outcome = session.judge(groups, judges, plan)
+        runs = [] if outcome.parked else list(zip(judges, outcome.runs, strict=True))
+        return outcome.with_runs(runs)
+    finally:
+        for judge in judges:
+            run_coroutine(judge.aclose)
+        session.close()
 
 
 def _send(jobs: BatchJobs, lines: list[BatchLine], queue: BatchQueue, wait: bool) -> Submitted:

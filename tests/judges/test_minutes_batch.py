@@ -58,8 +58,7 @@ def bodies(requests: list[Any]) -> list[str]:
 def docs() -> list[dict[str, Any]]:
     reference = ["- The model is released on Friday."]
     return [
-        {"meeting_id": MEETING, "transcript": TRANSCRIPT, "references": reference}
-        for _ in MINUTES
+        {"meeting_id": MEETING, "transcript": TRANSCRIPT, "references": reference} for _ in MINUTES
     ]
 
 

@@ -8,13 +8,12 @@ supplies what the QA judge judges in them: each group's items, through its own j
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from elitr_bench.judges.batching import (
     BatchOutcome,
     BatchPlan,
-    BatchSession,
-    Passes,
-    waiting_reason,
+    judge_groups,
 )
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.qa.engine import (
@@ -26,58 +25,50 @@ from elitr_bench.judges.qa.engine import (
     make_judge,
     summarize,
 )
-from elitr_bench.llm.aio import run_coroutine
+from elitr_bench.llm.cache import JudgeCache
+from elitr_bench.llm.client import JudgeClient
 
 __all__ = ["BatchOutcome", "BatchPlan", "judge_in_batches"]
 
 
-def _waiting(judgement: Judgement) -> bool:
-    return judgement.status == "error" and waiting_reason(judgement.reason)
+@dataclass
+class _TaskJudge:
+    """The QA judge of one group: its passes, and the last one's run (identity, time)."""
+
+    llm: LLMJudge
+    config: JudgeConfig
+    last: JudgeRun | None = None
+
+    @property
+    def client(self) -> JudgeClient:
+        return self.llm.client
+
+    def judge(self, items: list[JudgeItem], desc: str) -> list[Judgement]:
+        self.last = judge_items(items, self.config, judge=self.llm, desc=desc, on_error="record")
+        return self.last.judgements
+
+    def run(self, final: list[Judgement]) -> JudgeRun:
+        """The group's run of its final judgements."""
+        done = self.last or judge_items([], self.config, judge=self.llm, on_error="record")
+        return JudgeRun(final, done.identity, self.llm.usage(), done.elapsed_s, summarize(final))
+
+    async def aclose(self) -> None:
+        await self.llm.aclose()
 
 
 def judge_in_batches(
     groups: Sequence[tuple[str, Sequence[JudgeItem]]], config: JudgeConfig, plan: BatchPlan
 ) -> BatchOutcome[JudgeRun]:
-    """Judge each group (a task's items) with its own judge, all through shared batches.
+    """Judge each group (a task's answers) with its own judge, all through shared batches.
 
-    Each group keeps its own usage counters (one task's ``judge_usage``); the batches
-    hold the requests of every group, so a run is one batch per pass, split only at the
-    API's limits.
-
-    Raises:
-        JudgeConfigError: ``--batch-read`` left requests waiting and no ``--batch-write``
-            says where they go.
-        BatchFailed: The endpoint has no Batch API, or a batch failed validation.
+    The runs are empty while the judging waits for batches (``outcome.parked``); the
+    errors are :func:`~elitr_bench.judges.batching.judge_groups`'s.
     """
-    with BatchSession(config) as session:
-        judges: list[LLMJudge] = []
-        try:
-            for _ in groups:
-                judge = make_judge(config, cache=session.cache)
-                assert isinstance(judge, LLMJudge)  # batch=on is refused for other backends
-                session.attach(judge.client)
-                judges.append(judge)
-            runs: list[JudgeRun | None] = [None] * len(groups)
 
-            def judge_some(g: int, todo: list[int]) -> list[Judgement]:
-                desc, items = groups[g]
-                run = judge_items(
-                    [items[i] for i in todo], config, judge=judges[g], desc=desc, on_error="record"
-                )
-                runs[g] = run
-                return run.judgements
+    def make(cache: JudgeCache) -> _TaskJudge:
+        llm = make_judge(config, cache=cache)
+        assert isinstance(llm, LLMJudge)  # batch=on is refused for other backends
+        return _TaskJudge(llm, config)
 
-            sizes = [len(items) for _, items in groups]
-            outcome = session.judge(Passes(sizes, judge_some, _waiting), plan)
-            if outcome.parked:
-                return outcome.with_runs([])
-            finished = []
-            for g, (judge, final) in enumerate(zip(judges, outcome.runs, strict=True)):
-                done = runs[g] or judge_items([], config, judge=judge, on_error="record")
-                finished.append(
-                    JudgeRun(final, done.identity, judge.usage(), done.elapsed_s, summarize(final))
-                )
-            return outcome.with_runs(finished)
-        finally:
-            for judge in judges:
-                run_coroutine(judge.aclose)
+    outcome = judge_groups(groups, config, plan, make)
+    return outcome.with_runs([judge.run(final) for judge, final in outcome.runs])

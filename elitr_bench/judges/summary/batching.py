@@ -11,13 +11,12 @@ passes, each read from the cache as one-by-one judging would read it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from elitr_bench.judges.batching import (
     BatchOutcome,
     BatchPlan,
-    BatchSession,
-    Passes,
-    waiting_reason,
+    judge_groups,
 )
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.summary.base import MinutesAssessment, MinutesItem, MinutesMethod
@@ -29,11 +28,33 @@ from elitr_bench.judges.summary.run import (
     usage_of,
 )
 from elitr_bench.llm.aio import run_coroutine
+from elitr_bench.llm.cache import JudgeCache
 from elitr_bench.llm.client import JudgeClient
 
 
-def _waiting(assessment: MinutesAssessment) -> bool:
-    return assessment.status == "error" and waiting_reason(assessment.reason)
+@dataclass
+class _TaskMinutes:
+    """The minutes method over one group's client: its passes and their time."""
+
+    client: JudgeClient
+    config: JudgeConfig
+    method: MinutesMethod
+    seconds: float = 0.0
+
+    def judge(self, items: list[MinutesItem], desc: str) -> list[MinutesAssessment]:
+        run = run_coroutine(
+            lambda: assess_items_run(items, self.config, self.client, method=self.method, desc=desc)
+        )
+        self.seconds += run.elapsed_s
+        return run.assessments
+
+    def run(self, final: list[MinutesAssessment]) -> MinutesRun:
+        """The group's run of its final assessments."""
+        usage = usage_of(self.config, self.client)
+        return finished_run(final, self.config, self.method, usage, self.seconds)
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
 
 
 def assess_in_batches(
@@ -42,39 +63,14 @@ def assess_in_batches(
     method: MinutesMethod,
     plan: BatchPlan,
 ) -> BatchOutcome[MinutesRun]:
-    """Judge each group (a task's minutes) with its own client, all through shared batches.
+    """Judge each group (a task's minutes) with ``method`` over a client of its own.
 
-    Raises:
-        JudgeConfigError: ``--batch-read`` left requests waiting and no ``--batch-write``
-            says where they go.
-        BatchFailed: The endpoint has no Batch API, or a batch failed validation.
+    One batch per pass holds every group's requests (:func:`~elitr_bench.judges.batching.
+    judge_groups`, whose errors these are); no runs while the judging waits for batches.
     """
-    with BatchSession(config) as session:
-        clients: list[JudgeClient] = []
-        try:
-            for _ in groups:
-                clients.append(session.attach(make_client(config, session.cache)))
-            elapsed = [0.0] * len(groups)
 
-            def judge_some(g: int, todo: list[int]) -> list[MinutesAssessment]:
-                desc, items = groups[g]
-                chosen = [items[i] for i in todo]
-                run = run_coroutine(
-                    lambda: assess_items_run(chosen, config, clients[g], method=method, desc=desc)
-                )
-                elapsed[g] += run.elapsed_s
-                return run.assessments
+    def make(cache: JudgeCache) -> _TaskMinutes:
+        return _TaskMinutes(make_client(config, cache), config, method)
 
-            sizes = [len(items) for _, items in groups]
-            outcome = session.judge(Passes(sizes, judge_some, _waiting), plan)
-            if outcome.parked:
-                return outcome.with_runs([])
-            return outcome.with_runs(
-                [
-                    finished_run(final, config, method, usage_of(config, client), seconds)
-                    for final, client, seconds in zip(outcome.runs, clients, elapsed, strict=True)
-                ]
-            )
-        finally:
-            for client in clients:
-                run_coroutine(client.aclose)
+    outcome = judge_groups(groups, config, plan, make)
+    return outcome.with_runs([task.run(final) for task, final in outcome.runs])
