@@ -272,7 +272,17 @@ def _assess_and_write(
             await method.aclose()
             await client.aclose()
 
-    result = run_coroutine(run)
+    if config.batch:  # through the endpoint's Batch API, submitted and waited for
+        from elitr_bench.judges.batching import BatchPlan
+        from elitr_bench.judges.summary.batching import assess_in_batches
+
+        run_coroutine(client.aclose)  # the plan's client; the batches' clients are their own
+        try:
+            result = assess_in_batches([("MESA", items)], config, method, BatchPlan()).runs[0]
+        finally:
+            run_coroutine(method.aclose)
+    else:
+        result = run_coroutine(run)
     codes = method.types.codes
     _write_jsonl(out / RESULTS_FILE, [result_line(a, codes) for a in result.assessments])
     _write_jsonl(out / DETAILS_FILE, [a.to_dict() for a in result.assessments])

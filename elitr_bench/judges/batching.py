@@ -44,10 +44,13 @@ if TYPE_CHECKING:
     from elitr_bench.llm.cache import JudgeCache
     from elitr_bench.llm.client import JudgeClient
 
-#: Passes at most: the prompts, re-asks and restatements of a sample need a few (a
-#: minutes judge's filler classification one more); a pass that left requests waiting
-#: without a batch answering any of them would repeat forever.
-MAX_PASSES = 12
+#: Passes at most: a request waits for the replies it is built on, so a judge needs as
+#: many passes as its longest chain of requests: a QA answer's prompt, re-asks and
+#: restatement a few, an AutoMin judge's filler classification one more, MESA's three
+#: steps per error type, each debated (draft, challengers, synthesis, their re-asks and
+#: restatements), some twenty. A pass that left requests waiting without a batch
+#: answering any of them would repeat forever.
+MAX_PASSES = 48
 
 T = TypeVar("T")
 R = TypeVar("R")

@@ -154,10 +154,42 @@ def test_score_a_minutes_run_with_batch_on_and_with_batch_files_scores_alike(
     ("extra", "says"),
     [
         (",rubric=gpt-afgr,filler_model=gpt-3.5-turbo,batch=on", "filler_model=gpt-3.5-turbo"),
-        (",method=mesa,batch=on", "(mesa) send one by one"),
+        (",method=mesa,debate=mixed,pool=openai:gpt-4o-mini,batch=on", "debate=mixed"),
     ],
 )
 def test_batch_on_is_refused_in_one_line_where_it_cannot_batch(extra: str, says: str) -> None:
     with pytest.raises(JudgeConfigError, match=r"batch=on") as refused:
         parse_judge_spec(f"openai:gpt-4o{extra}")
     assert says in str(refused.value) and "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize(("debate", "passes"), [("none", 3), ("same", 9)])
+def test_mesa_with_batch_on_sends_the_same_requests_and_scores_alike(
+    tmp_path: Path, debate: str, passes: int
+) -> None:
+    """MESA's three steps per error type, each debated or not: one batch per link."""
+    from tests.judges.test_mesa_script import make_script
+
+    resps = [["- Ship Friday."], ["- Ship Monday."]]
+    rows = [{"meeting_id": MEETING, "transcript": "ALICE: we ship on Friday.\nBOB: agreed."}] * 2
+    with LoopbackOpenAI(make_script(), model="gpt-4o") as server:
+        text = (
+            f"openai:gpt-4o,method=mesa,debate={debate},base_url={server.base_url},"
+            "progress=false,cache="
+        )
+        one = judge_minutes(resps, rows, parse_judge_spec(f"{text}{tmp_path / 'a.sqlite'}"))
+        one_by_one = bodies(server.taken())
+        server.reset()
+        config = parse_judge_spec(f"{text}{tmp_path / 'b.sqlite'},batch=on")
+        batched = judge_minutes(resps, rows, config)
+        assert bodies(server.requests) == []
+        assert len(server.batch_api.batches) == passes
+        assert bodies(server.batch_api.lines) == one_by_one
+    assert judged(batched) == judged(one)
+    assert all(j["status"] == "ok" for j in judged(batched))
+
+
+def test_batch_on_is_refused_in_one_line_for_a_family_that_sends_one_by_one() -> None:
+    with pytest.raises(JudgeConfigError, match=r"batch=on") as refused:
+        parse_judge_spec("openai:gpt-4o,batch=on", family="cream")
+    assert "(cream) send one by one" in str(refused.value) and "\n" not in str(refused.value)
