@@ -286,8 +286,8 @@ def batch_refusal(name: str) -> str | None:
     family = get_family(name)
     if family.batches:
         return None
-    batching = " and ".join(f.label for f in families() if f.batches)
-    return f"batches apply to {batching} for now; {family.label} ({name}) send one by one"
+    batching = ", ".join(f.label for f in families() if f.batches)
+    return f"the {name} family ({family.label}) sends one by one; batches apply to {batching}"
 
 
 def default_family() -> JudgeFamily:

@@ -187,9 +187,3 @@ def test_mesa_with_batch_on_sends_the_same_requests_and_scores_alike(
         assert bodies(server.batch_api.lines) == one_by_one
     assert judged(batched) == judged(one)
     assert all(j["status"] == "ok" for j in judged(batched))
-
-
-def test_batch_on_is_refused_in_one_line_for_a_family_that_sends_one_by_one() -> None:
-    with pytest.raises(JudgeConfigError, match=r"batch=on") as refused:
-        parse_judge_spec("openai:gpt-4o,batch=on", family="cream")
-    assert "(cream) send one by one" in str(refused.value) and "\n" not in str(refused.value)
