@@ -209,7 +209,7 @@ def _print_plan(out: Path, state: ArenaState, p: ArenaPlan, config: JudgeConfig)
     )
     cost = "unknown (no price for this model; set price=IN:OUT)"
     if p.cost_usd is not None:
-        cost = f"${p.cost_usd:.2f} at most"
+        cost = f"${p.cost_usd:.2f} at most" + (" at the batch price" if config.batch else "")
     print(
         f"judge calls: {p.calls} ({p.comparisons} comparisons x 3: key-fact extraction and "
         f"one alignment per summary; up to {p.max_calls} with re-asks and "

@@ -144,7 +144,9 @@ def _plan_and_check(
             extra_prompt_chars=extra_prompt_chars,
             client=client,
         )
-        print(plan.line(config.model), file=sys.stderr, flush=True)
+        batch = config.batch and plan.cost_usd is not None
+        priced = f"{config.model} at the batch price" if batch else config.model
+        print(plan.line(priced), file=sys.stderr, flush=True)
         if not args.dry_run:
             check_budget(plan, spending_cap(args.max_cost, config.max_cost))
         _preflight(config, method.options.pool, plan, args.dry_run)

@@ -73,6 +73,8 @@ def plan_line(task: str, minutes: int, preview: Mapping[str, Any]) -> str:
     """The line ``score`` prints per minutes task before its first judge call."""
     cost = preview["estimated_cost_usd"]
     shown_cost = "$" + str(cost) if cost is not None else "unknown (unpriced model)"
+    if cost is not None and preview.get("batch"):
+        shown_cost += " at the batch price"
     return (
         f"{task}: {minutes} minutes, up to {preview['calls']} judge calls, "
         f"estimated cost {shown_cost} ({preview['restated_max']} restatements "

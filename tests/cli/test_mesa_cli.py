@@ -217,7 +217,10 @@ def test_a_mesa_folder_has_one_writer(
 
 
 def test_mesa_command_with_batch_on_writes_what_one_by_one_writes(
-    loopback: LoopbackOpenAI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    loopback: LoopbackOpenAI,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """``elitr-bench mesa --judge ...,batch=on``: three batches (the steps), same results."""
     monkeypatch.setenv("ELITR_BATCH_POLL_S", "0")
@@ -226,8 +229,9 @@ def test_mesa_command_with_batch_on_writes_what_one_by_one_writes(
     one = _judge(loopback, f",cache={tmp_path / 'a.sqlite'}")
     assert main([*args, "--judge", one, "--out", str(tmp_path / "one")]) == 0
     loopback.reset()
-    batched = _judge(loopback, f",cache={tmp_path / 'b.sqlite'},batch=on")
+    batched = _judge(loopback, f",cache={tmp_path / 'b.sqlite'},batch=on,price=5:15")
     assert main([*args, "--judge", batched, "--out", str(tmp_path / "batch")]) == 0
+    assert "loop-m at the batch price" in capsys.readouterr().err
     assert not [r for r in loopback.requests if r.body.get("messages")]
     assert len(loopback.batch_api.batches) == 3
     for name in ("mesa.jsonl", "mesa_details.jsonl"):

@@ -144,7 +144,8 @@ def test_score_a_minutes_run_with_batch_on_and_with_batch_files_scores_alike(
             if not written.exists():
                 break
         assert server.requests == [] and sizes == [4, len(MINUTES), 1]
-    assert "then: elitr-bench score" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "then: elitr-bench score" in err and "at the batch price" in err
     expected = rescored(one)
     assert expected[1][1]["afgr_adequacy"] == 6.0  # the restated one
     assert rescored(api) == expected and rescored(offline) == expected

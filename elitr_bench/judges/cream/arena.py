@@ -285,7 +285,8 @@ class ArenaPlan:
 
 def plan(state: ArenaState, todo: Sequence[tuple[str, str, str]], config: JudgeConfig) -> ArenaPlan:
     """Count calls and estimate their cost (cache hits are not subtracted)."""
-    from elitr_bench.llm.pricing import estimate_cost, price_for
+    from elitr_bench.judges.usage import judge_prices
+    from elitr_bench.llm.pricing import estimate_cost
 
     max_kf = int(state.judge.get("max_key_facts", 16))
     unit = str(state.judge.get("unit", DEFAULT_UNIT))
@@ -301,7 +302,7 @@ def plan(state: ArenaState, todo: Sequence[tuple[str, str, str]], config: JudgeC
     calls = CALLS_PER_COMPARISON * len(todo)
     prompt_tokens = estimate_tokens(chars)
     completion = calls * config.max_tokens
-    prices = price_for(config.model, config.price_in, config.price_out)
+    prices = judge_prices(config)  # batch=on: the batch price
     cost = estimate_cost(prompt_tokens, completion, prices) if prices else None
     return ArenaPlan(
         comparisons=len(todo),

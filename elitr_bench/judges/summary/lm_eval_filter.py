@@ -247,7 +247,9 @@ def _log_plan(method: str, config: JudgeConfig, preview: Mapping[str, Any]) -> N
         method,
         config.spec or config.backend,
         preview["calls"],
-        f"${preview['estimated_cost_usd']}" if preview["priced"] else "unknown (unpriced)",
+        f"${preview['estimated_cost_usd']}{' at the batch price' if preview.get('batch') else ''}"
+        if preview["priced"]
+        else "unknown (unpriced)",
         preview["restated_max"],
     )
 

@@ -331,7 +331,8 @@ def plan(
     (``planned_side_calls``, e.g. a ``filler_model`` classifier) are counted in ``calls``
     and priced at that model; ``side`` lists them by label.
     """
-    from elitr_bench.llm.pricing import estimate_cost, price_for
+    from elitr_bench.judges.usage import judge_prices
+    from elitr_bench.llm.pricing import estimate_cost
 
     calls = 0
     restated = 0
@@ -350,11 +351,11 @@ def plan(
             entry[1] += extra.calls
             entry[2] += estimate_tokens(extra.prompt_chars)
             entry[3] += extra.completion_tokens
-    prices = price_for(config.model, config.price_in, config.price_out)
+    prices = judge_prices(config)  # batch=on: the batch price
     cost = estimate_cost(prompt_tokens, completion_tokens, prices) if prices else None
     priced = prices is not None
     for other, n, prompt, completion in side.values():
-        other_prices = price_for(other.model, other.price_in, other.price_out)
+        other_prices = judge_prices(other)
         calls += n
         prompt_tokens += prompt
         completion_tokens += completion
@@ -369,6 +370,7 @@ def plan(
         "completion_tokens_max": completion_tokens,
         "estimated_cost_usd": None if cost is None else round(cost, 4),
         "priced": priced,
+        **({"batch": True} if config.batch else {}),  # priced at the batch price
         **(
             {"side": {k: {"model": v[0].model, "calls": v[1]} for k, v in side.items()}}
             if side
