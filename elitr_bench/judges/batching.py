@@ -8,9 +8,10 @@ hits and queues the requests they lead to (restatements, a judge prompt built on
 classifier's answers). The passes end when nothing is queued, so a batch judges exactly
 as one-by-one calls do: same requests, same cache keys, same readings, same scores.
 
-This is the one pass loop (:func:`judge_groups`); a family supplies its judge of one
-group of items (:class:`GroupJudge`: a client, and one pass over some items) and how it
-tells an item that waits.
+This is the one pass loop (:func:`judge_groups`) of every family that batches
+(``JudgeFamily.batches``); a family supplies its judge of one group of items
+(:class:`GroupJudge`: a client, and one pass over some items), and an item waits while
+its verdict is an ``error`` whose reason says so (:func:`waits`).
 """
 
 from __future__ import annotations
@@ -207,7 +208,7 @@ class BatchSession:
                 if plan.write is None:
                     raise JudgeConfigError(
                         f"--batch-read: {len(lines)} judge request(s) still wait (the "
-                        "restatements the replies need); add --batch-write FILE to write them"
+                        "requests the replies lead to); add --batch-write FILE to write them"
                     )
                 outcome.written = write_batch_file(
                     plan.write, lines, plan.limits, self.ledger, self.scope

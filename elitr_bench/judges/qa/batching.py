@@ -28,8 +28,6 @@ from elitr_bench.judges.qa.engine import (
 from elitr_bench.llm.cache import JudgeCache
 from elitr_bench.llm.client import JudgeClient
 
-__all__ = ["BatchOutcome", "BatchPlan", "judge_in_batches"]
-
 
 @dataclass
 class _TaskJudge:
