@@ -25,6 +25,7 @@ from tests.support.openai_server import LoopbackOpenAI, RecordedRequest
 
 MEETING = "meeting_en_test2023_999"
 MINUTES = ["- Release on Friday.", "- Tokenizer needed.", "- Nothing decided."]
+ART_ANSWER = "Adequacy: 8\nRelevance: 7\nTopicality: 9"
 PROSE = "Adequate, fluent and grammatical minutes; their relevance is fair."
 
 
@@ -38,14 +39,19 @@ def script(request: RecordedRequest) -> str:
     """Turns with "Yeah" are filler; the tokenizer minutes are judged in prose (restated)."""
     if is_classification(request):
         return "Filler" if "Yeah" in request.prompt else "Content"
+    art = "topicality" in json.dumps(request.body).lower()
     if restating(request):
-        return json.dumps({"adequacy": 6, "fluency": 7, "grammaticality": 8, "relevance": 5})
-    return PROSE if "Tokenizer needed" in request.prompt else AFGR_ANSWER
+        values = {"adequacy": 6, "relevance": 5}
+        values |= {"topicality": 4} if art else {"fluency": 7, "grammaticality": 8}
+        return json.dumps(values)
+    if "Tokenizer needed" in request.prompt:
+        return PROSE
+    return ART_ANSWER if art else AFGR_ANSWER
 
 
-def spec(server: LoopbackOpenAI, cache: Path, extra: str = "") -> str:
+def spec(server: LoopbackOpenAI, cache: Path, extra: str = "", rubric: str = "gpt-afgr") -> str:
     return (
-        f"openai:gpt-4-0613,rubric=gpt-afgr,base_url={server.base_url},progress=false,"
+        f"openai:gpt-4-0613,rubric={rubric},base_url={server.base_url},progress=false,"
         f"cache={cache}{extra}"
     )
 
@@ -66,17 +72,19 @@ def judged(rows: list[list[str]]) -> list[dict[str, Any]]:
     return [json.loads(row[0])["judge"] for row in rows]
 
 
+@pytest.mark.parametrize("rubric", ["gpt-art", "gpt-afgr"])
 def test_the_minutes_filter_with_batch_on_sends_the_same_requests_and_scores_alike(
-    tmp_path: Path,
+    tmp_path: Path, rubric: str
 ) -> None:
     """Classifications, then judge prompts, then the restatement: three batches."""
     resps = [[m] for m in MINUTES]
+    prefix = rubric.removeprefix("gpt-")
     with LoopbackOpenAI(script, model="gpt-4-0613") as server:
-        config = parse_judge_spec(spec(server, tmp_path / "a.sqlite"))
+        config = parse_judge_spec(spec(server, tmp_path / "a.sqlite", rubric=rubric))
         one = judge_minutes(resps, docs(), config, system="gpt4")
         one_by_one = bodies(server.taken())
         server.reset()
-        config = parse_judge_spec(spec(server, tmp_path / "b.sqlite", ",batch=on"))
+        config = parse_judge_spec(spec(server, tmp_path / "b.sqlite", ",batch=on", rubric))
         batched = judge_minutes(resps, docs(), config, system="gpt4")
         assert bodies(server.requests) == []  # nothing one by one
         sizes = [b["request_counts"]["total"] for b in server.batch_api.batches.values()]
@@ -84,7 +92,7 @@ def test_the_minutes_filter_with_batch_on_sends_the_same_requests_and_scores_ali
         assert bodies(server.batch_api.lines) == one_by_one
     assert judged(batched) == judged(one)
     scores = [j["scores"] for j in judged(batched)]
-    assert scores[0]["afgr_adequacy"] == 8.0 and scores[1]["afgr_adequacy"] == 6.0
+    assert scores[0][f"{prefix}_adequacy"] == 8.0 and scores[1][f"{prefix}_adequacy"] == 6.0
     assert all(j["status"] == "ok" for j in judged(batched))
     run = last_run()
     assert run is not None and run.usage["batched"] == run.usage["requests"] == 4 + 3 + 1
