@@ -159,6 +159,23 @@ def test_score_a_minutes_run_with_batch_on_and_with_batch_files_scores_alike(
     assert rescored(api) == expected and rescored(offline) == expected
 
 
+def test_score_a_minutes_run_with_no_wait_submits_and_the_printed_command_collects(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """gpt-4o takes a restatement's json_schema: classifications, prompts, restatement."""
+    with LoopbackOpenAI(script, model="gpt-4o") as server:
+        run = minutes_run(tmp_path / "run")
+        judge = spec(server, tmp_path / "c.sqlite", ",batch=on").replace("gpt-4-0613", "gpt-4o")
+        assert main(["score", str(run), "--judge", judge, "--no-wait"]) == 0
+        err = capsys.readouterr().err
+        assert "Collect the replies with: elitr-bench score" in err
+        assert not list(run.glob("results_rescored_*")) and len(server.batch_api.batches) == 1
+        assert main(["score", str(run), "--judge", judge]) == 0
+        assert len(server.batch_api.batches) == 3 and bodies(server.requests) == []
+    _metrics, scores = rescored(run)
+    assert scores[0]["afgr_adequacy"] == 8.0 and scores[1]["afgr_adequacy"] == 6.0
+
+
 @pytest.mark.parametrize(
     ("extra", "says"),
     [
