@@ -18,6 +18,7 @@ from elitr_bench.cli_errors import debug_enabled
 from elitr_bench.data.errors import ElitrBenchError
 from elitr_bench.data.folder import write_atomic
 from elitr_bench.data.run_files import partial_notes, task_of
+from elitr_bench.judges.batching import BatchPlan
 from elitr_bench.judges.config import (
     KEYLESS_JUDGE,
     JudgeConfig,
@@ -25,7 +26,7 @@ from elitr_bench.judges.config import (
     keyless_alternatives,
 )
 from elitr_bench.judges.errors import JudgeConfigError
-from elitr_bench.judges.qa.batching import BatchPlan
+from elitr_bench.judges.family import batch_refusal
 from elitr_bench.judges.rubrics import RUBRICS
 from elitr_bench.judges.summary.budget import check_budget, spending_cap
 from elitr_bench.judges.summary.registry import (
@@ -52,14 +53,19 @@ from elitr_bench.scoring.qa import (
 from elitr_bench.scoring.rescore import check_tasks
 
 
-def _score_minutes(args: argparse.Namespace, config: JudgeConfig) -> int:
+def _score_minutes(
+    args: argparse.Namespace, config: JudgeConfig, batch: BatchPlan | None = None
+) -> int:
     """``elitr-bench score`` with a minutes judge; exit 3 when the judge failed on some."""
     method = get_method(config)
     names = judge_keys(method)
     errors = 0
-    for target, payload in score_minutes_samples(
-        args.paths, config, Path(args.output) if args.output else None, args.include_path
-    ):
+    output = Path(args.output) if args.output else None
+    try:
+        scored = score_minutes_samples(args.paths, config, output, args.include_path, batch)
+    except BatchParked as parked:
+        return _parked(args, config, parked)
+    for target, payload in scored:
         for task in payload["judge_usage"]:
             metrics = payload["results"].get(task, {})
             shown = {k.split(",")[0]: v for k, v in metrics.items() if k.split(",")[0] in names}
@@ -106,7 +112,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
         if minutes_judge
         else keyless_alternatives(True, "elitr-bench", replay=bool(qa_files) and not generated)
     )
-    batch = _batch_plan(args, config, minutes_judge)
+    batch = _batch_plan(args, config)
     offline = batch is not None and batch.mode == "file"  # nothing is sent: no key needed
     if not args.dry_run and not offline:  # a missing key is its one line, not after the plan
         check_judge_ready(config, command="elitr-bench", alternative=alternative)
@@ -125,7 +131,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         paths = [str(f) for f in minutes_files]
-        return _score_minutes(argparse.Namespace(**{**vars(args), "paths": paths}), config)
+        return _score_minutes(argparse.Namespace(**{**vars(args), "paths": paths}), config, batch)
     if minutes_files:
         print(
             f"score: skipping {len(minutes_files)} minutes samples file(s) "
@@ -136,9 +142,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
     return _score_qa(args, config, qa_files, batch)
 
 
-def _batch_plan(
-    args: argparse.Namespace, config: JudgeConfig, minutes_judge: bool
-) -> BatchPlan | None:
+def _batch_plan(args: argparse.Namespace, config: JudgeConfig) -> BatchPlan | None:
     """How the run's batches go (None: one by one), from the flags and ``batch=on``.
 
     Raises:
@@ -146,11 +150,9 @@ def _batch_plan(
     """
     write = Path(args.batch_write) if args.batch_write else None
     read = Path(args.batch_read) if args.batch_read else None
-    if (write or read or args.no_wait) and minutes_judge:
-        raise JudgeConfigError(
-            "--batch-write, --batch-read and --no-wait judge QA answers only for now; drop "
-            "them to score minutes one by one"
-        )
+    refusal = batch_refusal(config.family) if write or read or args.no_wait else None
+    if refusal is not None:
+        raise JudgeConfigError(f"--batch-write, --batch-read, --no-wait: {refusal}; drop them")
     if write or read:
         if config.backend != "openai":
             raise JudgeConfigError(

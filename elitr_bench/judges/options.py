@@ -17,6 +17,7 @@ from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.family import (
     FAMILIES,
     JudgeFamily,
+    batch_refusal,
     default_family,
     families,
     get_family,
@@ -186,11 +187,9 @@ def _validate(config: JudgeConfig, spec: str) -> None:
             "batch=on sends through an OpenAI-compatible Batch API; it applies to openai: "
             "judges only (drop batch=on)"
         )
-    if config.batch and config.family != "qa":
-        raise bad(
-            f"batch=on judges ELITR-Bench answers only for now; the {config.family} judge "
-            "sends one by one (drop batch=on)"
-        )
+    refusal = batch_refusal(config.family) if config.batch else None
+    if refusal is not None:
+        raise bad(f"batch=on: {refusal} (drop batch=on)")
     if not 0.0 <= config.temperature <= 2.0:
         raise bad(f"temperature={config.temperature} must be in [0, 2]")
     if not 0.0 < config.top_p <= 1.0:

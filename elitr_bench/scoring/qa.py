@@ -33,6 +33,7 @@ from elitr_bench.data.run_files import (
     run_results_of,
     task_of,
 )
+from elitr_bench.judges.batching import BatchOutcome, BatchPlan
 from elitr_bench.judges.config import (
     JudgeConfig,
     parse_judge_spec,
@@ -47,7 +48,7 @@ from elitr_bench.judges.metrics import (
     judge_filter_name,
     parse_filtered,
 )
-from elitr_bench.judges.qa.batching import BatchOutcome, BatchPlan, judge_in_batches
+from elitr_bench.judges.qa.batching import judge_in_batches
 from elitr_bench.judges.qa.engine import (
     Judge,
     JudgeItem,
@@ -285,7 +286,7 @@ def _score_run(
             (f"score {task_of(p)}", [items[i] for i in todo]) for p, _, items, _, todo in prepared
         ]
         batched = judge_in_batches(groups, config, batch or BatchPlan())
-        if not batched.runs:
+        if batched.parked:
             raise BatchParked(batched)
     for n, (path, samples, items, judgements, todo) in enumerate(prepared):
         task = task_of(path)
@@ -328,7 +329,7 @@ class BatchParked(Exception):
         outcome: The batch ids submitted, or the input files written.
     """
 
-    def __init__(self, outcome: BatchOutcome) -> None:
+    def __init__(self, outcome: BatchOutcome[Any]) -> None:
         super().__init__("judging waits for batches")
         self.outcome = outcome
 

@@ -218,3 +218,27 @@ def test_a_mesa_folder_has_one_writer(
         assert not loopback.requests and not (out / "mesa.jsonl").exists()
     assert main([*args, "--out", str(out)]) == 0
     assert (out / "mesa.jsonl").exists()
+
+
+def test_mesa_command_with_batch_on_writes_what_one_by_one_writes(
+    loopback: LoopbackOpenAI,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``elitr-bench mesa --judge ...,batch=on``: three batches (the steps), same results."""
+    monkeypatch.setenv("ELITR_BATCH_POLL_S", "0")
+    loopback.handler = make_script()
+    args = ["mesa", "--systems", "gpt4,ntr", "--meetings", "1"]
+    one = _judge(loopback, f",cache={tmp_path / 'a.sqlite'}")
+    assert main([*args, "--judge", one, "--out", str(tmp_path / "one")]) == 0
+    loopback.reset()
+    batched = _judge(loopback, f",cache={tmp_path / 'b.sqlite'},batch=on,price=5:15")
+    assert main([*args, "--judge", batched, "--out", str(tmp_path / "batch")]) == 0
+    assert "loop-m at the batch price" in capsys.readouterr().err
+    assert not [r for r in loopback.requests if r.body.get("messages")]
+    assert len(loopback.batch_api.batches) == 3
+    for name in ("mesa.jsonl", "mesa_details.jsonl"):
+        assert (tmp_path / "batch" / name).read_text() == (tmp_path / "one" / name).read_text()
+    run = json.loads((tmp_path / "batch" / "run.json").read_text())
+    assert run["usage"]["batched"] == run["usage"]["requests"] == 48

@@ -595,3 +595,30 @@ def test_reply_without_text_is_unscored_not_an_exception(broken: str) -> None:
         assert {s.reason for s in comp.sides} == {"empty reply: the judge wrote no text"}
         assert client.calls == 1 + 2 * 2
         assert comp.side("a").n_sentences == 2 and comp.side("a").unit == "sentence"
+
+
+def test_an_arena_with_batch_on_sends_the_same_requests_and_scores_alike(
+    tmp_path: Path, loopback: LoopbackOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The extractions in one batch, the alignments that quote them in a second."""
+    monkeypatch.setenv("ELITR_BATCH_POLL_S", "0")
+    loopback.handler = cream_script()
+    runs = [str(write_run(tmp_path, name, name[6:])) for name in ("model-full", "model-half")]
+    one, batched = tmp_path / "one", tmp_path / "batched"
+    assert arena(loopback, one, *runs, judge_opts=f",cache={tmp_path / 'a.sqlite'}") == 0
+    one_by_one = sorted(json.dumps(r.body, sort_keys=True) for r in loopback.taken())
+    loopback.reset()
+    opts = f",cache={tmp_path / 'b.sqlite'},batch=on"
+    assert arena(loopback, batched, *runs, judge_opts=opts) == 0
+    assert [r for r in loopback.requests if r.body.get("messages")] == []
+    sizes = [b["request_counts"]["total"] for b in loopback.batch_api.batches.values()]
+    assert sizes == [4, 8]
+    lines = sorted(json.dumps(r.body, sort_keys=True) for r in loopback.batch_api.lines)
+    assert lines == [b for b in one_by_one if '"messages"' in b]
+
+    def comparisons(out: Path) -> list[str]:
+        return sorted((out / "comparisons.jsonl").read_text().splitlines())
+
+    assert comparisons(batched) == comparisons(one)
+    board = "leaderboard.csv"
+    assert (batched / board).read_text() == (one / board).read_text()

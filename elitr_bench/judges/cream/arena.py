@@ -33,8 +33,10 @@ from elitr_bench.judges.cream.prompts import (
 from elitr_bench.judges.cream.scoring import Comparison
 from elitr_bench.judges.cream.segment import DEFAULT_UNIT, Summary
 from elitr_bench.judges.errors import JudgeError
+from elitr_bench.llm.aio import run_coroutine
 from elitr_bench.llm.base import CompletionRequest, FatalBackendError
-from elitr_bench.llm.cache import Completion
+from elitr_bench.llm.batch import BatchPending
+from elitr_bench.llm.cache import Completion, JudgeCache
 from elitr_bench.llm.client import JudgeClient
 from elitr_bench.tokens import estimate_tokens
 
@@ -283,7 +285,8 @@ class ArenaPlan:
 
 def plan(state: ArenaState, todo: Sequence[tuple[str, str, str]], config: JudgeConfig) -> ArenaPlan:
     """Count calls and estimate their cost (cache hits are not subtracted)."""
-    from elitr_bench.llm.pricing import estimate_cost, price_for
+    from elitr_bench.judges.usage import judge_prices
+    from elitr_bench.llm.pricing import estimate_cost
 
     max_kf = int(state.judge.get("max_key_facts", 16))
     unit = str(state.judge.get("unit", DEFAULT_UNIT))
@@ -299,7 +302,7 @@ def plan(state: ArenaState, todo: Sequence[tuple[str, str, str]], config: JudgeC
     calls = CALLS_PER_COMPARISON * len(todo)
     prompt_tokens = estimate_tokens(chars)
     completion = calls * config.max_tokens
-    prices = price_for(config.model, config.price_in, config.price_out)
+    prices = judge_prices(config)  # batch=on: the batch price
     cost = estimate_cost(prompt_tokens, completion, prices) if prices else None
     return ArenaPlan(
         comparisons=len(todo),
@@ -398,7 +401,8 @@ async def run_comparisons(
             comp = await judge.compare(meeting, a, b)
         except JudgeError as exc:
             reason = str(exc).splitlines()[0][:300]
-            log.warning("CREAM %s %s vs %s failed: %s", meeting, first, second, reason)
+            if not isinstance(exc, BatchPending):  # waiting for a batch: nothing failed
+                log.warning("CREAM %s %s vs %s failed: %s", meeting, first, second, reason)
             comp = Comparison(
                 meeting,
                 first,
@@ -423,6 +427,59 @@ async def run_comparisons(
         handle.close()
         if bar is not None:
             bar.close()
+
+
+@dataclass
+class _ArenaJudge:
+    """The CREAM judge of an arena's pending comparisons, as the pass loop drives it."""
+
+    cream: CreamJudge
+    state: ArenaState
+    out: Path
+    progress: bool
+
+    @property
+    def client(self) -> JudgeClient:
+        return self.cream.client
+
+    def judge(self, items: list[tuple[str, str, str]], desc: str) -> list[Comparison]:
+        return run_coroutine(
+            lambda: run_comparisons(self.state, items, self.cream, self.out, self.progress)
+        )
+
+    async def aclose(self) -> None:
+        await self.cream.client.aclose()
+
+
+def compare_in_batches(
+    state: ArenaState,
+    todo: Sequence[tuple[str, str, str]],
+    judge: CreamJudge,
+    out: Path,
+    progress: bool = True,
+) -> tuple[list[Comparison], JudgeClient]:
+    """:func:`run_comparisons` through the endpoint's Batch API (``batch=on``).
+
+    The extractions go in one batch, then the alignments that quote them (and the
+    restatements), each read from the cache as one-by-one judging reads it
+    (:mod:`elitr_bench.judges.batching`); a comparison is written when it is done. The
+    comparisons and the client whose usage they cost; ``judge`` gives the settings, its
+    own client is not used.
+
+    Raises:
+        BatchFailed: The endpoint has no Batch API, or a batch failed validation.
+    """
+    from elitr_bench.judges.asking import make_client
+    from elitr_bench.judges.batching import BatchPlan, judge_groups
+
+    def make(cache: JudgeCache) -> _ArenaJudge:
+        client = make_client(judge.config, cache)
+        cream = CreamJudge(judge.config, client, judge.max_key_facts, judge.unit)
+        return _ArenaJudge(cream, state, out, progress)
+
+    outcome = judge_groups([("CREAM", todo)], judge.config, BatchPlan(), make)
+    ((arena, done),) = outcome.runs
+    return done, arena.client
 
 
 class _CacheOnlyBackend:

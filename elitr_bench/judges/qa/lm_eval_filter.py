@@ -21,6 +21,7 @@ from lm_eval.api.filter import Filter
 from lm_eval.api.registry import register_filter
 
 from elitr_bench.cli_errors import install_excepthook
+from elitr_bench.judges.batching import BatchPlan
 from elitr_bench.judges.config import (
     JudgeConfig,
     check_judge_ready,
@@ -37,7 +38,7 @@ from elitr_bench.judges.filtering import (
     refused_by_cap,
 )
 from elitr_bench.judges.metrics import register_lm_eval_aggregations
-from elitr_bench.judges.qa.batching import BatchPlan, judge_in_batches
+from elitr_bench.judges.qa.batching import judge_in_batches
 from elitr_bench.judges.qa.engine import (
     SKIPPED,
     JudgeItem,
