@@ -196,12 +196,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         fixtures = getattr(item, "fixturenames", ())
         if "vllm_venv" in fixtures:  # an engine start (one to two minutes) and its run
             return 0
-        if "smollm2" in fixtures:
+        # An engine of its own on SERVER_CORE: next, on the same worker (worksteal hands each
+        # worker one run of the sorted list and steals from its end), so after the server
+        # has started and while it idles between requests.
+        if item.get_closest_marker("vllm"):
             return 1
-        if item.get_closest_marker("slow"):
+        if "smollm2" in fixtures:
             return 2
+        if item.get_closest_marker("slow"):
+            return 3
         # A module that launches lm_eval (several seconds each) before the unit tests, so
         # the many short tests fill the end of the run instead of a few launches.
-        return 3 if hasattr(getattr(item, "module", None), "run_lm_eval") else 4
+        return 4 if hasattr(getattr(item, "module", None), "run_lm_eval") else 5
 
     items.sort(key=rank)

@@ -5,7 +5,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import types
+from collections.abc import Callable
 from pathlib import Path
+
+from tests.support.commands import elitr_bench_command, run_command, run_without_hook
 
 PROBE = """
 from lm_eval.tasks import TaskManager
@@ -58,14 +62,14 @@ def test_hook_can_be_switched_off() -> None:
         assert "tasks []" in out and "model missing" in out
 
 
-def test_user_include_path_wins_and_include_defaults_false_means_only_it(tmp_path: Path) -> None:
-    import types
+def _manager_module(record: Callable[[object, bool], None]) -> types.ModuleType:
+    """A stand-in ``lm_eval.tasks.manager`` whose ``TaskManager`` records its include arguments.
 
-    import elitr_bench._hook as hook
+    Its ``__init__`` has lm-eval 0.4.13's signature and hands ``include_path`` and
+    ``include_defaults`` to ``record``.
+    """
 
-    seen: list[object] = []
-
-    class TaskManager:  # lm-eval 0.4.13's signature
+    class TaskManager:
         def __init__(
             self,
             verbosity: object = None,
@@ -73,10 +77,19 @@ def test_user_include_path_wins_and_include_defaults_false_means_only_it(tmp_pat
             include_defaults: bool = True,
             metadata: object = None,
         ) -> None:
-            seen.append(include_path)
+            record(include_path, include_defaults)
 
     module = types.ModuleType("lm_eval.tasks.manager")
     module.TaskManager = TaskManager  # type: ignore[attr-defined]
+    return module
+
+
+def test_user_include_path_wins_and_include_defaults_false_means_only_it(tmp_path: Path) -> None:
+    import elitr_bench._hook as hook
+
+    seen: list[object] = []
+    module = _manager_module(lambda include_path, include_defaults: seen.append(include_path))
+    TaskManager = module.TaskManager
     hook._patch_task_manager(module)
     ours, mine = hook.tasks_dir(), str(tmp_path)
     TaskManager(include_path=mine)  # ours first: later paths override, so the user's wins
@@ -88,16 +101,7 @@ def test_user_include_path_wins_and_include_defaults_false_means_only_it(tmp_pat
 
 
 def test_elitr_bench_run_loads_the_plugin_even_when_the_hook_is_off() -> None:
-    exe = Path(sys.executable).with_name("elitr-bench")
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "elitr_bench.cli"]
-    proc = subprocess.run(
-        [*cmd, "run", "validate", "--tasks", "elitr_qa_dev"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "ELITR_BENCH_NO_HOOK": "1"},
-        timeout=300,
-        check=False,
-    )
+    proc = run_without_hook([*elitr_bench_command(), "run", "validate", "--tasks", "elitr_qa_dev"])
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "valid" in (proc.stdout + proc.stderr).lower()
 
@@ -143,20 +147,13 @@ def test_pth_line_imports_nothing_until_lm_eval_is_imported(tmp_path: Path) -> N
 
 
 def test_interpreter_start_loads_nothing_of_ours(tmp_path: Path) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-c", "import sys; print(sorted(m for m in sys.modules if 'elitr' in m))"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        check=True,
-        timeout=60,
-    )
+    probe = "import sys; print(sorted(m for m in sys.modules if 'elitr' in m))"
+    proc = run_command([sys.executable, "-c", probe], cwd=tmp_path, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "[]"
 
 
 def test_hook_steps_aside_when_lm_eval_reads_our_entry_points() -> None:
-    import types
-
     import elitr_bench._hook as hook
 
     # The names upstream's plugin PRs add (#4015 tasks, #4013 models).
@@ -205,15 +202,7 @@ main(["run", "--model", "elitr-replay", "--tasks", "elitr_qa_dev", "--help"])
 
 def test_elitr_bench_run_passes_every_argument_and_registers_models(tmp_path: Path) -> None:
     # The hook switched off stands for an environment that ignores .pth files.
-    proc = subprocess.run(
-        [sys.executable, "-c", RUN_PROBE],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env={**os.environ, "ELITR_BENCH_NO_HOOK": "1"},
-        timeout=300,
-        check=False,
-    )
+    proc = run_without_hook([sys.executable, "-c", RUN_PROBE], cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "argv ['--model', 'elitr-replay', '--tasks', 'elitr_qa_dev', '--help']" in proc.stdout
     assert "models ReplayLM HFPrefixLM" in proc.stdout
@@ -221,11 +210,7 @@ def test_elitr_bench_run_passes_every_argument_and_registers_models(tmp_path: Pa
 
 
 def test_elitr_bench_run_help_is_lm_evals_help() -> None:
-    exe = Path(sys.executable).with_name("elitr-bench")
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "elitr_bench.cli"]
-    proc = subprocess.run(
-        [*cmd, "run", "--help"], capture_output=True, text=True, timeout=300, check=False
-    )
+    proc = run_command([*elitr_bench_command(), "run", "--help"])
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.startswith("usage: lm-eval")
 
@@ -293,8 +278,6 @@ def test_our_entry_points_resolve_as_lm_eval_with_the_plugin_prs_reads_them() ->
 
 def test_entry_point_lm_eval_indexes_our_folder_once(tmp_path: Path) -> None:
     """Simulates #4015's TaskManager: defaults, then plugin folders, then include_path."""
-    import types
-
     import elitr_bench._hook as hook
 
     ours, mine = hook.tasks_dir(), str(tmp_path)
@@ -303,22 +286,15 @@ def test_entry_point_lm_eval_indexes_our_folder_once(tmp_path: Path) -> None:
     def discover_plugin_task_paths() -> list[Path]:
         return [Path(ours)]
 
-    class TaskManager:
-        def __init__(
-            self,
-            verbosity: object = None,
-            include_path: object = None,
-            include_defaults: bool = True,
-            metadata: object = None,
-        ) -> None:
-            paths = ["<defaults>"] if include_defaults else []
-            paths += [str(p) for p in discover_plugin_task_paths()]
-            if include_path is not None:
-                paths += include_path if isinstance(include_path, list) else [include_path]
-            indexed.append(paths)
+    def index(include_path: object, include_defaults: bool) -> None:
+        paths = ["<defaults>"] if include_defaults else []
+        paths += [str(p) for p in discover_plugin_task_paths()]
+        if include_path is not None:
+            paths += include_path if isinstance(include_path, list) else [include_path]
+        indexed.append(paths)
 
-    manager = types.ModuleType("lm_eval.tasks.manager")
-    manager.TaskManager = TaskManager  # type: ignore[attr-defined]
+    manager = _manager_module(index)
+    TaskManager = manager.TaskManager
     manager.discover_plugin_task_paths = discover_plugin_task_paths  # type: ignore[attr-defined]
     hook._patch_task_manager(manager)
     TaskManager(include_path=ours)  # `--include_path $(elitr-bench tasks-dir)`

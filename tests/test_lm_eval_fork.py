@@ -64,12 +64,29 @@ def test_a_launch_past_its_timeout_raises_as_subprocess_run_does(tmp_path: Path)
 
 
 def test_an_import_time_variable_takes_a_fresh_interpreter(tmp_path: Path) -> None:
-    """lm-eval reads ``LM_HARNESS_CACHE_PATH`` at import: a fork would keep the server's."""
+    """``HF_HUB_OFFLINE`` is read at import: a fork would keep the server's."""
     fork = _fork_server()
     if fork is None:
         pytest.skip("ELITR_TEST_FRESH_LM_EVAL is set: every launch is fresh")
     assert fork.serves({**_BASE_ENV, "ELITR_BENCH_CACHE": "/elsewhere"})  # read at run time
-    changed = {**_BASE_ENV, "LM_HARNESS_CACHE_PATH": str(tmp_path)}
+    changed = {**_BASE_ENV, "HF_HUB_OFFLINE": "0"}
     assert import_time_env(changed) != import_time_env(_BASE_ENV)
     assert not fork.serves(changed)
-    # tests/tasks/test_request_safety.py then finds lm-eval's request cache where it put it
+
+
+def test_a_forked_launch_puts_the_request_cache_where_its_environment_says(
+    tmp_path: Path,
+) -> None:
+    """lm-eval reads ``LM_HARNESS_CACHE_PATH`` at import; each forked launch reads it again."""
+    fork = _fork_server()
+    if fork is None:
+        pytest.skip("ELITR_TEST_FRESH_LM_EVAL is set: every launch is fresh")
+    args = ["--model", "elitr-replay", "--model_args", "system=gpt-4", "--tasks", "elitr_qa_dev"]
+    args += ["--limit", "1", "--cache_requests", "true", "--metadata", '{"judge": "none"}']
+    for name in ("a", "b"):
+        env = {**_BASE_ENV, "LM_HARNESS_CACHE_PATH": str(tmp_path / name / "cache")}
+        assert fork.serves(env)
+        proc = fork.run([*args, "--output_path", str(tmp_path / name / "out")], env, 300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert len(list((tmp_path / name / "cache").iterdir())) == 1  # its own folder
+    # tests/tasks/test_request_safety.py holds the cache's keys and hits

@@ -26,9 +26,10 @@ from elitr_bench.judges.cream.arena import (
     ARENA_FILE,
     MINUTES_FILE,
     ArenaError,
+    ArenaPlan,
     ArenaState,
-    Plan,
     SystemMinutes,
+    compare_in_batches,
     context_check,
     load_state,
     merge,
@@ -49,6 +50,7 @@ from elitr_bench.judges.cream.ratings import (
     DEFAULT_SCALE,
     EloParams,
 )
+from elitr_bench.judges.cream.scoring import Comparison
 from elitr_bench.judges.cream.segment import DEFAULT_UNIT, UNITS
 from elitr_bench.judges.summary.budget import check_budget, spending_cap
 from elitr_bench.judges.usage import usage_line
@@ -179,23 +181,26 @@ def _arena(
             raise
     save_meta(state, out)  # the arena's systems and minutes, before anything is paid
     if todo:
+        progress = config.progress and not args.quiet
 
-        async def go() -> int:
+        async def go() -> list[Comparison]:
             try:
-                done = await run_comparisons(
-                    state, todo, judge, out, progress=config.progress and not args.quiet
-                )
+                return await run_comparisons(state, todo, judge, out, progress=progress)
             finally:
                 await client.aclose()
-            return sum(c.status == "error" for c in done)
 
-        failed = run_coroutine(go)
+        if config.batch:  # through the endpoint's Batch API, submitted and waited for
+            run_coroutine(client.aclose)  # the preflight's; the batches' client is its own
+            done, client = compare_in_batches(state, todo, judge, out, progress)
+        else:
+            done = run_coroutine(go)
+        failed = sum(c.status == "error" for c in done)
         usage = usage_of(config, client)
         print(f"{usage_line(usage)}, estimated cost ${usage.get('estimated_cost_usd', 0):.4f}")
     return _write_report(args, state, out, usage, failed)
 
 
-def _print_plan(out: Path, state: ArenaState, p: Plan, config: JudgeConfig) -> None:
+def _print_plan(out: Path, state: ArenaState, p: ArenaPlan, config: JudgeConfig) -> None:
     """The arena's size, what is already judged, and the calls and cost still to come."""
     n = len(state.systems)
     print(
@@ -204,7 +209,7 @@ def _print_plan(out: Path, state: ArenaState, p: Plan, config: JudgeConfig) -> N
     )
     cost = "unknown (no price for this model; set price=IN:OUT)"
     if p.cost_usd is not None:
-        cost = f"${p.cost_usd:.2f} at most"
+        cost = f"${p.cost_usd:.2f} at most" + (" at the batch price" if config.batch else "")
     print(
         f"judge calls: {p.calls} ({p.comparisons} comparisons x 3: key-fact extraction and "
         f"one alignment per summary; up to {p.max_calls} with re-asks and "

@@ -144,7 +144,9 @@ def _plan_and_check(
             extra_prompt_chars=extra_prompt_chars,
             client=client,
         )
-        print(plan.line(config.model), file=sys.stderr, flush=True)
+        batch = config.batch and plan.cost_usd is not None
+        priced = f"{config.model} at the batch price" if batch else config.model
+        print(plan.line(priced), file=sys.stderr, flush=True)
         if not args.dry_run:
             check_budget(plan, spending_cap(args.max_cost, config.max_cost))
         _preflight(config, method.options.pool, plan, args.dry_run)
@@ -272,7 +274,17 @@ def _assess_and_write(
             await method.aclose()
             await client.aclose()
 
-    result = run_coroutine(run)
+    if config.batch:  # through the endpoint's Batch API, submitted and waited for
+        from elitr_bench.judges.batching import BatchPlan
+        from elitr_bench.judges.summary.batching import assess_in_batches
+
+        run_coroutine(client.aclose)  # the plan's client; the batches' clients are their own
+        try:
+            result = assess_in_batches([("MESA", items)], config, method, BatchPlan()).runs[0]
+        finally:
+            run_coroutine(method.aclose)
+    else:
+        result = run_coroutine(run)
     codes = method.types.codes
     _write_jsonl(out / RESULTS_FILE, [result_line(a, codes) for a in result.assessments])
     _write_jsonl(out / DETAILS_FILE, [a.to_dict() for a in result.assessments])

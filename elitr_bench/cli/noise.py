@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from elitr_bench.data.folder import write_atomic
+from elitr_bench.markdown import fixed, markdown_table
 from elitr_bench.noise.build import RED_ACE_HUB_ID, read_pairs, red_ace_pairs, rules_from_pairs
 from elitr_bench.noise.cache import noisy_transcript
 from elitr_bench.noise.errors import NoiseError
@@ -244,33 +245,41 @@ def summary_markdown(rows: Sequence[tuple[str, str, NoisyTranscript]]) -> str:
     by_target: dict[float, list[NoisyTranscript]] = {}
     for _, _, n in rows:
         by_target.setdefault(n.target_wer, []).append(n)
-    lines = [
-        "| Target WER (%) | Effective WER (%) | min-max | "
-        "Effective WER, whitespace tokens (%) | min-max |",
-        "|---:|---:|---:|---:|---:|",
-    ]
+    header: tuple[str, ...] = ("Target WER (%)", "Effective WER (%)", "min-max")
+    header += ("Effective WER, whitespace tokens (%)", "min-max")
+    cells = []
     for target in sorted(by_target):
         items = by_target[target]
         norm = [100 * n.effective_wer for n in items]
         plain = [100 * n.whitespace_wer for n in items]
-        lines.append(
-            f"| {100 * target:.2f} | {sum(norm) / len(norm):.2f} | "
-            f"{min(norm):.2f}-{max(norm):.2f} | {sum(plain) / len(plain):.2f} | "
-            f"{min(plain):.2f}-{max(plain):.2f} |"
+        cells.append(
+            (
+                fixed(100 * target),
+                fixed(sum(norm) / len(norm)),
+                f"{fixed(min(norm))}-{fixed(max(norm))}",
+                fixed(sum(plain) / len(plain)),
+                f"{fixed(min(plain))}-{fixed(max(plain))}",
+            )
         )
-    return "\n".join(lines)
+    return "\n".join(markdown_table(header, cells, "rrrrr"))
 
 
 def per_meeting_markdown(rows: Sequence[tuple[str, str, NoisyTranscript]]) -> str:
     """One line per (meeting, target) with the edit counts behind the effective WER."""
-    lines = [
-        "| Meeting | Split | Words | Target WER (%) | Effective WER (%) | S | D | I | Scale |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for meeting_id, split, n in sorted(rows, key=lambda r: (r[2].target_wer, r[0])):
-        lines.append(
-            f"| {meeting_id} | {split} | {n.reference_words} | {100 * n.target_wer:.2f} | "
-            f"{100 * n.effective_wer:.2f} | {n.substitutions} | {n.deletions} | "
-            f"{n.insertions} | {n.scale:.4f} |"
+    header: tuple[str, ...] = ("Meeting", "Split", "Words", "Target WER (%)", "Effective WER (%)")
+    header += ("S", "D", "I", "Scale")
+    cells = [
+        (
+            meeting_id,
+            split,
+            str(n.reference_words),
+            fixed(100 * n.target_wer),
+            fixed(100 * n.effective_wer),
+            str(n.substitutions),
+            str(n.deletions),
+            str(n.insertions),
+            fixed(n.scale, 4),
         )
-    return "\n".join(lines)
+        for meeting_id, split, n in sorted(rows, key=lambda r: (r[2].target_wer, r[0]))
+    ]
+    return "\n".join(markdown_table(header, cells, "llrrrrrrr"))

@@ -10,10 +10,10 @@ value or reason. ``--jsonl FILE`` reads one JSON object per line::
 (``key_facts`` and ``units`` for ``cream-alignment``; ``evaluated``, optional, is the text
 the judge evaluated, whose lines quoted in the reply never supply a value; ``"turn":
 "restatement"`` reads the reply as the judge's answer to the restatement message, and
-``"first_reply"`` gives the first reply it answers, whose stated values the restatement must
-agree with) and prints one result per line, in order. A reply that a run would ask to
-restate its values carries ``"restate": "<why>"`` (and, for one FILE, a ``restate: <why>``
-line on standard error).
+``"first_reply"`` gives the first reply it answers, whose one stated value per field the
+restatement must confirm; a field it stated two values for stays unscored) and prints one
+result per line, in order. A reply that a run would ask to restate its values carries
+``"restate": "<why>"`` (and, for one FILE, a ``restate: <why>`` line on standard error).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from elitr_bench.data.errors import ElitrBenchError
+from elitr_bench.data.run_files import parse_json_lines
 from elitr_bench.judges.cream.parse import AlignmentGrammar
 from elitr_bench.judges.cream.scoring import score_side
 from elitr_bench.judges.family import families
@@ -159,17 +160,12 @@ def _records(args: argparse.Namespace) -> Sequence[Record]:
     if args.jsonl:
         if args.file not in (None, "-"):
             raise ReadReplyError("read-reply: give either FILE or --jsonl FILE, not both")
-        out = []
-        for number, line in enumerate(_read_text(args.jsonl).splitlines(), start=1):
-            if not line.strip():
-                continue
-            where = f"{args.jsonl}:{number}"
-            try:
-                data = json.loads(line)
-            except ValueError as exc:
-                raise ReadReplyError(f"{where}: not a JSON object ({exc})") from None
-            out.append(_record(data, where))
-        return out
+        lines = _read_text(args.jsonl).split("\n")
+        fix = "give one JSON object per line (see read-reply --help)"
+        return [
+            _record(data, f"{args.jsonl}:{number}")
+            for number, data in parse_json_lines(lines, args.jsonl, fix, ReadReplyError)
+        ]
     facts = None
     if args.key_facts:
         facts = tuple(f.strip() for f in _read_text(args.key_facts).splitlines() if f.strip())
@@ -229,6 +225,6 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--first-reply",
         metavar="FILE",
-        help="with --restatement: the first reply it answers (the values must agree)",
+        help="with --restatement: the first reply it answers (its values must be confirmed)",
     )
     parser.set_defaults(handler=_handler)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,8 @@ from elitr_bench.cli.budget import add_budget_flags
 from elitr_bench.cli_errors import debug_enabled
 from elitr_bench.data.errors import ElitrBenchError
 from elitr_bench.data.folder import write_atomic
-from elitr_bench.data.run_files import partial_notes
+from elitr_bench.data.run_files import partial_notes, task_of
+from elitr_bench.judges.batching import BatchPlan
 from elitr_bench.judges.config import (
     KEYLESS_JUDGE,
     JudgeConfig,
@@ -24,6 +26,7 @@ from elitr_bench.judges.config import (
     keyless_alternatives,
 )
 from elitr_bench.judges.errors import JudgeConfigError
+from elitr_bench.judges.family import batch_refusal
 from elitr_bench.judges.rubrics import RUBRICS
 from elitr_bench.judges.summary.budget import check_budget, spending_cap
 from elitr_bench.judges.summary.registry import (
@@ -32,9 +35,11 @@ from elitr_bench.judges.summary.registry import (
     minutes_judge_example,
 )
 from elitr_bench.judges.usage import usage_line
+from elitr_bench.llm.batch_files import limits_from_env
 from elitr_bench.scoring.minutes import judge_keys, score_minutes_samples
 from elitr_bench.scoring.qa import (
     QA_JUDGE_METRICS,
+    BatchParked,
     check_qa_fit,
     find_samples,
     generated_runs,
@@ -43,20 +48,24 @@ from elitr_bench.scoring.qa import (
     plan_qa_files,
     score_runs,
     split_by_kind,
-    task_name_of,
     tasks_of,
 )
 from elitr_bench.scoring.rescore import check_tasks
 
 
-def _score_minutes(args: argparse.Namespace, config: JudgeConfig) -> int:
+def _score_minutes(
+    args: argparse.Namespace, config: JudgeConfig, batch: BatchPlan | None = None
+) -> int:
     """``elitr-bench score`` with a minutes judge; exit 3 when the judge failed on some."""
     method = get_method(config)
     names = judge_keys(method)
     errors = 0
-    for target, payload in score_minutes_samples(
-        args.paths, config, Path(args.output) if args.output else None, args.include_path
-    ):
+    output = Path(args.output) if args.output else None
+    try:
+        scored = score_minutes_samples(args.paths, config, output, args.include_path, batch)
+    except BatchParked as parked:
+        return _parked(args, config, parked)
+    for target, payload in scored:
         for task in payload["judge_usage"]:
             metrics = payload["results"].get(task, {})
             shown = {k.split(",")[0]: v for k, v in metrics.items() if k.split(",")[0] in names}
@@ -87,7 +96,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
     for note in partial_notes(Path(p) for p in args.paths):
         print(f"score: note: {note}", file=sys.stderr)
     found = find_samples(args.paths)
-    tasks = {task_name_of(path): path for path in found}
+    tasks = {task_of(path): path for path in found}
     check_tasks(tasks, include_path=args.include_path)  # names first, then contents
     qa_files, minutes_files = split_by_kind(found)
     generated = _refuse_unfit(config, minutes_judge, qa_files, minutes_files)
@@ -103,12 +112,15 @@ def _cmd_score(args: argparse.Namespace) -> int:
         if minutes_judge
         else keyless_alternatives(True, "elitr-bench", replay=bool(qa_files) and not generated)
     )
-    if not args.dry_run:  # a missing key is its one line, not a line after the plan
+    batch = _batch_plan(args, config)
+    offline = batch is not None and batch.mode == "file"  # nothing is sent: no key needed
+    if not args.dry_run and not offline:  # a missing key is its one line, not after the plan
         check_judge_ready(config, command="elitr-bench", alternative=alternative)
     # The plan, --dry-run and --max-cost come before any request, the preflight's too.
     if _plan_score(args, config, qa_files if not minutes_judge else [], minutes_files):
         return 0
-    check_judge_ready(config, network=True, command="elitr-bench", alternative=alternative)
+    if not offline:
+        check_judge_ready(config, network=True, command="elitr-bench", alternative=alternative)
 
     if minutes_judge:  # a minutes judge (issue 11): minutes runs
         if qa_files:
@@ -119,7 +131,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         paths = [str(f) for f in minutes_files]
-        return _score_minutes(argparse.Namespace(**{**vars(args), "paths": paths}), config)
+        return _score_minutes(argparse.Namespace(**{**vars(args), "paths": paths}), config, batch)
     if minutes_files:
         print(
             f"score: skipping {len(minutes_files)} minutes samples file(s) "
@@ -127,7 +139,67 @@ def _cmd_score(args: argparse.Namespace) -> int:
             f"score them with a minutes judge (--judge openai:gpt-4o,{method_selectors()[0]})",
             file=sys.stderr,
         )
-    return _score_qa(args, config, qa_files)
+    return _score_qa(args, config, qa_files, batch)
+
+
+def _batch_plan(args: argparse.Namespace, config: JudgeConfig) -> BatchPlan | None:
+    """How the run's batches go (None: one by one), from the flags and ``batch=on``.
+
+    Raises:
+        JudgeConfigError: A batch flag that does not fit the judge (one line each).
+    """
+    write = Path(args.batch_write) if args.batch_write else None
+    read = Path(args.batch_read) if args.batch_read else None
+    refusal = batch_refusal(config.family) if write or read or args.no_wait else None
+    if refusal is not None:
+        raise JudgeConfigError(f"--batch-write, --batch-read, --no-wait: {refusal}; drop them")
+    if write or read:
+        if config.backend != "openai":
+            raise JudgeConfigError(
+                f"--batch-write/--batch-read: the judge {config.spec or config.backend} is "
+                "not an openai: judge; batch files hold OpenAI chat requests (use e.g. "
+                "--judge openai:MODEL for a model vLLM's run_batch serves)"
+            )
+        if args.no_wait:
+            raise JudgeConfigError("--no-wait: batch files are never waited for; drop it")
+        return BatchPlan("file", write, read, limits=limits_from_env())
+    if config.batch:
+        return BatchPlan("api", wait=not args.no_wait, limits=limits_from_env())
+    if args.no_wait:
+        raise JudgeConfigError(
+            "--no-wait: the judge sends one by one; add batch=on to the judge spec "
+            f"(--judge {config.spec or config.backend},batch=on) to submit a batch and exit"
+        )
+    return None
+
+
+def _parked(args: argparse.Namespace, config: JudgeConfig, parked: BatchParked) -> int:
+    """Say what waits for batches and the command that goes on; status 0."""
+    outcome = parked.outcome
+    again = ["elitr-bench", "score", *map(str, args.paths), "--judge", config.spec]
+    if outcome.written:
+        count = sum(1 for path in outcome.written for _ in path.open(encoding="utf-8"))
+        for path in outcome.written:
+            print(f"wrote batch input {path} (nothing was sent)")
+        first = outcome.written[0]
+        answered = first.with_name(f"{first.stem}.out{first.suffix}")
+        print(
+            f"score: {count} judge request(s) wait in {len(outcome.written)} batch file(s); "
+            f"answer each, e.g. with vLLM: python -m vllm.entrypoints.openai.run_batch -i "
+            f"{first} -o {answered} --model {config.model}",
+            file=sys.stderr,
+        )
+        following = first.with_name(f"{first.stem}.next{first.suffix}")
+        command = [*again, "--batch-read", str(answered), "--batch-write", str(following)]
+        print(f"then: {shlex.join(command)}", file=sys.stderr)
+        return 0
+    print(
+        f"score: submitted judge batch(es) {', '.join(outcome.submitted)}; they are recorded "
+        "in the judge cache and never submitted or paid twice. Collect the replies with: "
+        f"{shlex.join(again)}",
+        file=sys.stderr,
+    )
+    return 0
 
 
 def _refuse_unfit(
@@ -167,11 +239,20 @@ def _refuse_unfit(
     return generated
 
 
-def _score_qa(args: argparse.Namespace, config: JudgeConfig, qa_files: list[Path]) -> int:
+def _score_qa(
+    args: argparse.Namespace,
+    config: JudgeConfig,
+    qa_files: list[Path],
+    batch: BatchPlan | None = None,
+) -> int:
     """Judge the QA runs, print their judge scores and usage; 3 when some item failed."""
     output = Path(args.output) if args.output else None
     failed = 0
-    for target, payload in score_runs(qa_files, config, output, include_path=args.include_path):
+    try:
+        scored = score_runs(qa_files, config, output, include_path=args.include_path, batch=batch)
+    except BatchParked as parked:
+        return _parked(args, config, parked)
+    for target, payload in scored:
         for task in payload["judge_usage"]:
             metrics = payload["results"].get(task, {})
             shown = {
@@ -315,6 +396,26 @@ def register(subparsers: Any) -> None:
         metavar="DIR",
         help="a folder of further task YAMLs, as the run's lm_eval --include_path took it "
         "(a task there that reuses our task classes is scored like ours; repeatable)",
+    )
+    score.add_argument(
+        "--batch-write",
+        default=None,
+        metavar="FILE",
+        help="write the judge requests that miss the cache to FILE as a batch input "
+        "(OpenAI's JSONL, which vLLM's run_batch reads) and stop: nothing is sent",
+    )
+    score.add_argument(
+        "--batch-read",
+        default=None,
+        metavar="FILE",
+        help="read an answered batch output file (of a --batch-write input) into the judge "
+        "cache first; with --batch-write, what still waits (restatements) goes there",
+    )
+    score.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="with batch=on in the judge spec: submit the batch and exit, printing the "
+        "command that collects it",
     )
     add_budget_flags(score, "judge calls and estimated cost per task")
     score.set_defaults(handler=_cmd_score)

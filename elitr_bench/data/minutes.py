@@ -52,13 +52,12 @@ skipped and ``minutes_GENER_Annot13.txt`` (capital A, meeting_en_test2_005) is n
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from elitr_bench.data import store
 from elitr_bench.data.archives import read_tar_in_zip
@@ -80,8 +79,12 @@ from elitr_bench.data.records import (
 from elitr_bench.data.run_files import (
     current_samples,
     first_doc,
-    parse_samples_name,
+    newest_lm_eval_results,
+    read_json_lines,
+    read_results_file,
     run_results_of,
+    samples_below,
+    task_of,
 )
 from elitr_bench.data.sources import (
     AUTOMIN_DIR,
@@ -613,7 +616,7 @@ def minutes_candidates(root: Path) -> tuple[list[Path], list[Path]]:
     report (which also reads QA runs) and ``minutes_samples_files`` (which explains what
     is missing) share one search.
     """
-    found = [root] if root.is_file() else sorted(root.rglob("samples_*.jsonl"))
+    found = samples_below(root)
     return [f for f in found if holds_minutes(f)], found
 
 
@@ -659,19 +662,6 @@ def _samples_files(path: Path) -> list[Path]:
     return kept
 
 
-def read_results_file(path: Path) -> Mapping[str, Any]:
-    """One lm-eval (or ``elitr-bench score``) results file as a mapping ({} if not a mapping).
-
-    Raises:
-        DataError: The file cannot be read or is not JSON.
-    """
-    try:
-        payload = json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError) as exc:
-        raise DataError(f"{path}: unreadable lm-eval results file ({exc})") from None
-    return cast(Mapping[str, Any], payload) if isinstance(payload, Mapping) else {}
-
-
 def run_results(samples_file: Path) -> Mapping[str, Any]:
     """lm-eval's results_*.json of the run (for a rescoring: of the run it re-judged).
 
@@ -681,25 +671,8 @@ def run_results(samples_file: Path) -> Mapping[str, Any]:
     Raises:
         DataError: The results file cannot be read.
     """
-    found = run_results_of(samples_file)
-    if found is None:
-        others = sorted(
-            p for p in samples_file.parent.glob("results_*.json") if "_rescored_" not in p.name
-        )
-        found = others[-1] if others else None
+    found = run_results_of(samples_file) or newest_lm_eval_results(samples_file.parent)
     return {} if found is None else read_results_file(found)
-
-
-def task_of(samples_file: Path) -> str:
-    """The lm-eval task a samples file belongs to (from its name).
-
-    ``samples_<task>[_rescored]_<timestamp>.jsonl``; task names may contain underscores, so
-    a name without a recognised stamp falls back to everything before its last ``_``.
-    """
-    parsed = parse_samples_name(samples_file)
-    if parsed is not None:
-        return parsed.task
-    return samples_file.stem.removeprefix("samples_").rsplit("_", 1)[0]
 
 
 def minutes_text_of(sample: Mapping[str, Any]) -> str | None:
@@ -772,30 +745,25 @@ def load_run_minutes(path: str | Path) -> RunMinutes:
             if value not in (None, "") and str(value) != RUN_SETTING_DEFAULTS.get(key):
                 settings[key] = str(value)
         tasks.append(task)
-        with samples_file.open(encoding="utf-8") as handle:
-            for lineno, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                where = f"{samples_file}:{lineno}"
-                try:
-                    sample = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise DataError(f"{where}: invalid JSON ({exc})") from None
-                doc = sample.get("doc") if isinstance(sample, Mapping) else None
-                meeting_id = doc.get("meeting_id") if isinstance(doc, Mapping) else None
-                text = minutes_text_of(sample)
-                if not isinstance(meeting_id, str) or text is None:
-                    raise DataError(
-                        f"{where}: not a minutes-task sample (no doc.meeting_id or response); "
-                        "pass the output of an automin23_en / elitr_minutes_* run"
-                    )
-                if meeting_id in seen:
-                    raise DataError(
-                        f"{where}: minutes of {meeting_id} were already read from "
-                        f"{seen[meeting_id]}; pass one run's output folder or samples file"
-                    )
-                seen[meeting_id] = where
-                minutes.append((task, meeting_id, text, where))
+        for lineno, sample in read_json_lines(
+            samples_file, "pass the samples file of a finished lm-eval run"
+        ):
+            where = f"{samples_file}:{lineno}"
+            doc = sample.get("doc") if isinstance(sample, Mapping) else None
+            meeting_id = doc.get("meeting_id") if isinstance(doc, Mapping) else None
+            text = minutes_text_of(sample)
+            if not isinstance(meeting_id, str) or text is None:
+                raise DataError(
+                    f"{where}: not a minutes-task sample (no doc.meeting_id or response); "
+                    "pass the output of an automin23_en / elitr_minutes_* run"
+                )
+            if meeting_id in seen:
+                raise DataError(
+                    f"{where}: minutes of {meeting_id} were already read from "
+                    f"{seen[meeting_id]}; pass one run's output folder or samples file"
+                )
+            seen[meeting_id] = where
+            minutes.append((task, meeting_id, text, where))
     name = run_name(model or "unknown-model", model_args, settings)
     return RunMinutes(
         name=name,
@@ -821,11 +789,9 @@ __all__ = [
     "load_elitr_minutes_meetings",
     "load_run_minutes",
     "minutes_candidates",
-    "read_results_file",
     "require_lines",
     "run_results",
     "select_meetings",
-    "task_of",
 ]
 
 

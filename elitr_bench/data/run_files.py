@@ -15,18 +15,29 @@ current: of a run's samples file and all its rescorings, the newest rescoring. T
 writers (``score`` for QA and for minutes runs) take the names of what they write from
 here too (:func:`rescoring_runs`), so that the readers and the writers share one rule.
 
-Only the standard library is used: the data layer must not import judges or lm-eval.
+Reading them is here too, so that every command finds and reads them alike: where a
+run's files lie (:func:`samples_below`, :func:`lm_eval_samples_below`,
+:func:`results_files_below`, :func:`samples_file_of`), a samples file's task
+(:func:`task_of`), the results files (:func:`read_results_file`) and the one JSON-lines
+reader (:func:`read_json_lines`), whose error names the file and the line, for samples
+files and for our own ``*.jsonl`` (arena folders, ``--metric-file``, ``read-reply --jsonl``,
+noise rules and pairs).
+
+Only the standard library and the data layer's own modules are used: the data layer must
+not import judges or lm-eval.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+from elitr_bench.data.errors import DataError, ElitrBenchError
 
 #: lm-eval's (and ``elitr-bench score``'s) file stamp: ``2026-11-22T22-21-47.123456``,
 #: ``score`` appends ``-2``, ``-3`` when one call writes several runs of one folder
@@ -69,6 +80,18 @@ def parse_samples_name(path: Path) -> SamplesName | None:
     return SamplesName(task, stamp, rescored)
 
 
+def task_of(samples_file: Path) -> str:
+    """The lm-eval task a samples file belongs to (from its name).
+
+    ``samples_<task>[_rescored]_<timestamp>.jsonl``; task names may contain underscores, so
+    a name without a recognised stamp falls back to everything before its last ``_``.
+    """
+    parsed = parse_samples_name(samples_file)
+    if parsed is not None:
+        return parsed.task
+    return samples_file.stem.removeprefix("samples_").rsplit("_", 1)[0]
+
+
 def results_file_of(samples: Path) -> Path | None:
     """The results file written with a samples file (same folder and stamp), if present."""
     name = parse_samples_name(samples)
@@ -79,12 +102,144 @@ def results_file_of(samples: Path) -> Path | None:
     return path if path.is_file() else None
 
 
-def _read(path: Path) -> Mapping[str, Any]:
+def samples_file_of(results: Path, task: str) -> Path | None:
+    """The samples of ``task`` written with a results file (same folder and stamp), if present.
+
+    The inverse of :func:`results_file_of`: ``results_<stamp>.json`` goes with
+    ``samples_<task>_<stamp>.jsonl``, ``results_rescored_<stamp>.json`` with the rescoring's
+    samples of that stamp (older versions of ``score`` named them
+    ``samples_<task>_rescored_<stamp>.jsonl``).
+    """
+    stamp = results.stem.removeprefix("results_")
+    rescored = stamp.startswith("rescored_")
+    stamp = stamp.removeprefix("rescored_")
+    names = [f"samples_{task}_{stamp}.jsonl"]
+    if rescored:
+        names.append(f"samples_{task}{_LEGACY_RESCORED}_{stamp}.jsonl")
+    for name in names:
+        if results.with_name(name).exists():
+            return results.with_name(name)
+    return None
+
+
+def samples_below(root: Path) -> list[Path]:
+    """Every ``samples_*.jsonl`` below a folder, sorted; a file is its own only one.
+
+    A missing path has none. lm-eval's files and rescorings alike: the readers choose the
+    current ones (:func:`current_samples`).
+    """
+    root = Path(root)
+    if root.is_file():
+        return [root]
+    return sorted(root.rglob("samples_*.jsonl")) if root.is_dir() else []
+
+
+def lm_eval_samples_below(folder: Path) -> list[Path]:
+    """The samples files lm-eval wrote below a folder, sorted: what ``score`` re-judges.
+
+    Left out are rescorings (``score`` judges lm-eval's answers, not its own earlier
+    verdicts) and files a stopped writer left cut (:func:`partial_files`, which the
+    commands name instead).
+    """
+    partial = {path for path, _ in partial_files(folder)}
+    return [
+        path
+        for path in samples_below(folder)
+        if (name := parse_samples_name(path)) is not None
+        and not name.rescored
+        and path not in partial
+    ]
+
+
+def results_files_below(root: Path) -> list[Path]:
+    """Every ``results*.json`` below a folder, sorted (lm-eval's and ``score``'s)."""
+    return sorted(Path(root).rglob("results*.json"))
+
+
+def newest_lm_eval_results(folder: Path) -> Path | None:
+    """A folder's newest ``results_<stamp>.json`` that lm-eval wrote (not a rescoring's)."""
+    found = sorted(
+        path for path in Path(folder).glob("results_*.json") if "_rescored_" not in path.name
+    )
+    return found[-1] if found else None
+
+
+def parse_json_lines(
+    lines: Iterable[str],
+    source: str | Path,
+    fix: str,
+    error: type[ElitrBenchError] = DataError,
+    skip_invalid: bool = False,
+) -> Iterator[tuple[int, Any]]:
+    """Decode JSON lines, yielding ``(line number, value)``; blank lines are passed over.
+
+    The one JSON-lines reader of the package, so that every bad line is refused alike: one
+    line naming the file and the line, then the caller's fix. Lines are split at line
+    breaks only (a file's own lines, or a text split at newlines), never at the U+2028 and
+    friends that JSON strings may hold, which ``str.splitlines`` would cut them at.
+
+    Args:
+        lines: The text's lines.
+        source: The file (``-`` for standard input) named in the error.
+        fix: What to do about a bad line, appended to the error.
+        error: The caller's error type (its command prints it as one line).
+        skip_invalid: Pass over lines that are not JSON instead: a record an appender
+            killed mid-line left, which its writer simply redoes.
+
+    Raises:
+        ElitrBenchError: ``error``, for a line that is not JSON.
+    """
+    for number, text in enumerate(lines, 1):
+        if not text.strip():
+            continue
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            if skip_invalid:
+                continue
+            raise error(f"{source}:{number}: not JSON ({exc}); {fix}") from None
+        yield number, value
+
+
+def read_json_lines(
+    path: Path,
+    fix: str,
+    error: type[ElitrBenchError] = DataError,
+    skip_invalid: bool = False,
+) -> Iterator[tuple[int, Any]]:
+    """The decoded lines of a JSON-lines file, read as it goes (see :func:`parse_json_lines`).
+
+    Raises:
+        OSError: The file cannot be opened (callers say why they wanted it).
+        ElitrBenchError: ``error``, for a line that is not JSON.
+    """
+    with Path(path).open(encoding="utf-8") as handle:
+        yield from parse_json_lines(handle, path, fix, error, skip_invalid)
+
+
+def read_results_file(
+    path: Path,
+    error: type[ElitrBenchError] = DataError,
+    fix: str = "re-run what wrote it, or move it away",
+) -> Mapping[str, Any]:
+    """One lm-eval (or ``elitr-bench score``) results file as a mapping ({} if not a mapping).
+
+    Raises:
+        ElitrBenchError: ``error``: the file cannot be read or is not JSON.
+    """
     try:
-        payload = json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError):
-        return {}
+        payload = json.loads(Path(path).read_text("utf-8"))
+    except (OSError, ValueError) as exc:
+        raise error(f"{path}: unreadable lm-eval results file ({exc}); {fix}") from None
     return payload if isinstance(payload, Mapping) else {}
+
+
+def results_payload(path: Path) -> Mapping[str, Any]:
+    """A results file as a mapping, {} where it cannot be read (what only helps, if there)."""
+    try:
+        return read_results_file(path)
+    except DataError:
+        return {}
 
 
 def rescored_sources(results: Path, payload: Mapping[str, Any]) -> dict[str, Path]:
@@ -116,7 +271,7 @@ def source_of(samples: Path) -> Path | None:
         return None
     results = results_file_of(samples)
     if results is not None:
-        source = rescored_sources(results, _read(results)).get(name.task)
+        source = rescored_sources(results, results_payload(results)).get(name.task)
         if source is not None:
             return source
     same_task = [
@@ -156,10 +311,10 @@ def first_doc(samples: Path) -> Mapping[str, Any] | None:
     """
     try:
         with samples.open(encoding="utf-8") as handle:
-            first = next((text for text in handle if text.strip()), "")
-        doc = json.loads(first).get("doc") if first else None
-    except (OSError, ValueError, AttributeError):
+            _, first = next(parse_json_lines(handle, samples, "not read"), (0, None))
+    except (OSError, ValueError):  # our errors are ValueErrors too
         return None
+    doc = first.get("doc") if isinstance(first, Mapping) else None
     return doc if isinstance(doc, Mapping) else None
 
 
@@ -374,18 +529,28 @@ __all__ = [
     "families",
     "first_doc",
     "is_cut",
+    "lm_eval_samples_below",
     "new_stamp",
+    "newest_lm_eval_results",
     "newest_versions",
+    "parse_json_lines",
     "parse_samples_name",
     "partial_files",
     "partial_notes",
+    "read_json_lines",
+    "read_results_file",
     "rescored_results_path",
     "rescored_samples_path",
     "rescored_sources",
     "rescoring_runs",
     "results_file_of",
+    "results_files_below",
+    "results_payload",
     "run_results_of",
+    "samples_below",
+    "samples_file_of",
     "source_of",
     "stamp_of",
     "supersede_note",
+    "task_of",
 ]

@@ -10,69 +10,112 @@ one JSON object (with OpenAI's ``response_format`` when ``structured``). Only a 
 empty or refused reply is asked again with the same prompt, and never by a greedy judge,
 which would return the same text. Every completion, the restatement's too, goes through
 the one client, so each is cached before it is read (keyed on the full messages) and a
-killed run resumes.
+killed run resumes. A restatement turn that fails (the transport gives up) never costs
+the item: the first reading stays, its open fields unscored with ``restatement not
+answered: <why>``, and no error reaches the caller (nor its breaker).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Protocol
 
 from elitr_bench.judges.config import JudgeConfig
-from elitr_bench.judges.reading import Grammar, Reading, Restatement, read_reply, read_restatement
+from elitr_bench.judges.reading import (
+    Grammar,
+    Reading,
+    Restatement,
+    explained,
+    not_answered,
+    read_reply,
+    read_restatement,
+)
 from elitr_bench.llm.base import CompletionBackend, CompletionRequest, ResponseFormat
+from elitr_bench.llm.batch import BatchPending
 from elitr_bench.llm.cache import JudgeCache, open_cache
 from elitr_bench.llm.client import JudgeClient
 from elitr_bench.llm.constrained import available as structured_available
 from elitr_bench.llm.context_window import ContextWindowError, judge_window
+from elitr_bench.llm.errors import JudgeRequestError
 from elitr_bench.llm.factory import make_backend
 from elitr_bench.llm.ratelimit import RateLimiter
 
 
 @dataclass(frozen=True)
-class Asked:
-    """The outcome of asking one prompt (after re-asks).
+class Turn:
+    """One completion of an ask: what was sent, what came back, what was read of it.
 
     Attributes:
-        reading: The most complete reading (the first complete one when there is one).
-        raws: The text of every attempt, in order.
-        attempts: Completions asked.
-        best: Index of the attempt ``reading`` comes from.
-        finish_reasons: The backend's finish reason of every attempt.
-        restated: The reading comes from a restatement turn.
+        request: The request sent (a restatement turn's holds the reply it restates).
+        text: The completion's text.
+        finish_reason: The backend's finish reason.
+        reading: The reading of this turn alone (a restatement's: its strict object).
+        restatement: This turn answers the restatement message.
+    """
+
+    request: CompletionRequest
+    text: str
+    finish_reason: str | None
+    reading: Reading
+    restatement: bool = False
+
+
+@dataclass(frozen=True)
+class Asked:
+    """The outcome of asking one prompt: its turns, in order, and the reading they give.
+
+    Every view a family takes is derived here from the one record of the turns:
+
+    * :attr:`reply`: the judge's own words the reading comes from, or that a restatement
+      restated (a record's feedback, a debate's reasoning);
+    * :attr:`restatement`: the restatement turn's text ("" without one);
+    * :attr:`kept`: what a record keeps: :attr:`reply` when read or restated, else the
+      last attempt (what the judge said when it was last asked);
+    * :attr:`answer`: what a later step reads: :attr:`kept`, then the restated values;
+    * :attr:`raws`, :attr:`finish_reasons`, :attr:`attempts`: every turn's text, finish
+      reason, and how many completions were asked.
+
+    Attributes:
+        reading: The outcome: the most complete reading of the attempts (the first
+            complete one), or the restatement's reading of the reply.
+        turns: Every completion asked, re-asks and the restatement turn included.
+        best: Index of the turn whose reply the reading comes from (or restated).
     """
 
     reading: Reading
-    raws: tuple[str, ...]
-    attempts: int
+    turns: tuple[Turn, ...]
     best: int = 0
-    finish_reasons: tuple[str | None, ...] = ()
-    restated: bool = False
 
     @property
-    def raw(self) -> str:
-        """The text of the attempt the reading comes from."""
-        return self.raws[self.best] if self.raws else ""
+    def raws(self) -> tuple[str, ...]:
+        """The text of every turn, in order."""
+        return tuple(turn.text for turn in self.turns)
 
     @property
-    def last(self) -> str:
-        """The text of the last attempt."""
-        return self.raws[-1] if self.raws else ""
+    def finish_reasons(self) -> tuple[str | None, ...]:
+        """The backend's finish reason of every turn."""
+        return tuple(turn.finish_reason for turn in self.turns)
+
+    @property
+    def attempts(self) -> int:
+        """Completions asked (a restatement turn is one)."""
+        return len(self.turns)
+
+    @property
+    def restated(self) -> bool:
+        """The reading comes from a restatement turn."""
+        return bool(self.turns) and self.turns[-1].restatement
 
     @property
     def reply(self) -> str:
-        """The judge's own reply: the one a restatement turn restated, else :attr:`raw`.
-
-        What a logged record keeps as the judge's words (its feedback, its reasoning),
-        next to :attr:`restatement`.
-        """
-        return self.raws[-2] if self.restated and len(self.raws) > 1 else self.raw
+        """The judge's own reply the reading comes from, or that a restatement restated."""
+        return self.turns[self.best].text if self.turns else ""
 
     @property
     def restatement(self) -> str:
         """The restatement turn's text (``""`` when there was none)."""
-        return self.raws[-1] if self.restated and self.raws else ""
+        return self.turns[-1].text if self.restated else ""
 
     @property
     def kept(self) -> str:
@@ -81,7 +124,9 @@ class Asked:
         An ask that read nothing shows its last attempt (what the judge said when it was
         last asked), not the one that came closest.
         """
-        return self.reply if self.restated or self.reading.complete else self.last
+        if self.restated or self.reading.complete or not self.turns:
+            return self.reply
+        return self.turns[-1].text
 
     @property
     def answer(self) -> str:
@@ -242,63 +287,46 @@ async def ask(
         evaluated: The texts the judge evaluated (their quoted lines never count).
         policy: Greedy or not, structured output or not.
     """
-    raws: list[str] = []
-    reasons: list[str | None] = []
+    turns: list[Turn] = []
     best: Reading | None = None
     best_at = 0
     restatement = grammar.restatement
     for attempt in range(max(1, attempts)):
         request, draw = attempt_request(attempt)
         completion = await client.complete(request, draw)
-        raws.append(completion.text or "")
-        reasons.append(completion.finish_reason)
         reading = read_reply(
             grammar, completion.text, completion.finish_reason, evaluated, completion.reasoned_out
         )
+        turns.append(Turn(request, completion.text or "", completion.finish_reason, reading))
         if restatement is not None and reading.restate and not reading.complete:
-            follow = restatement_request(request, raws[-1], restatement, policy.structured)
+            follow = restatement_request(request, turns[-1].text, restatement, policy.structured)
+            at = len(turns) - 1
             try:
                 second = await client.complete(follow, draw)
             except ContextWindowError as exc:  # the chat grew past the window: not sent
                 why = f"{reading.reason}; the restatement was not sent ({exc})"
                 kept = Reading(reading.values, dict.fromkeys(reading.reasons, why))
-                return Asked(
-                    explained(kept, len(raws)),
-                    tuple(raws),
-                    len(raws),
-                    len(raws) - 1,
-                    tuple(reasons),
-                )
+                return Asked(explained(kept, len(turns)), tuple(turns), at)
+            except BatchPending:  # queued for a batch: the item is asked again in a later pass
+                raise
+            except JudgeRequestError as exc:  # the reply was received and cached: keep it
+                kept = explained(not_answered(reading, str(exc)), len(turns))
+                return Asked(kept, tuple(turns), at)
             client.usage.restated += 1
-            raws.append(second.text or "")
-            reasons.append(second.finish_reason)
             restated = read_restatement(
                 grammar, reading, second.text, second.finish_reason, second.reasoned_out
             )
-            restated = explained(restated, len(raws))
-            return Asked(restated, tuple(raws), len(raws), len(raws) - 1, tuple(reasons), True)
+            text = second.text or ""
+            turns.append(Turn(follow, text, second.finish_reason, restated, restatement=True))
+            return Asked(explained(restated, len(turns)), tuple(turns), at)
         if best is None or reading.n_scored > best.n_scored:
-            best, best_at = reading, len(raws) - 1
+            best, best_at = reading, len(turns) - 1
         if reading.complete or policy.greedy:
             break
         if restatement is not None and not reading.reask:
             break
     assert best is not None
-    return Asked(explained(best, len(raws)), tuple(raws), len(raws), best_at, tuple(reasons))
-
-
-def explained(reading: Reading, attempts: int) -> Reading:
-    """The reading with a reason for every field left without a value.
-
-    The grammars say why a field is unscored; this is the net under them, so that no
-    item ends unscored with an empty reason, whatever the reply.
-    """
-    silent = [k for k, v in reading.values.items() if v is None and not reading.reasons.get(k)]
-    if not silent:
-        return reading
-    times = f"{attempts} completion{'s' if attempts != 1 else ''}"
-    why = {k: f"no {k} read from the judge's {times}" for k in silent}
-    return replace(reading, reasons={**reading.reasons, **why})
+    return Asked(explained(best, len(turns)), tuple(turns), best_at)
 
 
 def make_client(

@@ -125,6 +125,9 @@ class JudgeFamily:
         grammars: Reply grammars of its judges besides its methods' own
             (:class:`~elitr_bench.judges.reading.Grammar`), by the kind name
             ``elitr-bench read-reply`` takes.
+        batches: Its judges judge in passes through batches with ``batch=on`` and
+            ``score --batch-write/--batch-read`` (:mod:`elitr_bench.judges.batching`);
+            a spec of a family without it that says ``batch=on`` is refused in one line.
     """
 
     name: str
@@ -145,6 +148,7 @@ class JudgeFamily:
     short: str = ""
     scale: Callable[[str], tuple[float, float] | None] | None = None
     grammars: Mapping[str, Grammar] = field(default_factory=dict)
+    batches: bool = False
 
     def option_names(self) -> tuple[str, ...]:
         """The spec options this family owns, in its record's order."""
@@ -275,6 +279,15 @@ def get_family(name: str) -> JudgeFamily:
             + FAMILIES.broken_note()
         )
     return found
+
+
+def batch_refusal(name: str) -> str | None:
+    """Why a judge of family ``name`` cannot batch (None: its family batches)."""
+    family = get_family(name)
+    if family.batches:
+        return None
+    batching = ", ".join(f.label for f in families() if f.batches)
+    return f"the {name} family ({family.label}) sends one by one; batches apply to {batching}"
 
 
 def default_family() -> JudgeFamily:

@@ -83,6 +83,10 @@ class JudgeConfig:
         context: Every judge: its model's context window in tokens (prompt plus output).
             0 = known from the OpenAI model table or an hf judge's config, else not
             checked (see ``llm/context_window.py``); a value overrides both.
+        batch: Send the judge's requests as OpenAI Batch API batches (half the price,
+            answered within 24 hours; :mod:`elitr_bench.llm.batch`). Not part of
+            :meth:`identity`: a batch asks exactly what one-by-one calls ask, and its
+            replies share their cache entries.
         structured: Send a restatement turn's JSON schema as OpenAI's
             ``response_format``: ``on``, ``off`` or ``auto`` (openai-compatible backends,
             and hf judges where xgrammar imports: they decode under the schema).
@@ -120,6 +124,7 @@ class JudgeConfig:
     method: str = ""
     context: int = DEFAULTS.context
     structured: str = "auto"
+    batch: bool = False
     family: str = DEFAULT_FAMILY
     options: Any = None
     spec: str = field(default="", compare=False)

@@ -18,6 +18,7 @@ from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.family import (
     FAMILIES,
     JudgeFamily,
+    batch_refusal,
     default_family,
     families,
     get_family,
@@ -179,6 +180,14 @@ def _validate(config: JudgeConfig, spec: str) -> None:
     check = get_family(config.family).check
     if check is not None:
         check(config, spec)
+    if config.batch and config.backend != "openai":
+        raise bad(
+            "batch=on sends through an OpenAI-compatible Batch API; it applies to openai: "
+            "judges only (drop batch=on)"
+        )
+    refusal = batch_refusal(config.family) if config.batch else None
+    if refusal is not None:
+        raise bad(f"batch=on: {refusal} (drop batch=on)")
     if not 0.0 <= config.temperature <= 2.0:
         raise bad(f"temperature={config.temperature} must be in [0, 2]")
     if not 0.0 < config.top_p <= 1.0:

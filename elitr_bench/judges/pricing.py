@@ -44,3 +44,17 @@ def estimate_cost(
     if prices is None:
         return 0.0
     return (prompt_tokens * prices[0] + completion_tokens * prices[1]) / 1_000_000
+
+
+def batch_prices(
+    prices: tuple[float, float] | None, explicit: bool = False
+) -> tuple[float, float] | None:
+    """What a batch pays: half the listed prices (OpenAI's Batch API), or ``price=`` as given.
+
+    Args:
+        prices: The prices :func:`price_for` found.
+        explicit: They came from the spec's ``price=``, which names what is paid.
+    """
+    if prices is None or explicit:
+        return prices
+    return (prices[0] / 2, prices[1] / 2)

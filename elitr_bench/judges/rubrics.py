@@ -133,8 +133,12 @@ _BOXED = re.compile(r"\\boxed\s*\{[ \t]*(\d+)[ \t]*\}")
 _RESULT = re.compile(r"\[RESULT\][ \t]*(\d+)(?=[ \t]*(?:</s>)?[ \t]*\.?[ \t]*$)", re.M)
 
 
-def rubric_grammar(marker: str, low: int, high: int) -> NumericGrammar:
-    r"""The asked format of a QA rubric: ``\boxed{N}`` (``boxed``) or ``[RESULT] N``."""
+def rubric_grammar(marker: str, low: int, high: int, given: tuple[str, ...] = ()) -> NumericGrammar:
+    r"""The asked format of a QA rubric: ``\boxed{N}`` (``boxed``) or ``[RESULT] N``.
+
+    ``given``: the prompt and rubric the judge is sent, whose own lines and number phrases
+    a reply repeats without stating a score ("Score 10: essentially equivalent").
+    """
     pattern = _BOXED if marker == "boxed" else _RESULT
 
     def find(text: str) -> list[Stated]:
@@ -144,7 +148,8 @@ def rubric_grammar(marker: str, low: int, high: int) -> NumericGrammar:
 
     shape = "one \\boxed{N}" if marker == "boxed" else "one [RESULT] N"
     spec = Field("score", low, high, integer=True)
-    return NumericGrammar((spec,), find, {"score": SCORE_WORDS}, SCORE_WORDS, shape, "score")
+    labels = {"score": SCORE_WORDS}
+    return NumericGrammar((spec,), find, labels, SCORE_WORDS, shape, "score", given)
 
 
 @dataclass(frozen=True)
@@ -191,7 +196,7 @@ class Rubric:
     @property
     def grammar(self) -> NumericGrammar:
         """How this rubric's score is read from a reply (and restated)."""
-        return rubric_grammar(self.marker, self.low, self.high)
+        return rubric_grammar(self.marker, self.low, self.high, (self.template, self.rubric))
 
     def to_ten_point(self, score: float) -> float:
         """Rescale a native score to the paper's 10-point scale."""

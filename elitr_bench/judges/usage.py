@@ -6,7 +6,7 @@ from dataclasses import asdict
 from typing import Any
 
 from elitr_bench.judges.config import JudgeConfig
-from elitr_bench.judges.pricing import estimate_cost, price_for
+from elitr_bench.judges.pricing import batch_prices, estimate_cost, price_for
 from elitr_bench.llm.client import JudgeClient
 from elitr_bench.llm.usage import Usage
 
@@ -26,14 +26,37 @@ def priced_usage(usage: Usage, prices: tuple[float, float] | None = None) -> dic
     return out
 
 
-def usage_with_cost(config: JudgeConfig, client: JudgeClient) -> dict[str, Any]:
-    """A client's usage counters with the cost estimate (priced for openai judges only)."""
+def judge_prices(config: JudgeConfig) -> tuple[float, float] | None:
+    """The prices a judge pays per 1M tokens: ``batch=on`` pays the batch price."""
     prices = price_for(config.model, config.price_in, config.price_out)
-    return priced_usage(client.usage, prices if config.backend == "openai" else None)
+    if not config.batch:
+        return prices
+    return batch_prices(prices, explicit=config.price_in is not None)
+
+
+def usage_with_cost(config: JudgeConfig, client: JudgeClient) -> dict[str, Any]:
+    """A client's usage counters with the cost estimate (priced for openai judges only).
+
+    With ``batch=on`` the lines batches answered cost the batch price and the requests
+    sent one by one (a line a batch failed) the listed one (``price=`` names both).
+    """
+    if config.backend != "openai":
+        return priced_usage(client.usage, None)
+    listed = price_for(config.model, config.price_in, config.price_out)
+    usage = priced_usage(client.usage, listed)
+    batch = judge_prices(config)
+    if not config.batch or listed is None or batch is None:
+        return usage
+    counted = client.usage
+    tokens = (counted.batched_prompt_tokens, counted.batched_completion_tokens)
+    saved = estimate_cost(*tokens, listed) - estimate_cost(*tokens, batch)
+    usage["estimated_cost_usd"] = round(usage["estimated_cost_usd"] - saved, 6)
+    usage["batch_price_per_1m_tokens"] = {"prompt": batch[0], "completion": batch[1]}
+    return usage
 
 
 def usage_line(usage: dict[str, Any]) -> str:
-    """One human line of a usage dict (:meth:`Usage.as_dict`), saying answered vs refused."""
+    """One human line of a usage dict (:func:`priced_usage`), saying answered vs refused."""
     hits = f"cache hits: {usage.get('cache_hits', 0)}"
     if usage.get("deduplicated"):
         hits += f" ({usage['deduplicated']} of them identical requests in flight)"
@@ -42,6 +65,8 @@ def usage_line(usage: dict[str, Any]) -> str:
         f"{usage.get('answered', 0)}, refused {usage.get('refused', 0)}, failed "
         f"{usage.get('failed', 0)}"
     )
+    if usage.get("batched"):
+        line += f"; answered in batches: {usage['batched']}"
     if usage.get("not_sent"):
         line += f"; not sent after the credentials were refused: {usage['not_sent']}"
     if usage.get("structured_refused") or usage.get("unstructured"):

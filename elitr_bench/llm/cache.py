@@ -46,6 +46,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from elitr_bench.llm.env import env_number
 from elitr_bench.llm.errors import JudgeCacheError, JudgeConfigError
 
 CACHE_SCHEMA_VERSION = 1
@@ -380,19 +381,9 @@ def max_cache_bytes(environ: Mapping[str, str] | None = None) -> int | None:
     Raises:
         JudgeConfigError: The value is not a positive number of megabytes.
     """
-    raw = (os.environ if environ is None else environ).get(ENV_MAX_MB, "").strip()
-    if not raw:
-        return None
-    try:
-        mb = float(raw)
-    except ValueError:
-        mb = -1.0
-    if not mb > 0:
-        raise JudgeConfigError(
-            f"{ENV_MAX_MB}={raw!r} must be a positive number of megabytes (e.g. 500); "
-            "unset it for no limit"
-        )
-    return int(mb * 1024 * 1024)
+    what = "a positive number of megabytes (e.g. 500)"
+    mb = env_number(ENV_MAX_MB, what, environ, unset="for no limit")
+    return None if mb is None else int(mb * 1024 * 1024)
 
 
 #: A put waiting for its group commit: key, completion, meta, set once committed (or kept).

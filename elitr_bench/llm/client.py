@@ -229,7 +229,7 @@ class JudgeClient:
             if hit is not None:
                 return hit
             try:
-                completion = await self.sender.send(request)
+                completion = await self.sender.send(request, key)
             except BaseException:
                 await self._off_loop(self.cache.release, key)
                 raise

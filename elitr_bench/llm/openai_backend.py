@@ -141,6 +141,20 @@ def classify(
     return RequestRefused(words, status, named)
 
 
+def chat_body(model: str, request: CompletionRequest) -> dict[str, Any]:
+    """The JSON body of a chat-completions request, as sent one by one and in a batch.
+
+    One function for both, so that a batch line asks exactly what the one-by-one path
+    would have asked and its reply may be filed under the same cache key.
+    """
+    body: dict[str, Any] = {"model": model, "messages": request.chat(), **request.sent_params()}
+    if request.seed is not None:
+        body["seed"] = request.seed
+    if request.response_format is not None:
+        body["response_format"] = request.response_format.payload()
+    return body
+
+
 class OpenAIBackend:
     """Chat completions through ``openai.AsyncOpenAI`` / ``AsyncAzureOpenAI``."""
 
@@ -203,17 +217,10 @@ class OpenAIBackend:
         """One chat completion: ``request.messages`` then the prompt as the last user turn."""
         import openai
 
-        kwargs: dict[str, Any] = {
-            "model": self.model,
-            "messages": request.chat(),
-            **request.sent_params(),
-        }
-        if request.seed is not None:
-            kwargs["seed"] = request.seed
-        if request.response_format is not None:
-            kwargs["response_format"] = request.response_format.payload()
         try:
-            response = await self._get_client().chat.completions.create(**kwargs)
+            response = await self._get_client().chat.completions.create(
+                **chat_body(self.model, request)
+            )
         except openai.APITimeoutError as exc:
             # The server is named: a judge server that died mid-run ends the run in one line
             # that says which server to look at.
@@ -316,6 +323,14 @@ class OpenAIBackend:
                 await asyncio.sleep(1.0)
             attempt += 1
         return problem
+
+    def sdk_client(self) -> Any:
+        """The SDK client of the running event loop (the batch layer's files and batches)."""
+        return self._get_client()
+
+    def scrub(self, exc: BaseException) -> str:
+        """An SDK error's message without the credentials, cut to one short line."""
+        return self._msg(exc)
 
     def _limit_beyond(self, served: Any) -> str | None:
         """The judge's ``max_tokens`` when the window the server names cannot hold it."""

@@ -44,8 +44,11 @@ REJECTED = "rejected credentials"
 class Sender(Protocol):
     """Where a request goes once neither the cache nor a request in flight answers it."""
 
-    async def send(self, request: CompletionRequest) -> Completion:
+    async def send(self, request: CompletionRequest, key: str = "") -> Completion:
         """The completion, or a typed failure.
+
+        ``key`` is the request's cache key: a sender that answers later (a batch) files
+        its line under it; one that sends now needs none.
 
         Raises:
             RequestRefused: The server refused the request (the adapt layer learns).
@@ -109,7 +112,7 @@ class DirectSender:
             self.usage.not_sent += 1
             raise interrupt.not_sending()
 
-    async def send(self, request: CompletionRequest) -> Completion:
+    async def send(self, request: CompletionRequest, key: str = "") -> Completion:
         """Send with retries; the caller stores the completion before using it."""
         sent = len(request.prompt) + sum(len(content) for _, content in request.messages)
         estimate = estimate_tokens(sent) + request.sent_limit

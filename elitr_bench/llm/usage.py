@@ -34,6 +34,10 @@ class Usage:
         unstructured: Completions asked without the ``response_format`` they were built
             with, because the endpoint refuses it (learnt from a refusal in this process,
             or OpenAI's models known to, see :mod:`elitr_bench.llm.structured`).
+        batched: Completions a batch answered (also under ``requests`` and ``answered``;
+            their tokens are paid at the batch price).
+        batched_prompt_tokens: The prompt tokens of ``batched`` (also in ``prompt_tokens``).
+        batched_completion_tokens: Their completion tokens (also in ``completion_tokens``).
     """
 
     requests: int = 0
@@ -51,6 +55,9 @@ class Usage:
     restated: int = 0
     structured_refused: int = 0
     unstructured: int = 0
+    batched: int = 0
+    batched_prompt_tokens: int = 0
+    batched_completion_tokens: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         """The counters (a judge adds its cost estimate to them)."""

@@ -21,7 +21,6 @@ Three sources, merged into one ``metric -> (system, meeting) -> value`` table:
 from __future__ import annotations
 
 import csv
-import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,12 +30,16 @@ from typing import Any
 from elitr_bench.data.errors import DataError
 from elitr_bench.data.minutes import (
     minutes_samples_files,
-    read_results_file,
     run_results,
     run_system_name,
+)
+from elitr_bench.data.run_files import (
+    parse_samples_name,
+    read_json_lines,
+    read_results_file,
+    results_file_of,
     task_of,
 )
-from elitr_bench.data.run_files import parse_samples_name, results_file_of
 from elitr_bench.judges.minutes.family import TOKENS_SAVED
 from elitr_bench.judges.summary.lm_eval_filter import assessment_of
 
@@ -208,15 +211,8 @@ def read_run(path: str | Path, label: str = "") -> RunValues:
         rescoring = results_file_of(samples) if parsed and parsed.rescored else None
         _read_judge(run, results, rescoring, task)
         seen: set[Any] = set()
-        # split("\n"), not splitlines(): JSON strings may hold U+2028 and friends
-        for lineno, line in enumerate(samples.read_text("utf-8").split("\n"), 1):
-            if not line.strip():
-                continue
+        for lineno, sample in read_json_lines(samples, "is this an lm-eval samples file?"):
             where = f"{samples}:{lineno}"
-            try:
-                sample = json.loads(line)
-            except ValueError:
-                raise DataError(f"{where}: not JSON; is this an lm-eval samples file?") from None
             doc = sample.get("doc") if isinstance(sample, Mapping) else None
             meeting = doc.get("meeting_id") if isinstance(doc, Mapping) else None
             if not isinstance(meeting, str):
@@ -317,16 +313,8 @@ def read_metric_file(path: str | Path) -> Values:
                 if math.isfinite(value):
                     cells[(row["system"].strip(), (row["meeting_id"] or "").strip())] = value
         return out
-    for lineno, line in enumerate(file.read_text("utf-8").split("\n"), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            raise DataError(
-                f"--metric-file {file}:{lineno}: not JSON; use a .csv (system,meeting_id,metric,"
-                "value) or JSONL file"
-            ) from None
+    fix = "use a .csv (system,meeting_id,metric,value) or JSONL file as --metric-file"
+    for lineno, obj in read_json_lines(file, fix):
         if not isinstance(obj, Mapping) or not obj.get("system"):
             raise DataError(f"--metric-file {file}:{lineno}: object without 'system'")
         key = (str(obj["system"]), str(obj.get("meeting_id") or ""))

@@ -19,6 +19,7 @@ from typing import Any
 
 from elitr_bench.data.folder import write_atomic
 from elitr_bench.data.records import HumanScores, SystemHumanScore
+from elitr_bench.markdown import fixed, markdown_table
 from elitr_bench.metaeval.minutes import (
     MetaRow,
     MetricValues,
@@ -42,9 +43,12 @@ from elitr_bench.metaeval.minutes_paper import (
     TABLE9_SYSTEMS,
 )
 
+#: The dash the paper prints for a missing value.
+DASH = "–"
+
 
 @dataclass
-class Table:
+class AutoMinTable:
     """A titled table of strings, with notes printed under it."""
 
     name: str
@@ -55,9 +59,7 @@ class Table:
 
     def markdown(self) -> str:
         """GitHub Markdown with the title as a heading and notes as a list."""
-        lines = [f"### {self.title}", "", "| " + " | ".join(self.header) + " |"]
-        lines.append("|" + "|".join("---" for _ in self.header) + "|")
-        lines += ["| " + " | ".join(row) + " |" for row in self.rows]
+        lines = [f"### {self.title}", "", *markdown_table(self.header, self.rows)]
         if self.notes:
             lines.append("")
             lines += [f"- {note}" for note in self.notes]
@@ -84,10 +86,6 @@ def metric_label(metric: str) -> str:
     return METRIC_LABELS.get(base, base) + (f"@{tag}" if at else "")
 
 
-def _num(value: float | None, digits: int = 2) -> str:
-    return "–" if value is None or not math.isfinite(value) else f"{value:.{digits}f}"
-
-
 def _delta(ours: float | None, paper: float | None, digits: int = 2) -> str:
     if ours is None or paper is None:
         return "–"
@@ -96,7 +94,7 @@ def _delta(ours: float | None, paper: float | None, digits: int = 2) -> str:
 
 def table6(
     overall: Sequence[SystemHumanScore], human: Sequence[HumanScores], systems: Sequence[str]
-) -> Table:
+) -> AutoMinTable:
     """Table 6 (English): the release's human means ± std, our recomputation, the paper's.
 
     Cells: released TSV mean ± std; ``Δ`` columns: TSV mean - printed mean. A note gives
@@ -108,7 +106,7 @@ def table6(
     header = ["System"]
     for *_, col in HUMAN_COLUMNS:
         header += [col, f"Δ {col}"]
-    table = Table("table6", "Table 6 (ELMI EN): human scores from the release", header)
+    table = AutoMinTable("table6", "Table 6 (ELMI EN): human scores from the release", header)
     worst_recomputed = 0.0
     worst_paper: tuple[float, str] = (0.0, "")
     for system in systems:
@@ -146,7 +144,7 @@ def table7(
     systems: Sequence[str],
     meetings: Sequence[str] | None = None,
     extra_metrics: Sequence[str] = (),
-) -> Table:
+) -> AutoMinTable:
     """Table 7 layout: mean ± std per system of the reference metrics (and any extras)."""
     metrics = [m for m in TABLE7_METRICS if m in values] + [
         m for m in extra_metrics if m in values and m not in TABLE7_METRICS
@@ -164,7 +162,7 @@ def table7(
         (s for s in systems if any(s in spreads[m] for m in metrics)),
         key=lambda s: -spreads[metrics[0]].get(s, (-math.inf, 0.0, 0))[0] if metrics else 0.0,
     )
-    table = Table(
+    table = AutoMinTable(
         "table7",
         "Table 7 (ELMI EN): automatic metrics per system (mean ± population std over meetings)",
         ["System", *(metric_label(m) for m in metrics), "n"],
@@ -192,7 +190,7 @@ def table7(
     return table
 
 
-def table7_vs_paper(values: MetricValues, systems: Sequence[str]) -> Table:
+def table7_vs_paper(values: MetricValues, systems: Sequence[str]) -> AutoMinTable:
     """Our ROUGE system means sorted by ROUGE-1, next to the printed rows of the same rank.
 
     The paper's Table 7 lost its system names in the text we have, and prints 9 English
@@ -200,7 +198,7 @@ def table7_vs_paper(values: MetricValues, systems: Sequence[str]) -> Table:
     each system's nearest printed row (smallest summed |Δ| over ROUGE-1/2/L) is shown too.
     """
     rouge = [m for m in ("rouge1", "rouge2", "rougeL") if m in values]
-    table = Table(
+    table = AutoMinTable(
         "table7_paper",
         "Table 7 (ELMI EN) ROUGE: ours vs the printed rows (by rank; names lost in the paper text)",
         [
@@ -236,8 +234,8 @@ def table7_vs_paper(values: MetricValues, systems: Sequence[str]) -> Table:
             [
                 str(rank + 1),
                 label(system),
-                *(_num(v, 3) for v in mine),
-                *(_num(v) for v in printed),
+                *(fixed(v, 3, missing=DASH) for v in mine),
+                *(fixed(v, missing=DASH) for v in printed),
                 *(_delta(a, b) for a, b in zip(mine, printed, strict=True)),
                 f"row {nearest + 1} (Σ|Δ| {distance(TABLE7_EN_ROWS[nearest]):.3f})",
             ]
@@ -282,7 +280,7 @@ def _cell8(cell: Cell8 | None) -> str:
     return f"{mean:.2f}" if std is None else f"{mean:.2f} ± {std:.2f}"
 
 
-def table8(values: MetricValues, meetings: Sequence[str] | None = None) -> Table | None:
+def table8(values: MetricValues, meetings: Sequence[str] | None = None) -> AutoMinTable | None:
     """Table 8: GPT-AFGR / GPT-ART means per system, ours next to the printed ones.
 
     Ours are the mean and SAMPLE std over the meetings a system was judged on, as the paper's
@@ -300,7 +298,7 @@ def table8(values: MetricValues, meetings: Sequence[str] | None = None) -> Table
     cells = {m: _gpt_cells(values[m], meetings) for m in metrics}
     systems = {s for per in cells.values() for s in per}
     order = [s for s in TABLE8_EN if s in systems] + sorted(systems - set(TABLE8_EN))
-    table = Table(
+    table = AutoMinTable(
         "table8",
         "Table 8 (ELMI EN): GPT judges' means per system (0-10), ours vs printed",
         ["System", "source", *(metric_label(m) for m in metrics), "meetings"],
@@ -364,7 +362,7 @@ def table8(values: MetricValues, meetings: Sequence[str] | None = None) -> Table
     return table
 
 
-def table9_bound(human: Sequence[HumanScores]) -> Table:
+def table9_bound(human: Sequence[HumanScores]) -> AutoMinTable:
     """Why Table 9 as printed cannot be reproduced, from the release's human scores.
 
     For two human columns A and B, one metric's pairwise accuracies against them differ by
@@ -374,7 +372,7 @@ def table9_bound(human: Sequence[HumanScores]) -> Table:
     """
     bounds = column_bounds(human, TABLE9_SYSTEMS)
     columns = [col for *_, col in HUMAN_COLUMNS]
-    table = Table(
+    table = AutoMinTable(
         "table9_bound",
         "Table 9 as printed cannot be reproduced: bounds from the human scores (its 7 systems)",
         ["Metric (printed row)", "violations", "worst: columns", "printed", "gap", "bound"],
@@ -426,7 +424,7 @@ def table9_bound(human: Sequence[HumanScores]) -> Table:
     return table
 
 
-def table9(rows: Sequence[MetaRow], systems: Sequence[str]) -> Table:
+def table9(rows: Sequence[MetaRow], systems: Sequence[str]) -> AutoMinTable:
     """Table 9: pairwise accuracy (%) per metric and human column, with the printed values.
 
     The printed values are shown (with ``Δ``) only when the compared systems are the
@@ -435,7 +433,7 @@ def table9(rows: Sequence[MetaRow], systems: Sequence[str]) -> Table:
     same_systems = sorted(systems) == sorted(TABLE9_SYSTEMS)
     columns = [col for *_, col in HUMAN_COLUMNS]
     header = ["Metric", "source", *columns, "ties (metric/human)", "pairs"]
-    table = Table(
+    table = AutoMinTable(
         "table9",
         f"Table 9: system-level pairwise accuracy ({len(systems)} systems)",
         header,
@@ -460,7 +458,7 @@ def table9(rows: Sequence[MetaRow], systems: Sequence[str]) -> Table:
             [
                 metric_label(metric),
                 "ours",
-                *(_num(None if a is None else 100 * a, 1) for a in accs),
+                *(fixed(None if a is None else 100 * a, 1, missing=DASH) for a in accs),
                 " ".join(ties),
                 "/".join(str(p) for p in sorted(pairs)),
             ]
@@ -504,9 +502,9 @@ def table9(rows: Sequence[MetaRow], systems: Sequence[str]) -> Table:
     return table
 
 
-def correlation_table(rows: Sequence[MetaRow]) -> Table:
+def correlation_table(rows: Sequence[MetaRow]) -> AutoMinTable:
     """Pearson / Spearman / Kendall at system and document level for every cell."""
-    table = Table(
+    table = AutoMinTable(
         "correlations",
         "Correlation with human scores (system level over systems, document level over "
         "(meeting, system))",
@@ -524,16 +522,13 @@ def correlation_table(rows: Sequence[MetaRow]) -> Table:
         ],
     )
     for row in rows:
-        table.rows.append(
-            [
-                metric_label(row.metric),
-                row.column,
-                *(_num(row.system.get(k), 3) for k in ("pearson", "spearman", "kendall")),
-                _num(row.system.get("n"), 0),
-                *(_num(row.document.get(k), 3) for k in ("pearson", "spearman", "kendall")),
-                _num(row.document.get("n"), 0),
+        cells = [metric_label(row.metric), row.column]
+        for level in (row.system, row.document):
+            cells += [
+                fixed(level.get(k), 3, missing=DASH) for k in ("pearson", "spearman", "kendall")
             ]
-        )
+            cells.append(fixed(level.get("n"), 0, missing=DASH))
+        table.rows.append(cells)
     negated = _negated_note(rows)
     if negated:
         table.notes.append(negated)
@@ -679,7 +674,9 @@ def heatmap(rows: Sequence[MetaRow], path: Path, title: str, show_paper: bool = 
     return path
 
 
-def write_tables(tables: Sequence[Table], out: Path, stem: str = "minutes_check") -> list[Path]:
+def write_tables(
+    tables: Sequence[AutoMinTable], out: Path, stem: str = "minutes_check"
+) -> list[Path]:
     """One Markdown file with every table, and one CSV per table."""
     out.mkdir(parents=True, exist_ok=True)
     written = [out / f"{stem}.md"]

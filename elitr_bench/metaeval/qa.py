@@ -18,6 +18,7 @@ from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.qa.engine import Judge, JudgeItem, JudgeRun, judge_items
 from elitr_bench.judges.qa.plan import QAPlan, plan_items
 from elitr_bench.judges.usage import usage_line
+from elitr_bench.markdown import fixed
 from elitr_bench.metaeval.stats import correlations
 
 SYSTEM_ORDER = ("GPT-4", "Vicuna-13B-v1.5", "LongAlpaca-7B")
@@ -181,10 +182,6 @@ def run_judge_check(
     return report
 
 
-def _fmt(value: Any, digits: int = 2) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
 def format_report(report: dict[str, Any]) -> str:
     """Plain-text rendering: correlations, Table 4 layout, Fig. 2a bins."""
     lines = [
@@ -197,19 +194,20 @@ def format_report(report: dict[str, Any]) -> str:
         a, b = name.split("~")
         lines.append(
             f"  {_LABELS[a]:>12} vs {_LABELS[b]:<12} "
-            f"{_fmt(c['pearson'])} / {_fmt(c['spearman'])}  n={c['n']}"
+            f"{fixed(c['pearson'])} / {fixed(c['spearman'])}  n={c['n']}"
         )
     lines.append("per-system means (Table 4 layout):")
     header = f"  {'Model':<16}" + "".join(f"{_LABELS[e]:>14}" for e in EVALUATORS)
     lines.append(header)
     for system, row in report["table4"].items():
-        lines.append(f"  {system:<16}" + "".join(f"{_fmt(row[e]):>14}" for e in EVALUATORS))
+        lines.append(f"  {system:<16}" + "".join(f"{fixed(row[e]):>14}" for e in EVALUATORS))
     lines.append("judge score by gold-human bin (Fig. 2a: mean [95% CI], N):")
     for level, b in report["gold_bins"].items():
         j = b["judge"]
         lines.append(
-            f"  gold={level:>2}  N={b['n']:>3}  judge {_fmt(j['mean'])} "
-            f"[{_fmt(j['ci_low'])}, {_fmt(j['ci_high'])}]  silver {_fmt(b['silver_human']['mean'])}"
+            f"  gold={level:>2}  N={b['n']:>3}  judge {fixed(j['mean'])} "
+            f"[{fixed(j['ci_low'])}, {fixed(j['ci_high'])}]  "
+            f"silver {fixed(b['silver_human']['mean'])}"
         )
     usage = report.get("usage", {})
     lines.append(

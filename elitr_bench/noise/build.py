@@ -17,7 +17,6 @@ and test splits (525,308 entries) into one set of 86,148 rules (App. A).
 
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from typing import Any
 
 import jiwer
 
+from elitr_bench.data.run_files import parse_json_lines
 from elitr_bench.noise.errors import NoiseError
 from elitr_bench.noise.rules import Rates, RuleSet
 from elitr_bench.noise.text import MEASURE_TRANSFORM
@@ -190,31 +190,25 @@ def read_pairs(path: str | Path) -> Iterator[tuple[str, str]]:
         handle = p.open(encoding="utf-8")
     except OSError as err:
         raise NoiseError(f"{p}: cannot read pairs file ({err.strerror}); check the path") from None
-    json_lines = p.suffix.lower() in (".jsonl", ".json")
     with handle:
+        if p.suffix.lower() in (".jsonl", ".json"):
+            fix = "pairs files hold one JSON object a line"
+            for number, record in parse_json_lines(handle, p, fix, NoiseError):
+                where = f"{p}:{number}"
+                if not isinstance(record, dict):
+                    raise NoiseError(f"{where}: expected a JSON object per line")
+                yield _pair_from_record(record, where)
+            return
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
             where = f"{p}:{number}"
-            if json_lines:
-                yield _pair_from_record(_json_line(line, where), where)
-                continue
             parts = line.rstrip("\r\n").split("\t")
             if len(parts) != 2:
                 raise NoiseError(
                     f"{where}: expected 'reference<TAB>hypothesis', found {len(parts) - 1} tabs"
                 )
             yield parts[0], parts[1]
-
-
-def _json_line(line: str, where: str) -> dict[str, Any]:
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError as err:
-        raise NoiseError(f"{where}: not valid JSON ({err.msg})") from None
-    if not isinstance(record, dict):
-        raise NoiseError(f"{where}: expected a JSON object per line")
-    return record
 
 
 def _pair_from_record(record: dict[str, Any], where: str) -> tuple[str, str]:

@@ -40,6 +40,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from elitr_bench.data.run_files import parse_json_lines
 from elitr_bench.noise.errors import NoiseError
 from elitr_bench.noise.text import word_key
 
@@ -189,25 +190,19 @@ def _parse_document(text: str, where: str) -> dict[str, Any]:
     try:
         data = json.loads(stripped)
     except json.JSONDecodeError as first:
+        lines = stripped.split("\n")
+        try:
+            json.loads(lines[0])
+        except json.JSONDecodeError:  # no JSON lines either: a broken JSON document
+            raise NoiseError(
+                f"{where}: not valid JSON ({first.msg} at line {first.lineno} column {first.colno})"
+            ) from None
         merged: dict[str, Any] = {}
-        for number, line in enumerate(stripped.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError as err:
-                if number == 1:
-                    raise NoiseError(
-                        f"{where}: not valid JSON ({first.msg} at line {first.lineno} "
-                        f"column {first.colno})"
-                    ) from None
-                raise NoiseError(
-                    f"{where}: line {number} is not valid JSON ({err.msg}); "
-                    "JSON-lines rules need one object per line"
-                ) from None
+        fix = "JSON-lines rules need one object per line"
+        for number, item in parse_json_lines(lines, where, fix, NoiseError):
             if not isinstance(item, dict):
                 raise NoiseError(
-                    f"{where}: line {number} must be a JSON object, got {_kind(item)}"
+                    f"{where}:{number}: must be a JSON object, got {_kind(item)}"
                 ) from None
             merged.update(item)
         return merged

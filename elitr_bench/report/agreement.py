@@ -28,10 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from elitr_bench.markdown import fixed
 from elitr_bench.metaeval.stats import correlations, mean_t_interval
 from elitr_bench.report.errors import ReportError
 from elitr_bench.report.runs import TaskRun, judge_id, response_hash
-from elitr_bench.report.tables import Table, fmt
+from elitr_bench.report.tables import Table
 
 #: (setting, split, mode, meeting, question, system, response hash); system is the
 #: released system name when known (judge-check items, replayed runs), else "".
@@ -328,8 +329,8 @@ def correlation_tables(data: AgreementData, panel: Panel) -> list[Table]:
         for b in names:
             corr = correlations(panel.values(data, a), panel.values(data, b))
             p, s = corr.pearson, corr.spearman
-            prow.append(fmt(p))
-            srow.append(fmt(s))
+            prow.append(fixed(p))
+            srow.append(fixed(s))
             records.append({"a": a, "b": b, "pearson": p, "spearman": s, "n": n})
         matrices["pearson"].append(tuple(prow))
         matrices["spearman"].append(tuple(srow))
@@ -374,7 +375,7 @@ def pairwise_table(data: AgreementData, panel: Panel) -> Table | None:
             xs = [data.scores[a][k] for k in common]
             ys = [data.scores[b][k] for k in common]
             p = correlations(xs, ys).pearson
-            cells.append(f"{fmt(p)} (n={len(common)})")
+            cells.append(f"{fixed(p)} (n={len(common)})")
             records.append({"a": a, "b": b, "pearson": p, "n": len(common)})
         rows.append(tuple(cells))
     return Table(
@@ -448,7 +449,7 @@ def _bin_table(
             vals = [data.scores[e][k] for k in members]
             iv = mean_t_interval(vals)
             mean = iv.estimate if vals else None
-            cells.append(f"{fmt(mean)} [{fmt(iv.low)}, {fmt(iv.high)}]" if vals else "-")
+            cells.append(f"{fixed(mean)} [{fixed(iv.low)}, {fixed(iv.high)}]" if vals else "-")
             series[e][level] = {"mean": mean, "low": iv.low, "high": iv.high, "n": iv.n}
             records.append(
                 {
@@ -518,7 +519,7 @@ def _reference_clusters(data: AgreementData, panel: Panel) -> Table:
         for e in others:
             vals = [data.scores[e][k] for k in members]
             mean = math.fsum(vals) / len(vals) if vals else None
-            cells.append(fmt(mean))
+            cells.append(fixed(mean))
             by_cluster_records.append(
                 {
                     "reference": reference,
@@ -584,7 +585,7 @@ def table4(data: AgreementData, panel: Panel) -> Table | None:
         cells = [label, str(len(members))]
         for e in panel.evaluators:
             mean = math.fsum(data.scores[e][k] for k in members) / len(members)
-            cells.append(fmt(mean))
+            cells.append(fixed(mean))
             records.append(
                 {
                     "system": system,
@@ -638,7 +639,7 @@ def paper_comparison(t4: Table | None, pearson: Table) -> Table | None:
 
     def add(what: str, value: float | None, printed: str, ok: bool, diff: float | None) -> None:
         verdict = "same" if ok else "DIFFERS"
-        rows.append((what, fmt(value), printed, fmt(diff, 3) if diff is not None else "-", verdict))
+        rows.append((what, fixed(value), printed, fixed(diff, 3), verdict))
         records.append(
             {"quantity": what, "ours": value, "paper": printed, "difference": diff, "same": ok}
         )
@@ -646,7 +647,7 @@ def paper_comparison(t4: Table | None, pearson: Table) -> Table | None:
     for system, e, printed in paper_rows:
         value = ours[(system, e)]["mean"]
         diff = value - printed
-        add(f"Table 4: {system}, {e}", value, f"{printed:.2f}", round(value, 2) == printed, diff)
+        add(f"Table 4: {system}, {e}", value, fixed(printed), round(value, 2) == printed, diff)
     corr = {(r["a"], r["b"]): r["pearson"] for r in pearson.records}
     for (a, b), printed in PAPER_FIG2B.items():
         if (a, b) in corr and corr[(a, b)] is not None:
@@ -654,7 +655,7 @@ def paper_comparison(t4: Table | None, pearson: Table) -> Table | None:
             add(
                 f"Fig. 2b: Pearson {a} ~ {b}",
                 value,
-                f"{printed:.2f}",
+                fixed(printed),
                 round(value, 2) == printed,
                 value - printed,
             )

@@ -26,6 +26,7 @@ from typing import Any
 from elitr_bench import __version__
 from elitr_bench.data.errors import DataError
 from elitr_bench.data.folder import write_atomic
+from elitr_bench.markdown import fixed, markdown_table
 from elitr_bench.metaeval.stats import CIMethod
 from elitr_bench.report import agreement, figures
 from elitr_bench.report.errors import ReportError
@@ -38,7 +39,6 @@ from elitr_bench.report.tables import (
     context_table,
     differing_questions,
     figure3_table,
-    fmt,
     noise_table,
     setting_title,
     table2,
@@ -56,7 +56,9 @@ def _runs_table(runs: Sequence[TaskRun], metric: str) -> Table:
         if mean is None or reported is None:
             check = "-"
         else:
-            check = "ok" if math.isclose(mean, reported, abs_tol=1e-6) else f"≠ {fmt(reported, 4)}"
+            check = (
+                "ok" if math.isclose(mean, reported, abs_tol=1e-6) else f"≠ {fixed(reported, 4)}"
+            )
         judge = ", ".join(j.label for j in r.judges) or "none"
         rows.append(
             (
@@ -68,11 +70,11 @@ def _runs_table(runs: Sequence[TaskRun], metric: str) -> Table:
                 judge,
                 f"{setting_title(r.setting, r.mode)} {r.split}"
                 + ("" if r.is_full_context else f", {r.context_label}"),
-                fmt(r.target_wer) if r.target_wer else "-",
+                fixed(r.target_wer) if r.target_wer else "-",
                 str(len(r.samples)),
                 str(r.count("scored")),
                 str(r.count("unscored")),
-                fmt(mean, 4),
+                fixed(mean, 4),
                 check,
                 f"{r.results_path.name}, {r.samples_path.name}",
             )
@@ -360,15 +362,10 @@ def _cell(value: Any) -> Any:
 
 
 def _markdown(table: Table) -> list[str]:
-    def esc(text: str) -> str:
-        return text.replace("|", "\\|").replace("\n", " ")
-
     lines = [f"### {table.title}", ""]
     if not table.rows:
         return [*lines, "_(no data)_", ""]
-    lines.append("| " + " | ".join(esc(c) for c in table.columns) + " |")
-    lines.append("|" + "|".join("---" for _ in table.columns) + "|")
-    lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in table.rows]
+    lines += markdown_table(table.columns, table.rows)
     lines.append("")
     lines += [f"_{n}_  " for n in table.notes]
     lines.append(f"Data: `tables/{table.key}.csv`")

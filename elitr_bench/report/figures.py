@@ -31,13 +31,13 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from elitr_bench.markdown import fixed
 from elitr_bench.report.agreement import GOLD, RELEASED_GPT4, RELEASED_PROMETHEUS, SILVER
 from elitr_bench.report.tables import (
     FIG3_SETTINGS,
     SETTINGS,
     SPLITS,
     Table,
-    fmt,
     setting_title,
 )
 
@@ -587,7 +587,7 @@ def draw_context(table: Table) -> Figure:
         # ticks at the budgets (round numbers), the points at the tokens kept just below
         ticks.update(float(r.get("budget") or r["tokens"]) for r in recs if r["tokens"])
         for r in sorted(recs, key=lambda r: (r["kind"] == "retrieval", r["tokens"] or 0)):
-            score = f"{fmt(r['value'])} [{fmt(r['ci_low'])}, {fmt(r['ci_high'])}]"
+            score = f"{fixed(r['value'])} [{fixed(r['ci_low'])}, {fixed(r['ci_high'])}]"
             cells.append([_fit(name, 1.6, 7), _context_cell(r), score])
     ax.set_xscale("log", base=2)
     full = {float(r["tokens"]) for r in table.records if r["kind"] == "full" and r["tokens"]}

@@ -27,9 +27,10 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from elitr_bench.data.errors import DataError
-from elitr_bench.data.minutes import task_of
+from elitr_bench.data.run_files import task_of
+from elitr_bench.markdown import fixed
 from elitr_bench.report.runs import read_samples
-from elitr_bench.report.tables import Table, fmt
+from elitr_bench.report.tables import Table
 
 if TYPE_CHECKING:
     from elitr_bench.metaeval.minutes_inputs import RunValues
@@ -86,7 +87,7 @@ def table7_layout(runs: Sequence[RunValues]) -> Table:
                 continue
             mean, std, n = spread
             digits = 3 if metric in REFERENCE_METRICS else 2
-            cells.append(f"{fmt(mean, digits)} ± {fmt(std, digits)}")
+            cells.append(f"{fixed(mean, digits)} ± {fixed(std, digits)}")
             records.append(
                 {
                     "task": ",".join(run.tasks),
@@ -182,8 +183,8 @@ def savings_table(runs: Sequence[RunValues]) -> Table | None:
                 str(len(stats)),
                 str(before),
                 str(after),
-                f"{saved} ({100 * record['saved_fraction']:.1f}%)",
-                fmt(record["saved_per_meeting"], 0),
+                f"{saved} ({fixed(record['saved_fraction'], 1, percent=True)})",
+                fixed(record["saved_per_meeting"], 0),
                 f"{filler}/{turns}",
                 "-" if cost is None else f"${cost:.4f}",
             )
@@ -288,9 +289,9 @@ def _vs_human_table(
             _label(str(r["metric"])),
             str(r["criterion"]),
             str(r["n"]),
-            fmt(r["pearson"], 3),
-            fmt(r["spearman"], 3),
-            fmt(r["kendall"], 3),
+            fixed(r["pearson"], 3),
+            fixed(r["spearman"], 3),
+            fixed(r["kendall"], 3),
         )
         for r in records
     )
@@ -366,7 +367,7 @@ def draw_scatter(
         record = _vs_human(metric, criterion, keys, xs, ys)
         records.append(record)
         pearson = record["pearson"]
-        r_text = f"Pearson r = {fmt(pearson, 2)}" if pearson is not None else "r undefined"
+        r_text = f"Pearson r = {fixed(pearson, 2)}" if pearson is not None else "r undefined"
         ax.set_title(f"{criterion.capitalize()}: n={len(keys)}, {r_text}", fontsize=9)
         ax.set_xlabel(f"human {criterion}, document level (1-5)")
         ax.set_xlim(0.8, 5.2)

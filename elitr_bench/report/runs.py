@@ -26,8 +26,13 @@ from elitr_bench.data.run_files import (
     families,
     first_doc,
     partial_notes,
+    read_json_lines,
+    read_results_file,
     rescored_sources,
+    results_files_below,
+    results_payload,
     run_results_of,
+    samples_file_of,
     stamp_of,
     supersede_note,
 )
@@ -65,19 +70,11 @@ def read_samples(path: Path, task: str) -> Iterator[tuple[int, Any]]:
         ReportError: A line is not JSON (truncated or corrupt file), or the file is empty.
     """
     seen = 0
-    with path.open(encoding="utf-8") as handle:
-        for number, text in enumerate(handle, 1):
-            if not text.strip():
-                continue
-            try:
-                line = json.loads(text)
-            except ValueError as exc:
-                raise ReportError(
-                    f"{path}:{number}: not JSON ({exc}); the file is truncated or corrupt, "
-                    "re-run the task"
-                ) from exc
-            seen += 1
-            yield number, line
+    for number, line in read_json_lines(
+        path, "the file is truncated or corrupt, re-run the task", ReportError
+    ):
+        seen += 1
+        yield number, line
     if not seen:
         raise ReportError(
             f"{path}: empty samples file (no sample of task {task}; the run stopped before "
@@ -456,7 +453,7 @@ def find_results_files(paths: Iterable[str | Path]) -> list[Path]:
                 )
             candidates = [path]
         else:
-            candidates = sorted(path.rglob("results*.json"))
+            candidates = results_files_below(path)
         if not candidates:
             raise ReportError(
                 f"{path}: no lm-eval results_*.json below it; pass the --output_path of a run "
@@ -491,7 +488,7 @@ def foreign_input(path: str | Path) -> str | None:
     for results in find_results_files([path]):
         data = _load_json(results)
         for task in data["results"]:
-            samples = _samples_file(results, task)
+            samples = samples_file_of(results, task)
             if samples is not None and (is_our_task(task) or _holds_our_documents(samples)):
                 return None
             (ours if is_our_task(task) else others).add(task)
@@ -509,30 +506,13 @@ def foreign_input(path: str | Path) -> str | None:
 
 
 def _load_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ReportError(f"{path}: unreadable results file ({exc}); re-run or remove it") from exc
-    if not isinstance(data, dict) or "results" not in data:
+    data = read_results_file(path, ReportError, "re-run or remove it")
+    if "results" not in data:
         raise ReportError(
             f"{path}: no 'results' key, so not an lm-eval results file; move it away or pass "
             "the --output_path of an lm_eval run (results_<date>.json, samples_<task>_<date>.jsonl)"
         )
-    return data
-
-
-def _samples_file(results_path: Path, task: str) -> Path | None:
-    """The samples of ``task`` written with a results file (rescorings: same stamp)."""
-    stamp = results_path.stem.removeprefix("results_")
-    rescored = stamp.startswith("rescored_")
-    stamp = stamp.removeprefix("rescored_")
-    names = [f"samples_{task}_{stamp}.jsonl"]
-    if rescored:  # written so by older versions of `elitr-bench score`
-        names.append(f"samples_{task}_rescored_{stamp}.jsonl")
-    for name in names:
-        if results_path.with_name(name).exists():
-            return results_path.with_name(name)
-    return None
+    return dict(data)
 
 
 def _seeds(config: Mapping[str, Any], task_metadata: Mapping[str, Any]) -> dict[str, str]:
@@ -582,13 +562,9 @@ def _rescored_config(results_path: Path, data: Mapping[str, Any]) -> dict[str, A
     """
     for path in rescored_sources(results_path, data).values():
         original = run_results_of(path)
-        if original is not None:
-            try:
-                config = json.loads(original.read_text(encoding="utf-8")).get("config")
-            except (OSError, ValueError):
-                continue
-            if isinstance(config, dict):
-                return config
+        config = results_payload(original).get("config") if original is not None else None
+        if isinstance(config, dict):
+            return config
     return {}
 
 
@@ -637,7 +613,7 @@ def _rescorings_resolved(
     links: list[tuple[Path, Path]] = []
     for results_path, data in loaded:
         for task, source in rescored_sources(results_path, data).items():
-            rescored = _samples_file(results_path, task)
+            rescored = samples_file_of(results_path, task)
             if rescored is not None:
                 links.append((rescored, source))
     family_of: dict[Path, Path] = {}
@@ -737,7 +713,7 @@ def _task_run(
         ReportError: A task of ours whose samples file holds no ELITR-Bench question.
     """
     configs = data.get("configs") or {}
-    samples_path = _samples_file(results_path, task)
+    samples_path = samples_file_of(results_path, task)
     if samples_path is None:
         if task in configs:
             notes.append(

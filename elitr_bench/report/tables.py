@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from elitr_bench.data.records import SPLITS as BENCH_SPLITS
+from elitr_bench.markdown import fixed
 from elitr_bench.metaeval.stats import CIMethod, Interval, Stratum, interval, mean_sd, welch_less
 from elitr_bench.report.runs import JudgeId, ModelId, Sample, TaskRun
 
@@ -84,11 +85,6 @@ class Table:
     rows: tuple[tuple[str, ...], ...]
     records: tuple[Mapping[str, Any], ...]
     notes: tuple[str, ...] = ()
-
-
-def fmt(value: float | None, digits: int = 2) -> str:
-    """Fixed-point number, ``-`` for missing."""
-    return "-" if value is None or not math.isfinite(value) else f"{value:.{digits}f}"
 
 
 def setting_title(setting: str, mode: str) -> str:
@@ -198,7 +194,7 @@ def _ids(runs: Iterable[TaskRun]) -> str:
 
 
 def _ci_cell(value: float, iv: Interval, n_runs: int) -> str:
-    cell = f"{fmt(value)} [{fmt(iv.low)}, {fmt(iv.high)}]"
+    cell = f"{fixed(value)} [{fixed(iv.low)}, {fixed(iv.high)}]"
     return cell + (f" ×{n_runs}" if n_runs > 1 else "")
 
 
@@ -333,7 +329,7 @@ def table9(ctx: ReportContext) -> Table | None:
             means = [r.mean(ctx.metric) for r in runs]
             vals = [x for x in means if x is not None]
             mean, sd = mean_sd(vals)
-            cells.append(f"{fmt(mean)} ± {fmt(sd)} (n={len(vals)})")
+            cells.append(f"{fixed(mean)} ± {fixed(sd)} (n={len(vals)})")
             records.append(
                 {
                     **_base(ctx, key),
@@ -379,7 +375,7 @@ def table3(ctx: ReportContext) -> list[Table]:
                     vals = [v for v, smp in q.values() if getattr(smp, attr) == code]
                     mean = math.fsum(vals) / len(vals) if vals else None
                     ns[title].add(len(vals))
-                    cells.append(f"{fmt(mean)} ({len(vals)})")
+                    cells.append(f"{fixed(mean)} ({len(vals)})")
                     records.append(
                         {
                             **_base(ctx, key),
@@ -443,11 +439,11 @@ def table10(ctx: ReportContext) -> list[Table]:
             rows.append(
                 (
                     ctx.label(key),
-                    fmt(p, 3) + mark,
-                    fmt(res.t, 3),
-                    fmt(res.df, 1),
-                    f"{fmt(res.mean_x)} ({res.n_x})",
-                    f"{fmt(res.mean_y)} ({res.n_y})",
+                    fixed(p, 3) + mark,
+                    fixed(res.t, 3),
+                    fixed(res.df, 1),
+                    f"{fixed(res.mean_x)} ({res.n_x})",
+                    f"{fixed(res.mean_y)} ({res.n_y})",
                 )
             )
             records.append(
@@ -538,7 +534,7 @@ def figure3_table(
             value = math.fsum(v for v, _ in split_means.values()) / len(split_means)
             only = "" if len(split_means) == 2 else f" ({SPLIT_TITLES[next(iter(split_means))]})"
             partial |= bool(only)
-            cells.append(fmt(value) + only)
+            cells.append(fixed(value) + only)
             records.append(
                 {
                     **_base(ctx, key),
@@ -634,8 +630,8 @@ def noise_table(ctx: ReportContext) -> Table | None:
                 (
                     ctx.label(key),
                     f"{setting_title(s, m)} {SPLIT_TITLES.get(sp, sp)}",
-                    fmt(target),
-                    fmt(eff, 3),
+                    fixed(target),
+                    fixed(eff, 3),
                     _ci_cell(value, iv, len(runs)),
                     _ids(runs),
                 )

@@ -16,10 +16,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from elitr_bench.judges.batching import BatchPlan
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.filtering import judged_json
 from elitr_bench.judges.metrics import JUDGE_ERRORS, JUDGE_UNSCORED, judge_filter_name
 from elitr_bench.judges.summary.base import MinutesMethod
+from elitr_bench.judges.summary.batching import assess_in_batches
 from elitr_bench.judges.summary.lm_eval_filter import (
     assessment_of,
     item_from_doc,
@@ -71,6 +73,8 @@ def plan_line(task: str, minutes: int, preview: Mapping[str, Any]) -> str:
     """The line ``score`` prints per minutes task before its first judge call."""
     cost = preview["estimated_cost_usd"]
     shown_cost = "$" + str(cost) if cost is not None else "unknown (unpriced model)"
+    if cost is not None and preview.get("batch"):
+        shown_cost += " at the batch price"
     return (
         f"{task}: {minutes} minutes, up to {preview['calls']} judge calls, "
         f"estimated cost {shown_cost} ({preview['restated_max']} restatements "
@@ -88,14 +92,15 @@ def plan_minutes_files(
     it before any request (the preflight included).
     """
     from elitr_bench.data.minutes import run_results, run_system_name
-    from elitr_bench.scoring.qa import find_samples, read_samples, task_name_of
+    from elitr_bench.data.run_files import task_of
+    from elitr_bench.scoring.qa import find_samples, read_samples
 
     method = get_method(config)
     out = []
     for path in find_samples(paths):
         system = run_system_name(run_results(path), path.parent.name)
         items = [item_from_doc(s["doc"], minutes_text(s), system) for s in read_samples(path)]
-        out.append((task_name_of(path), len(items), plan(items, method, config)))
+        out.append((task_of(path), len(items), plan(items, method, config)))
     return out
 
 
@@ -104,19 +109,28 @@ def score_minutes_samples(
     config: JudgeConfig,
     output: Path | None = None,
     include_path: Sequence[str] = (),
+    batch: BatchPlan | None = None,
 ) -> list[tuple[Path, dict[str, Any]]]:
     """Judge the minutes of logged samples; per lm-eval run its results file and content.
 
     ``include_path``: folders of tasks outside our package (``lm_eval --include_path``).
+
+    ``batch``: judge through batches (:mod:`elitr_bench.judges.summary.batching`), one
+    per pass for all the run's tasks; a judge with ``batch=on`` does so through its
+    endpoint's Batch API without it.
+
+    Raises:
+        BatchParked: The judging waits for batches (``--no-wait``, ``--batch-write``):
+            nothing is written yet.
     """
     from elitr_bench.data.minutes import run_results, run_system_name
-    from elitr_bench.data.run_files import run_results_of
+    from elitr_bench.data.run_files import run_results_of, task_of
     from elitr_bench.scoring.qa import (
+        BatchParked,
         read_samples,
         rescoring_payload,
         runs_to_rescore,
         spec_of,
-        task_name_of,
         write_rescoring,
     )
     from elitr_bench.scoring.rescore import JudgedTask, check_tasks, read_run_results, rebuild
@@ -127,14 +141,23 @@ def score_minutes_samples(
         usage: dict[str, Any] = {}
         identity: dict[str, Any] = {}
         judged: list[JudgedTask] = []
-        tasks = {task_name_of(path): path for path in files}
+        tasks = {task_of(path): path for path in files}
         check_tasks(tasks, include_path=include_path)  # before any judge call is paid
+        prepared = []
         for path in files:
-            task = task_name_of(path)
             samples = read_samples(path)
             system = run_system_name(run_results(path), path.parent.name)
             items = [item_from_doc(s["doc"], minutes_text(s), system) for s in samples]
-            run = run_sync(items, config, method)
+            prepared.append((path, samples, items))
+        batched = None
+        if batch is not None or config.batch:
+            groups = [(f"score {task_of(path)}", items) for path, _, items in prepared]
+            batched = assess_in_batches(groups, config, method, batch or BatchPlan())
+            if batched.parked:
+                raise BatchParked(batched)
+        for n, (path, samples, items) in enumerate(prepared):
+            task = task_of(path)
+            run = batched.runs[n] if batched is not None else run_sync(items, config, method)
             identity = run.identity
             usage[task] = {**run.usage, "seconds": round(run.elapsed_s, 3), **run.summary}
             if run.flagged:

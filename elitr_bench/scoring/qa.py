@@ -23,14 +23,17 @@ from pathlib import Path
 from typing import Any
 
 from elitr_bench.data.run_files import (
+    lm_eval_samples_below,
     new_stamp,
     parse_samples_name,
-    partial_files,
+    read_json_lines,
     rescored_results_path,
     rescored_samples_path,
     rescoring_runs,
     run_results_of,
+    task_of,
 )
+from elitr_bench.judges.batching import BatchOutcome, BatchPlan
 from elitr_bench.judges.config import (
     JudgeConfig,
     parse_judge_spec,
@@ -45,6 +48,7 @@ from elitr_bench.judges.metrics import (
     judge_filter_name,
     parse_filtered,
 )
+from elitr_bench.judges.qa.batching import judge_in_batches
 from elitr_bench.judges.qa.engine import (
     Judge,
     JudgeItem,
@@ -102,14 +106,7 @@ def find_samples(paths: Iterable[str | Path]) -> list[Path]:
     for raw in given:
         path = Path(raw)
         if path.is_dir():
-            partial = {p for p, _ in partial_files(path)}  # named by the command, never read
-            found += sorted(
-                p
-                for p in path.rglob("samples_*.jsonl")
-                if (name := parse_samples_name(p)) is not None
-                and not name.rescored
-                and p not in partial
-            )
+            found += lm_eval_samples_below(path)
         elif path.is_file():
             if parse_samples_name(path) is None:
                 raise JudgeConfigError(
@@ -127,12 +124,6 @@ def find_samples(paths: Iterable[str | Path]) -> list[Path]:
             "run lm_eval with --log_samples --output_path DIR and pass DIR"
         )
     return found
-
-
-def task_name_of(path: Path) -> str:
-    """Task name from a ``samples_<task>[_rescored]_<date>.jsonl`` name, else the stem's rest."""
-    name = parse_samples_name(path)
-    return name.task if name is not None else path.stem.removeprefix("samples_")
 
 
 def response_of(sample: dict[str, Any]) -> str:
@@ -158,31 +149,24 @@ def read_samples(path: Path) -> list[dict[str, Any]]:
     """Samples of one file, one per doc (lm-eval repeats a doc once per filter)."""
     seen: set[Any] = set()
     out = []
-    with path.open(encoding="utf-8") as fh:
-        for number, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                sample = json.loads(line)
-            except ValueError:
-                raise JudgeConfigError(
-                    f"score: {path}:{number} is not JSON; is this an lm-eval samples file?"
-                ) from None
-            if not isinstance(sample, dict) or not isinstance(sample.get("doc"), dict):
-                raise JudgeConfigError(
-                    f"score: {path}:{number} has no 'doc'; is this an lm-eval samples file?"
-                )
-            missing = [f for f in _DOC_FIELDS if f not in sample["doc"]]
-            if missing:
-                raise JudgeConfigError(
-                    f"score: {path}:{number} is no ELITR-Bench sample (its doc has no "
-                    f"{missing[0]!r}); score judges the samples of elitr_* and automin23_en tasks"
-                )
-            key = sample.get("doc_id", number)
-            if key in seen:
-                continue
-            seen.add(key)
-            out.append(sample)
+    for number, sample in read_json_lines(
+        path, "is this an lm-eval samples file?", JudgeConfigError
+    ):
+        if not isinstance(sample, dict) or not isinstance(sample.get("doc"), dict):
+            raise JudgeConfigError(
+                f"score: {path}:{number} has no 'doc'; is this an lm-eval samples file?"
+            )
+        missing = [f for f in _DOC_FIELDS if f not in sample["doc"]]
+        if missing:
+            raise JudgeConfigError(
+                f"score: {path}:{number} is no ELITR-Bench sample (its doc has no "
+                f"{missing[0]!r}); score judges the samples of elitr_* and automin23_en tasks"
+            )
+        key = sample.get("doc_id", number)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(sample)
     if not out:
         raise JudgeConfigError(
             f"score: {path} holds no samples (empty file); re-run lm_eval with --log_samples "
@@ -273,24 +257,44 @@ def _score_run(
     output: Path | None,
     judge: Judge | None,
     include_path: Sequence[str] = (),
+    batch: BatchPlan | None = None,
 ) -> tuple[Path, dict[str, Any]]:
-    """Judge the samples files of one lm-eval run; write its rescored files."""
+    """Judge the samples files of one lm-eval run; write its rescored files.
+
+    Raises:
+        BatchParked: The judging waits for batches (``--no-wait``, ``--batch-write``):
+            nothing is written yet.
+    """
     from elitr_bench.judges.filtering import judged_json
 
     identity: dict[str, Any] = config.identity()
     usage: dict[str, Any] = {}
     judged: list[JudgedTask] = []
     errors = 0
-    tasks = {task_name_of(path): path for path in files}
+    tasks = {task_of(path): path for path in files}
     check_tasks(tasks, include_path=include_path)  # before any judge call is paid
+    prepared = []
     for path in files:
-        task = task_name_of(path)
         samples = read_samples(path)
         items = [JudgeItem.from_doc(s["doc"], response_of(s)) for s in samples]
         judgements: list[Judgement | None] = [reusable_judgement(s, identity) for s in samples]
         todo = [i for i, j in enumerate(judgements) if j is None]
+        prepared.append((path, samples, items, judgements, todo))
+    batched = None
+    if batch is not None or config.batch:
+        groups = [
+            (f"score {task_of(p)}", [items[i] for i in todo]) for p, _, items, _, todo in prepared
+        ]
+        batched = judge_in_batches(groups, config, batch or BatchPlan())
+        if batched.parked:
+            raise BatchParked(batched)
+    for n, (path, samples, items, judgements, todo) in enumerate(prepared):
+        task = task_of(path)
         sent = [items[i] for i in todo]
-        run = judge_items(sent, config, judge=judge, desc=f"score {task}", on_error="record")
+        if batched is not None:
+            run = batched.runs[n]
+        else:
+            run = judge_items(sent, config, judge=judge, desc=f"score {task}", on_error="record")
         for i, judgement in zip(todo, run.judgements, strict=True):
             judgements[i] = judgement
         final = [j for j in judgements if j is not None]
@@ -318,12 +322,25 @@ def _score_run(
     return write_rescoring(rebuilt, judged, stamp, output), payload
 
 
+class BatchParked(Exception):
+    """Judging waits for batches: submitted and left running, or written to a file.
+
+    Attributes:
+        outcome: The batch ids submitted, or the input files written.
+    """
+
+    def __init__(self, outcome: BatchOutcome[Any]) -> None:
+        super().__init__("judging waits for batches")
+        self.outcome = outcome
+
+
 def score_runs(
     paths: Iterable[str | Path],
     config: JudgeConfig,
     output: Path | None = None,
     judge: Judge | None = None,
     include_path: Sequence[str] = (),
+    batch: BatchPlan | None = None,
 ) -> list[tuple[Path, dict[str, Any]]]:
     """Judge logged samples; one results file (and rescored samples) per lm-eval run.
 
@@ -337,11 +354,14 @@ def score_runs(
     ``include_path``: folders of tasks outside our package, as ``lm_eval --include_path``
     took them (lm-eval rebuilds the results through the tasks).
 
+    ``batch``: judge through batches (:mod:`elitr_bench.judges.qa.batching`); a judge
+    with ``batch=on`` does so through its endpoint's Batch API without it.
+
     Raises:
         JudgeConfigError: ``output`` names one file but the samples come from several runs.
     """
     return [
-        _score_run(files, config, stamp, output, judge, include_path)
+        _score_run(files, config, stamp, output, judge, include_path, batch)
         for stamp, files in runs_to_rescore(paths, output)
     ]
 
@@ -423,7 +443,7 @@ def generated_runs(files: list[Path]) -> list[Path]:
 
 def tasks_of(files: list[Path]) -> str:
     """The task names of samples files, for messages (``a, b``)."""
-    return ", ".join(sorted({task_name_of(f) for f in files}))
+    return ", ".join(sorted({task_of(f) for f in files}))
 
 
 def items_to_judge(path: Path, config: JudgeConfig) -> list[JudgeItem]:
@@ -451,6 +471,4 @@ def plan_qa_files(files: list[Path], config: JudgeConfig) -> list[tuple[str, QAP
 
     The answers this judge already judged are kept, not sent, so they are not counted.
     """
-    return [
-        (task_name_of(path), plan_items(items_to_judge(path, config), config)) for path in files
-    ]
+    return [(task_of(path), plan_items(items_to_judge(path, config), config)) for path in files]

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from elitr_bench.data.run_files import results_payload
 from elitr_bench.judges.conceal import scrub
 from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.tasks.tidy import tidy_results
@@ -97,12 +98,7 @@ def read_run_results(path: Path | None) -> dict[str, Any]:
     Scrubbed of credentials: a results file written before they were concealed may hold
     a ``base_url`` with user info, which the rescored file must not copy.
     """
-    if path is None:
-        return {}
-    try:
-        payload = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
+    payload = {} if path is None else results_payload(path)
     if not isinstance(payload, dict) or not isinstance(payload.get("results"), dict):
         return {}
     return dict(scrub(payload))

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from elitr_bench.data.errors import ElitrBenchError
-from elitr_bench.middle_cut import CUT_SLACK, join_cut
+from elitr_bench.middle_cut import CUT_SLACK, join_cut, largest_fitting_cut
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +26,7 @@ class ContextLengthError(ElitrBenchError):
 
 
 @dataclass(frozen=True)
-class TokenCounter:
+class ModelTokenizer:
     """The model's tokenizer and limit, as far as lm-eval exposes them.
 
     Attributes:
@@ -75,7 +75,7 @@ def active_model() -> Any | None:
     return None
 
 
-def token_counter(lm: Any) -> TokenCounter | None:
+def token_counter(lm: Any) -> ModelTokenizer | None:
     """Build a counter for local models that truncate prompts (hf, vllm and kin).
 
     API models (lm-eval's ``TemplateAPI`` family) return None: the server enforces its
@@ -102,7 +102,7 @@ def token_counter(lm: Any) -> TokenCounter | None:
         return None
     if encode is None or decode is None:
         return None
-    return TokenCounter(
+    return ModelTokenizer(
         encode=lambda text: list(encode(text)),
         decode=lambda ids: str(decode(ids)),
         max_length=max_length,
@@ -121,16 +121,17 @@ def model_positions(lm: Any) -> int | None:
     return None
 
 
-def fit_middle(counter: TokenCounter, transcript: str, excess: Callable[[str], int]) -> str | None:
+def fit_middle(
+    counter: ModelTokenizer, transcript: str, excess: Callable[[str], int]
+) -> str | None:
     """The transcript with as little of its middle cut as makes ``excess`` of it <= 0.
 
-    The one middle cut of the package: ``context_budget`` (:func:`budget_cut`) and
+    The tasks' middle cut: ``context_budget`` (:func:`budget_cut`) and
     ``overlength=truncate_middle`` (QA, multi-turn and minutes tasks) all call it, each
     with its own ``excess``: the tokens by which the transcript, or the prompt built
-    from it, overruns its limit (<= 0: it fits). The first cut removes that excess;
-    joined text re-tokenises a little differently and the cut lands on boundaries
-    (:func:`cut_middle`), so the kept tokens are lowered by any remaining excess and the
-    cut redone, a few times at most.
+    from it, overruns its limit (<= 0: it fits). How many of the model's tokens to keep
+    is the package's one search (:func:`elitr_bench.middle_cut.largest_fitting_cut`),
+    starting from the transcript's tokens less the excess.
 
     Returns:
         The transcript unchanged when it fits, its cut when one fits, None when even an
@@ -140,49 +141,13 @@ def fit_middle(counter: TokenCounter, transcript: str, excess: Callable[[str], i
     if over <= 0:
         return transcript
     ids = counter.encode(transcript)
-    keep = len(ids) - over
-    for _ in range(8):
-        keep = max(keep, 0)
-        cut = cut_middle(counter, transcript, keep, ids)
-        over = excess(cut)
-        if over <= 0:
-            return cut
-        if keep == 0:
-            return None
-        keep -= over
-    return _largest_fitting_cut(counter, transcript, ids, keep + over, excess)
-
-
-def _largest_fitting_cut(
-    counter: TokenCounter,
-    transcript: str,
-    ids: list[int],
-    too_many: int,
-    excess: Callable[[str], int],
-) -> str | None:
-    """The cut keeping the most tokens below ``too_many`` that fits (bisection), or None.
-
-    :func:`fit_middle` lowers the kept tokens by the remaining excess, which ends in a few
-    steps unless the cut's boundary snapping makes a plateau: in ``meeting_en_dev_002`` at a
-    300-token budget, keeping anything from 282 to 294 tokens gave the same 301-token cut,
-    so steps of one token never left it. Bisection does, in about log2(budget) cuts.
-    """
-    best = cut_middle(counter, transcript, 0, ids)
-    if excess(best) > 0:
-        return None
-    low, high = 0, too_many  # ``low`` fits, ``high`` (the last keep tried) does not
-    while high - low > 1:
-        mid = (low + high) // 2
-        cut = cut_middle(counter, transcript, mid, ids)
-        if excess(cut) <= 0:
-            low, best = mid, cut
-        else:
-            high = mid
-    return best
+    return largest_fitting_cut(
+        lambda keep: cut_middle(counter, transcript, keep, ids), excess, len(ids) - over
+    )
 
 
 def cut_middle(
-    counter: TokenCounter, transcript: str, keep: int, ids: list[int] | None = None
+    counter: ModelTokenizer, transcript: str, keep: int, ids: list[int] | None = None
 ) -> str:
     """Keep about ``keep`` tokens of a transcript, its beginning and its end, and mark the cut.
 
@@ -205,7 +170,7 @@ def cut_middle(
     return join_cut(transcript, head_len, tail_at, slack)
 
 
-def budget_cut(counter: TokenCounter, transcript: str, budget: int) -> str:
+def budget_cut(counter: ModelTokenizer, transcript: str, budget: int) -> str:
     """The transcript cut in its middle to at most ``budget`` tokens.
 
     ``--metadata context_budget``: the same cut as ``truncate_middle``, sized by the

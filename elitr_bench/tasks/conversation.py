@@ -154,7 +154,7 @@ class ConversationTask(ElitrQATask):
         self._check_first_turns(context.token_counter(lm))
         _PENDING[id(lm)].append(self)
 
-    def _check_first_turns(self, counter: context.TokenCounter | None) -> None:
+    def _check_first_turns(self, counter: context.ModelTokenizer | None) -> None:
         """Fail before any generation when a conversation cannot even start.
 
         Conversations are played after every other task of the run has generated; an
@@ -222,7 +222,7 @@ class ConversationTask(ElitrQATask):
             )
         return extra
 
-    def _fit_to_context(self, counter: context.TokenCounter) -> None:
+    def _fit_to_context(self, counter: context.ModelTokenizer) -> None:
         # Multi-turn prompts grow with the answers: they are fitted turn by turn.
         if self.options.history == "gold":
             super()._fit_to_context(counter)
@@ -234,7 +234,7 @@ class ConversationTask(ElitrQATask):
             by_meeting[str(inst.doc["meeting_id"])].append(inst)
         return [sorted(v, key=lambda i: int(i.doc["turn"])) for _, v in sorted(by_meeting.items())]
 
-    def prepare_turn(self, inst: Any, counter: context.TokenCounter | None) -> str:
+    def prepare_turn(self, inst: Any, counter: context.ModelTokenizer | None) -> str:
         """Render a request from its conversation so far; returns its overlength status.
 
         With ``overlength=truncate_middle`` the transcript is cut once per conversation
@@ -260,7 +260,7 @@ class ConversationTask(ElitrQATask):
             return "ok"
         return self.fit_instance(inst, counter)
 
-    def conversation_cut(self, inst: Any, counter: context.TokenCounter) -> str | None:
+    def conversation_cut(self, inst: Any, counter: context.ModelTokenizer) -> str | None:
         """The one transcript cut of a conversation, or None when the whole one fits.
 
         Sized for the conversation's longest prompt: its last turn, with every earlier

@@ -102,7 +102,7 @@ def _positive_int(name: str, value: Any) -> int | None:
 
 
 @dataclass(frozen=True)
-class MinutesOptions:
+class MinutesTaskOptions:
     """Options of the minutes tasks (see the module docstring)."""
 
     prompt_role: prompts.PromptRole = "user"
@@ -117,7 +117,7 @@ class MinutesOptions:
     bartscore_model: str = DEFAULT_BARTSCORE_MODEL
 
     @classmethod
-    def from_metadata(cls, metadata: Mapping[str, Any] | None) -> MinutesOptions:
+    def from_metadata(cls, metadata: Mapping[str, Any] | None) -> MinutesTaskOptions:
         """Parse the options this task owns; other keys are left to lm-eval and the judges.
 
         Near misses of any ELITR option (``chunk_token``, ``bert_score``, ``judg``) are
@@ -271,7 +271,7 @@ class MinutesTask(LmEvalContract, ConfigurableTask):
     ) -> None:
         cfg = {k: v for k, v in (config or {}).items() if k != "class"}
         metadata = dict(cfg.get("metadata") or {})
-        self.options = MinutesOptions.from_metadata(metadata)
+        self.options = MinutesTaskOptions.from_metadata(metadata)
         self.split = choice("test_split", cfg.get("test_split"), _SOURCES)
         self._transcripts: dict[str, str] = {}
         self._prompt_tokens: dict[str, int] = {}
@@ -431,7 +431,7 @@ class MinutesTask(LmEvalContract, ConfigurableTask):
         if self.options.bartscore:
             minutes_metrics._bart(self.options.bartscore_model)
 
-    def _count(self, counter: context.TokenCounter | None) -> Callable[[str], int]:
+    def _count(self, counter: context.ModelTokenizer | None) -> Callable[[str], int]:
         if counter is None:
             # API chat prompts arrive as lm-eval's JsonChatStr (messages as JSON text).
             return lambda text: math.ceil(
@@ -439,7 +439,7 @@ class MinutesTask(LmEvalContract, ConfigurableTask):
             )
         return lambda text: len(counter.encode(text))
 
-    def _apply_policy(self, counter: context.TokenCounter | None) -> None:
+    def _apply_policy(self, counter: context.ModelTokenizer | None) -> None:
         count = self._count(counter)
         instances: list[Any] = list(getattr(self, "_instances", None) or [])
         keep: list[Any] = []
@@ -487,7 +487,7 @@ class MinutesTask(LmEvalContract, ConfigurableTask):
                 ", ".join(f"{m} {s}" for m, s in sorted(self._status.items())),
             )
 
-    def _truncate(self, inst: Any, counter: context.TokenCounter) -> None:
+    def _truncate(self, inst: Any, counter: context.ModelTokenizer) -> None:
         meeting_id = str(inst.doc["meeting_id"])
         built: dict[str, tuple[str, int]] = {}
 

@@ -197,9 +197,9 @@ def _judge_of(kind: str, metadata: Mapping[str, Any]) -> JudgeConfig | None:
     must be named as such, not reported as a problem of the default judge it left.
     """
     if kind == "minutes":
-        from elitr_bench.tasks.minutes import MinutesOptions, judge_for_minutes
+        from elitr_bench.tasks.minutes import MinutesTaskOptions, judge_for_minutes
 
-        MinutesOptions.from_metadata(metadata)
+        MinutesTaskOptions.from_metadata(metadata)
         return judge_for_minutes(metadata)[1]
     from elitr_bench.tasks.options import TaskOptions
     from elitr_bench.tasks.task import judge_for

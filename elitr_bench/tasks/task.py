@@ -477,7 +477,7 @@ class ElitrQATask(LmEvalContract, ConfigurableTask):
         return f"{meeting}/{doc['question_id']}" if self.retrieval else meeting
 
     # ---------------------------------------------------- budget and retrieval
-    def prepare_context(self, counter: context.TokenCounter | None) -> None:
+    def prepare_context(self, counter: context.ModelTokenizer | None) -> None:
         """Apply ``context_budget`` or retrieve passages, before any prompt is built.
 
         The results record what the prompts were built from: the model's window
@@ -524,7 +524,7 @@ class ElitrQATask(LmEvalContract, ConfigurableTask):
                 else f"approximate ({CHARS_PER_TOKEN} characters/token)",
             }
 
-    def _retrieve(self, counter: context.TokenCounter | None) -> None:
+    def _retrieve(self, counter: context.ModelTokenizer | None) -> None:
         """Retrieve every question's passages and record them in its document."""
         from elitr_bench.tasks import retrieval
 
@@ -625,13 +625,13 @@ class ElitrQATask(LmEvalContract, ConfigurableTask):
                 others.setdefault(self.cut_group(doc), []).append(doc)
         return others
 
-    def _excess(self, inst: Any, counter: context.TokenCounter) -> int:
+    def _excess(self, inst: Any, counter: context.ModelTokenizer) -> int:
         """Tokens by which a request's prompt overruns its budget (<= 0: it fits)."""
         n_tokens = len(counter.encode(inst.args[0]))
         self._prompt_tokens[doc_key(inst.doc)] = n_tokens
         return n_tokens - counter.budget(inst.args[1])
 
-    def fit_instance(self, inst: Any, counter: context.TokenCounter) -> str:
+    def fit_instance(self, inst: Any, counter: context.ModelTokenizer) -> str:
         """Apply the overlength policy to one request; returns its status.
 
         Returns:
@@ -649,7 +649,7 @@ class ElitrQATask(LmEvalContract, ConfigurableTask):
         self._cut_to_fit([inst], counter)
         return "truncated"
 
-    def _fit_to_context(self, counter: context.TokenCounter) -> None:
+    def _fit_to_context(self, counter: context.ModelTokenizer) -> None:
         over: list[tuple[str, int]] = []
         keep: list[Any] = []
         instances: list[Any] = list(getattr(self, "_instances", None) or [])
@@ -709,7 +709,7 @@ class ElitrQATask(LmEvalContract, ConfigurableTask):
     def _cut_to_fit(
         self,
         insts: list[Any],
-        counter: context.TokenCounter,
+        counter: context.ModelTokenizer,
         peers: list[dict[str, Any]] | None = None,
     ) -> None:
         """Cut the middle of the requests' shared transcript until every prompt fits.

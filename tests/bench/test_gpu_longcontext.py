@@ -88,6 +88,7 @@ def _vllm_venv_or_none() -> Path | None:
 
 
 @pytest.mark.slow
+@pytest.mark.vllm  # its vllm apc row starts an engine: the longest test of the suite
 def test_cpu_mode_runs_every_back_end_on_real_prompts(tmp_path: Path) -> None:
     """Every row of the tiny shape on the CPU, in one run (one engine start for vLLM).
 

@@ -13,6 +13,7 @@ import pytest
 
 from elitr_bench.cli import main
 from tests.judges.test_mesa_script import PAPER_RATINGS, make_script
+from tests.support.minutes_judge import loopback_judge
 from tests.support.openai_server import LoopbackOpenAI
 
 CODES = ("OM", "REP", "INC", "COR", "HAL", "LAN", "STR", "IRR")
@@ -20,16 +21,20 @@ CODES = ("OM", "REP", "INC", "COR", "HAL", "LAN", "STR", "IRR")
 
 def _judge(server: LoopbackOpenAI, extra: str = "", debate: str = ",debate=none") -> str:
     """The loopback judge; Single-n (``debate=none``) unless told, as the script answers."""
-    server.model = "loop-m"  # listed by GET /v1/models: the preflight sends no completion
-    return f"openai:loop-m,base_url={server.base_url},progress=false{debate}{extra}"
+    return loopback_judge(server, debate + extra)
+
+
+def _scripted_mesa(server: LoopbackOpenAI, systems: str) -> list[str]:
+    """``mesa`` on one meeting of ``systems``, judged by the scripted Single-n judge."""
+    server.handler = make_script()
+    return ["mesa", "--systems", systems, "--meetings", "1", "--judge", _judge(server)]
 
 
 def test_mesa_command_end_to_end(
     loopback: LoopbackOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    loopback.handler = make_script()
     out = tmp_path / "mesa"
-    args = ["mesa", "--systems", "gpt4,ntr", "--meetings", "1", "--judge", _judge(loopback)]
+    args = _scripted_mesa(loopback, "gpt4,ntr")
     assert main([*args, "--out", str(out)]) == 0
     captured = capsys.readouterr()
     assert (
@@ -203,9 +208,8 @@ def test_a_mesa_folder_has_one_writer(
     """Issue 25, point 1: a second run into a folder in use refuses in one line, sends nothing."""
     from elitr_bench.data.folder import FolderLock
 
-    loopback.handler = make_script()
     out = tmp_path / "mesa"
-    args = ["mesa", "--systems", "gpt4", "--meetings", "1", "--judge", _judge(loopback)]
+    args = _scripted_mesa(loopback, "gpt4")
     with FolderLock(out, "elitr-bench mesa --out first"):
         assert main([*args, "--out", str(out)]) == 2
         err = capsys.readouterr().err.strip().splitlines()[-1]
@@ -214,3 +218,27 @@ def test_a_mesa_folder_has_one_writer(
         assert not loopback.requests and not (out / "mesa.jsonl").exists()
     assert main([*args, "--out", str(out)]) == 0
     assert (out / "mesa.jsonl").exists()
+
+
+def test_mesa_command_with_batch_on_writes_what_one_by_one_writes(
+    loopback: LoopbackOpenAI,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``elitr-bench mesa --judge ...,batch=on``: three batches (the steps), same results."""
+    monkeypatch.setenv("ELITR_BATCH_POLL_S", "0")
+    loopback.handler = make_script()
+    args = ["mesa", "--systems", "gpt4,ntr", "--meetings", "1"]
+    one = _judge(loopback, f",cache={tmp_path / 'a.sqlite'}")
+    assert main([*args, "--judge", one, "--out", str(tmp_path / "one")]) == 0
+    loopback.reset()
+    batched = _judge(loopback, f",cache={tmp_path / 'b.sqlite'},batch=on,price=5:15")
+    assert main([*args, "--judge", batched, "--out", str(tmp_path / "batch")]) == 0
+    assert "loop-m at the batch price" in capsys.readouterr().err
+    assert not [r for r in loopback.requests if r.body.get("messages")]
+    assert len(loopback.batch_api.batches) == 3
+    for name in ("mesa.jsonl", "mesa_details.jsonl"):
+        assert (tmp_path / "batch" / name).read_text() == (tmp_path / "one" / name).read_text()
+    run = json.loads((tmp_path / "batch" / "run.json").read_text())
+    assert run["usage"]["batched"] == run["usage"]["requests"] == 48

@@ -62,11 +62,16 @@ def error_lines(err: str) -> list[str]:
     return [line for line in err.splitlines() if line.startswith("elitr-bench: error")]
 
 
+def _run_to_score(tmp_path: Path, loopback: LoopbackOpenAI) -> Path:
+    """A run of four answers in ``tmp_path / "run"`` (its samples file); the judge gives 7s."""
+    loopback.handler = boxed_by_response(lambda r: 7)
+    return write_samples(tmp_path / "run")
+
+
 def test_score_prints_the_plan_then_judges_and_records_it(
     tmp_path: Path, loopback: LoopbackOpenAI, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    loopback.handler = boxed_by_response(lambda r: 7)
-    write_samples(tmp_path / "run")
+    _run_to_score(tmp_path, loopback)
     assert main(["score", str(tmp_path / "run"), "--judge", judge_of(loopback)]) == 0
     err = capsys.readouterr().err
     expected = f"{TASK}: elitr judge openai:judge-model (gpt4-rubric): 4 calls (4 answers x 1"
@@ -127,8 +132,7 @@ def test_score_over_budget_or_unpriced_stops_before_any_request(
 def test_score_within_budget_runs(
     tmp_path: Path, loopback: LoopbackOpenAI, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    loopback.handler = boxed_by_response(lambda r: 7)
-    write_samples(tmp_path / "run")
+    _run_to_score(tmp_path, loopback)
     assert (
         main(["score", str(tmp_path / "run"), "--judge", judge_of(loopback), "--max-cost", "5"])
         == 0
@@ -243,8 +247,7 @@ def test_score_honours_the_smaller_of_the_spec_cap_and_max_cost(
 def test_score_under_both_caps_runs_as_without_them(
     tmp_path: Path, loopback: LoopbackOpenAI, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    loopback.handler = boxed_by_response(lambda r: 7)
-    write_samples(tmp_path / "run")
+    _run_to_score(tmp_path, loopback)
     spec = judge_of(loopback, ",price=10:30,max_cost=5")
     assert main(["score", str(tmp_path / "run"), "--judge", spec, "--max-cost", "10"]) == 0
     assert len(loopback.requests) == 5  # the preflight's completion, then 4 answers

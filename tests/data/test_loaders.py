@@ -6,6 +6,7 @@ import json
 import shutil
 import zipfile
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -166,12 +167,20 @@ def _valid_payloads() -> dict[str, str]:
     return {n: json.dumps({"split": "dev", "meetings": [meeting]}) for n in names}
 
 
-def test_corrupt_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _use_questions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, edit: Callable[[str], str]
+) -> None:
+    """The data folder of the tests, its questions archive valid but for ``edit`` of one file."""
     root = _mirror(tmp_path, skip=sources.QUESTIONS.relpath)
-    payloads = _valid_payloads() | {"elitr-bench-qa_dev.json": '{"split": "dev", "meetings": ['}
+    payloads = _valid_payloads()
+    payloads[f"elitr-bench-{name}.json"] = edit(payloads[f"elitr-bench-{name}.json"])
     _questions_zip(root / sources.QUESTIONS.relpath, payloads)
     monkeypatch.setenv("ELITR_BENCH_DATA_DIR", str(root))
     monkeypatch.setenv("ELITR_BENCH_SKIP_VERIFY", "1")
+
+
+def test_corrupt_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _use_questions(tmp_path, monkeypatch, "qa_dev", lambda _: '{"split": "dev", "meetings": [')
     with pytest.raises(DataError, match=r"elitr-bench-qa_dev\.json: invalid JSON"):
         load_benchmark()
 
@@ -179,27 +188,18 @@ def test_corrupt_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_bad_field_value_names_the_question(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root = _mirror(tmp_path, skip=sources.QUESTIONS.relpath)
-    payloads = _valid_payloads()
-    payloads["elitr-bench-qa_dev.json"] = payloads["elitr-bench-qa_dev.json"].replace(
-        '"who"', '"whom"'
-    )
-    _questions_zip(root / sources.QUESTIONS.relpath, payloads)
-    monkeypatch.setenv("ELITR_BENCH_DATA_DIR", str(root))
-    monkeypatch.setenv("ELITR_BENCH_SKIP_VERIFY", "1")
+    _use_questions(tmp_path, monkeypatch, "qa_dev", lambda text: text.replace('"who"', '"whom"'))
     with pytest.raises(DataError, match=r"meeting_en_dev_001:q1: field 'question-type' is 'whom'"):
         load_benchmark()
 
 
 def test_question_without_transcript(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    root = _mirror(tmp_path, skip=sources.QUESTIONS.relpath)
-    payloads = _valid_payloads()
-    payloads["elitr-bench-conv_test2.json"] = payloads["elitr-bench-conv_test2.json"].replace(
-        "meeting_en_dev_001", "meeting_en_dev_099"
+    _use_questions(
+        tmp_path,
+        monkeypatch,
+        "conv_test2",
+        lambda text: text.replace("meeting_en_dev_001", "meeting_en_dev_099"),
     )
-    _questions_zip(root / sources.QUESTIONS.relpath, payloads)
-    monkeypatch.setenv("ELITR_BENCH_DATA_DIR", str(root))
-    monkeypatch.setenv("ELITR_BENCH_SKIP_VERIFY", "1")
     with pytest.raises(DataError, match="meeting_en_dev_099, which has no transcript_MAN file"):
         load_benchmark()
 

@@ -7,7 +7,7 @@ Prometheus, a 135M chat model), with the values a careful reader takes from each
 
 An entry with ``turn: restatement`` is the judge's answer to the restatement message and
 is read with the restatement reader; its ``first_reply``, when given, is the reply it
-answers, whose stated values it must agree with (batch F).
+answers, whose one stated value per field it must confirm (batches F and G).
 ``python -m tests.judges.redteam`` prints the tally per kind: right (the value, with no
 extra call), restated (no value; the run asks the judge to restate), unscored (no value
 and no restatement: cut off, empty, refused, or a

@@ -32,7 +32,7 @@ from elitr_bench.data.folder import (
 )
 from elitr_bench.judges.cream.arena import load_state
 from tests.conftest import ROOT
-from tests.judges.test_cream_arena import FAST, arena, cream_script, write_run
+from tests.judges.test_cream_arena import FAST, arena, cream_script, two_runs, write_run
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest, Reply
 
 CLI = "import sys; from elitr_bench.cli import main; sys.exit(main(sys.argv[1:]))"
@@ -73,7 +73,7 @@ def _systems_in(out: Path) -> tuple[list[str], list[str]]:
 
 
 def test_two_arena_runs_into_one_folder_keep_every_system(tmp_path: Path) -> None:
-    common = [write_run(tmp_path, n, n.split("-")[1]) for n in ("m-full", "m-half")]
+    common = two_runs(tmp_path)
     third = write_run(tmp_path, "m-third", "third")
     fourth = write_run(tmp_path, "m-fourth", "x", text=lambda m: f"- Only one line about {m}.")
     out = tmp_path / "arena"
@@ -171,17 +171,21 @@ def _disk_full_on(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(folder_module.os, "fsync", fsync)
 
 
+def _arena_of_two_and_a_third_run(loopback: LoopbackOpenAI, tmp_path: Path) -> tuple[Path, Path]:
+    """An arena of ``m-full`` and ``m-half`` judged by the scripted judge; a third run."""
+    loopback.handler = cream_script()
+    out = tmp_path / "arena"
+    assert arena(loopback, out, *map(str, two_runs(tmp_path))) == 0
+    return out, write_run(tmp_path, "m-third", "third")
+
+
 def test_disk_full_while_adding_a_system_leaves_an_arena_the_same_command_completes(
     tmp_path: Path,
     loopback: LoopbackOpenAI,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    loopback.handler = cream_script()
-    runs = [write_run(tmp_path, n, n.split("-")[1]) for n in ("m-full", "m-half")]
-    third = write_run(tmp_path, "m-third", "third")
-    out = tmp_path / "arena"
-    assert arena(loopback, out, *map(str, runs)) == 0
+    out, third = _arena_of_two_and_a_third_run(loopback, tmp_path)
     before = (out / "arena.json").read_text()
     capsys.readouterr()
 
@@ -208,11 +212,7 @@ def test_an_arena_listing_a_system_without_its_minutes_resumes(
     tmp_path: Path, loopback: LoopbackOpenAI, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A folder an older version left half-written (arena.json first, then killed)."""
-    loopback.handler = cream_script()
-    runs = [write_run(tmp_path, n, n.split("-")[1]) for n in ("m-full", "m-half")]
-    third = write_run(tmp_path, "m-third", "third")
-    out = tmp_path / "arena"
-    assert arena(loopback, out, *map(str, runs)) == 0
+    out, third = _arena_of_two_and_a_third_run(loopback, tmp_path)
     meta = json.loads((out / "arena.json").read_text())
     meta["systems"]["hf,m-third"] = {"source": str(third), "tasks": ["automin23_en"]}
     (out / "arena.json").write_text(json.dumps(meta))
@@ -274,6 +274,22 @@ def _line(child: subprocess.Popen[str]) -> str:
     return child.stdout.readline().strip()
 
 
+def _waiting_holder(out: Path, name: str) -> subprocess.Popen[str]:
+    """A holder that found the folder in use and waits for it."""
+    child = _holder(out, name, wait=True)
+    assert child.stderr is not None
+    assert child.stderr.readline().startswith(f"elitr-bench: waiting for {out}: in use by PID")
+    return child
+
+
+def _let_go(child: subprocess.Popen[str]) -> None:
+    """Tell a holder to release its lock; it says it did."""
+    assert child.stdin is not None
+    child.stdin.write("\n")
+    child.stdin.flush()
+    assert _line(child) == "released"
+
+
 def test_a_waiter_keeps_the_lock_of_a_folder_its_creator_removed(tmp_path: Path) -> None:
     """Issue 34, point 1: B and C never hold one folder's lock together.
 
@@ -286,13 +302,8 @@ def test_a_waiter_keeps_the_lock_of_a_folder_its_creator_removed(tmp_path: Path)
     b = c = None
     try:
         assert _line(a) == "held"
-        b = _holder(out, "run-B", wait=True)
-        assert b.stderr is not None
-        assert b.stderr.readline().startswith(f"elitr-bench: waiting for {out}: in use by PID")
-        assert a.stdin is not None
-        a.stdin.write("\n")
-        a.stdin.flush()
-        assert _line(a) == "released"
+        b = _waiting_holder(out, "run-B")
+        _let_go(a)
         assert a.wait(timeout=60) == 0
         assert _line(b) == "held"
         c = _holder(out, "run-C", wait=False)
@@ -302,13 +313,8 @@ def test_a_waiter_keeps_the_lock_of_a_folder_its_creator_removed(tmp_path: Path)
         assert c.wait(timeout=60) == 0
         assert '"command": "run-B"' in (out / LOCK_FILE).read_text()  # B's is the visible file
 
-        c = _holder(out, "run-C", wait=True)  # a waiting C gets it only once B lets go
-        assert c.stderr is not None
-        assert c.stderr.readline().startswith(f"elitr-bench: waiting for {out}: in use by PID")
-        assert b.stdin is not None
-        b.stdin.write("\n")
-        b.stdin.flush()
-        assert _line(b) == "released"
+        c = _waiting_holder(out, "run-C")  # a waiting C gets it only once B lets go
+        _let_go(b)
         assert _line(c) == "held"
         assert '"command": "run-C"' in (out / LOCK_FILE).read_text()
     finally:

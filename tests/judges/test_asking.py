@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from elitr_bench.judges import parse_judge_spec
-from elitr_bench.judges.asking import Asked, Sampling, draws
+from elitr_bench.judges.asking import Asked, Sampling, Turn, draws
 from elitr_bench.judges.reading import Reading
+from elitr_bench.llm.base import CompletionRequest
 
 
 def test_each_sample_and_reask_is_its_own_draw_and_seed() -> None:
@@ -28,10 +29,17 @@ def test_a_step_can_fix_its_own_sampling_and_keep_the_chat() -> None:
 
 
 def _asked(values: list[int | None], restated: bool = False) -> Asked:
-    raws = tuple(f"reply {i}" for i in range(len(values)))
+    """Turns ``reply 0``, ``reply 1``, ...; ``restated``: the last answers the restatement."""
+    request = CompletionRequest("P", 0.0, 1.0, 8, None)
+    readings = [Reading({"score": v}, {} if v is not None else {"score": "x"}) for v in values]
+    turns = tuple(
+        Turn(request, f"reply {i}", "stop", r, restatement=restated and i == len(values) - 1)
+        for i, r in enumerate(readings)
+    )
+    if restated:  # the reading restates the reply before the restatement turn
+        return Asked(readings[-1], turns, len(turns) - 2)
     best = max(range(len(values)), key=lambda i: values[i] is not None)
-    reading = Reading({"score": values[best]}, {} if values[best] is not None else {"score": "x"})
-    return Asked(reading, raws, len(raws), best, restated=restated)
+    return Asked(readings[best], turns, best)
 
 
 def test_a_record_keeps_the_reply_read_else_the_last_attempt() -> None:
@@ -40,3 +48,5 @@ def test_a_record_keeps_the_reply_read_else_the_last_attempt() -> None:
     restated = _asked([None, 7], restated=True)  # reply 0 restated by turn 1
     assert restated.kept == "reply 0" and restated.restatement == "reply 1"
     assert restated.answer == "reply 0\n\nFinal values (restated): reply 1"
+    assert restated.reply == "reply 0" and restated.attempts == 2 and restated.restated
+    assert restated.raws == ("reply 0", "reply 1") and restated.finish_reasons == ("stop",) * 2

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import socket
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from elitr_bench.cli import main
 from elitr_bench.llm import memory
-from tests.judges.test_cream_arena import FAST, cream_script, write_run
+from tests.judges.test_cream_arena import FAST, cream_script, two_runs, write_run
 from tests.support.openai_server import LoopbackOpenAI
 
 
@@ -48,7 +49,7 @@ def fails_fast(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
 def test_arena_closed_port_one_line_nothing_written(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    runs = [str(write_run(tmp_path, n, n.split("-")[1])) for n in ("m-full", "m-half")]
+    runs = [str(run) for run in two_runs(tmp_path)]
     out = tmp_path / "arena"
     url = closed_port_url()
     line = fails_fast(
@@ -59,51 +60,53 @@ def test_arena_closed_port_one_line_nothing_written(
     assert not out.exists()  # no arena, comparisons or leaderboard
 
 
-def test_arena_all_cached_needs_no_preflight(
-    tmp_path: Path,
-    loopback: LoopbackOpenAI,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+@dataclass
+class CachedArena:
+    """An arena of two runs judged by the scripted judge, every call of it in the cache."""
+
+    loopback: LoopbackOpenAI
+    judge: str
+    out: Path
+    argv: list[str]
+
+    def judge_gone(self) -> None:
+        """The judge's server stops, and no earlier preflight of it counts."""
+        self.loopback.stop()
+        memory.forget()  # as a new process: no earlier passed preflight counts
+
+
+@pytest.fixture
+def cached_arena(tmp_path: Path, loopback: LoopbackOpenAI) -> CachedArena:
     loopback.handler = cream_script()
     loopback.model = "judge-model"
-    runs = [str(write_run(tmp_path, n, n.split("-")[1])) for n in ("m-full", "m-half")]
+    judge = f"openai:judge-model,base_url={loopback.base_url}"
     out = tmp_path / "arena"
-    argv = [
-        "arena",
-        *runs,
-        "--judge",
-        f"openai:judge-model,base_url={loopback.base_url}",
-        "--out",
-        str(out),
-        *FAST,
-    ]
+    argv = ["arena", *map(str, two_runs(tmp_path)), "--judge", judge, "--out", str(out), *FAST]
     assert main(argv) == 0
     assert len(loopback.snapshot()) == 12
+    return CachedArena(loopback, judge, out, argv)
+
+
+def test_arena_all_cached_needs_no_preflight(
+    cached_arena: CachedArena, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = cached_arena.out
     board = (out / "leaderboard.md").read_text("utf-8")
     # A run killed before writing its records: every call is cached, the server is gone.
     (out / "comparisons.jsonl").unlink()
-    loopback.stop()
-    memory.forget()  # no earlier pass counts
+    cached_arena.judge_gone()
     capsys.readouterr()
-    assert main(argv) == 0
+    assert main(cached_arena.argv) == 0
     assert "judge requests sent: 0, cache hits: 12" in capsys.readouterr().out
     assert (out / "leaderboard.md").read_text("utf-8") == board
 
 
 def test_arena_partly_cached_still_preflights(
-    tmp_path: Path,
-    loopback: LoopbackOpenAI,
-    capsys: pytest.CaptureFixture[str],
+    cached_arena: CachedArena, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    loopback.handler = cream_script()
-    loopback.model = "judge-model"
-    runs = [str(write_run(tmp_path, n, n.split("-")[1])) for n in ("m-full", "m-half")]
-    judge = f"openai:judge-model,base_url={loopback.base_url}"
-    out = tmp_path / "arena"
-    assert main(["arena", *runs, "--judge", judge, "--out", str(out), *FAST]) == 0
+    out, judge = cached_arena.out, cached_arena.judge
     third = str(write_run(tmp_path, "m-third", "half"))
-    loopback.stop()
-    memory.forget()  # as a new process: the earlier passed preflight does not count
+    cached_arena.judge_gone()
     capsys.readouterr()
     line = fails_fast(["arena", third, "--judge", judge, "--out", str(out), *FAST], capsys)
     assert "cannot reach" in line

@@ -33,6 +33,8 @@ from elitr_bench.llm.context_window import (
 )
 from tests.conftest import run_lm_eval
 from tests.judges.test_cream_arena import write_run
+from tests.support.judge_filter import after_run_errors
+from tests.support.lm_eval_runs import replay_args
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest
 
 AUTOMIN_FIRST = "meeting_en_test2023_001"
@@ -221,15 +223,9 @@ def _lines(server: LoopbackOpenAI) -> list[RecordedRequest]:
 def test_qa_filter_keeps_an_over_long_answer_unjudged_and_says_what_to_do(
     loopback: LoopbackOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from elitr_bench.judges import filtering as qa_filter
     from elitr_bench.judges.metrics import parse_filtered
 
-    lines: list[str] = []
-    monkeypatch.setattr(qa_filter, "_FAILURES", {})
-    monkeypatch.setattr(
-        qa_filter, "exit_with_error_after_run", lambda m, source="": lines.append(m)
-    )
-    monkeypatch.setattr("sys.argv", ["lm_eval", "--log_samples", "--output_path", "out"])
+    lines = after_run_errors(monkeypatch)
     loopback.handler = lambda request: "Feedback: fine. \\boxed{7}"
     config = parse_judge_spec(
         f"openai:gpt-4o-mini,base_url={loopback.base_url},context=1500,progress=false"
@@ -254,15 +250,9 @@ def test_qa_filter_keeps_an_over_long_answer_unjudged_and_says_what_to_do(
 def test_minutes_filter_keeps_over_long_minutes_unjudged(
     loopback: LoopbackOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from elitr_bench.judges import filtering as qa_filter
     from elitr_bench.judges.summary.lm_eval_filter import assessment_of, judge_minutes
 
-    lines: list[str] = []
-    monkeypatch.setattr(qa_filter, "_FAILURES", {})
-    monkeypatch.setattr(
-        qa_filter, "exit_with_error_after_run", lambda m, source="": lines.append(m)
-    )
-    monkeypatch.setattr("sys.argv", ["lm_eval", "--log_samples", "--output_path", "out"])
+    lines = after_run_errors(monkeypatch)
     loopback.handler = lambda request: (
         "Adequacy: 8\nFluency: 9\nGrammatical correctness: 9\nRelevance: 7"
     )
@@ -329,14 +319,7 @@ def test_lm_eval_minutes_task_stops_before_generation(
     loopback.model = "loop-judge"  # listed by GET /v1/models: the preflight sends nothing
     spec = f"openai:loop-judge,rubric=gpt-afgr,base_url={loopback.base_url},context=2000"
     out = tmp_path / "run"
-    proc = run_lm_eval(
-        [
-            "--model", "elitr-replay", "--model_args", "system=gpt4",
-            "--tasks", "automin23_en", "--limit", "2",
-            "--metadata", json.dumps({"judge": spec}),
-            "--log_samples", "--output_path", str(out),
-        ]
-    )  # fmt: skip
+    proc = run_lm_eval(replay_args("gpt4", "automin23_en", limit=2, out=out, judge=spec))
     assert proc.returncode != 0
     errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("elitr-bench: error:")]
     assert len(errors) == 1 and "Traceback" not in proc.stderr

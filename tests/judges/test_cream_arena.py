@@ -59,6 +59,11 @@ def write_run(
     return folder
 
 
+def two_runs(root: Path) -> list[Path]:
+    """Runs ``m-full`` and ``m-half`` under ``root``: the two systems most arena tests compare."""
+    return [write_run(root, n, n.split("-")[1]) for n in ("m-full", "m-half")]
+
+
 def _facts_of(extraction_reply: str) -> list[str]:
     return [re.sub(r"^\d+\.\s*", "", ln) for ln in extraction_reply.splitlines()[1:] if ln]
 
@@ -327,7 +332,7 @@ def test_failed_judge_calls_resume_without_paying_twice(
         return script(request)
 
     loopback.handler = flaky  # type: ignore[assignment]
-    runs = [str(write_run(tmp_path, n, n.split("-")[1])) for n in ("m-full", "m-half")]
+    runs = [str(run) for run in two_runs(tmp_path)]
     out = tmp_path / "arena"
     assert arena(loopback, out, *runs, judge_opts=",retries=0") == 1
     err = capsys.readouterr().err.strip().splitlines()
@@ -391,7 +396,7 @@ def test_garbage_key_fact_reply_is_restated_then_unscored(
         return script(request)
 
     loopback.handler = handler
-    runs = [str(write_run(tmp_path, n, n.split("-")[1])) for n in ("m-full", "m-half")]
+    runs = [str(run) for run in two_runs(tmp_path)]
     out = tmp_path / "arena"
     # The other meeting is scored: ratings over its matches, exit 0.
     assert arena(loopback, out, *runs) == 0
@@ -429,7 +434,7 @@ def test_all_failed_arena_exits_nonzero_and_writes_no_ratings(
 ) -> None:
     script = cream_script()
     loopback.handler = lambda r: "I cannot do that." if _is_extraction(r) else script(r)
-    runs = [str(write_run(tmp_path, n, n.split("-")[1])) for n in ("m-full", "m-half")]
+    runs = [str(run) for run in two_runs(tmp_path)]
     out = tmp_path / "arena"
     out.mkdir()
     (out / "ratings.csv").write_text("system,meeting_id,metric,value\nx,,cream_elo_x,1000\n")
@@ -590,3 +595,30 @@ def test_reply_without_text_is_unscored_not_an_exception(broken: str) -> None:
         assert {s.reason for s in comp.sides} == {"empty reply: the judge wrote no text"}
         assert client.calls == 1 + 2 * 2
         assert comp.side("a").n_sentences == 2 and comp.side("a").unit == "sentence"
+
+
+def test_an_arena_with_batch_on_sends_the_same_requests_and_scores_alike(
+    tmp_path: Path, loopback: LoopbackOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The extractions in one batch, the alignments that quote them in a second."""
+    monkeypatch.setenv("ELITR_BATCH_POLL_S", "0")
+    loopback.handler = cream_script()
+    runs = [str(write_run(tmp_path, name, name[6:])) for name in ("model-full", "model-half")]
+    one, batched = tmp_path / "one", tmp_path / "batched"
+    assert arena(loopback, one, *runs, judge_opts=f",cache={tmp_path / 'a.sqlite'}") == 0
+    one_by_one = sorted(json.dumps(r.body, sort_keys=True) for r in loopback.taken())
+    loopback.reset()
+    opts = f",cache={tmp_path / 'b.sqlite'},batch=on"
+    assert arena(loopback, batched, *runs, judge_opts=opts) == 0
+    assert [r for r in loopback.requests if r.body.get("messages")] == []
+    sizes = [b["request_counts"]["total"] for b in loopback.batch_api.batches.values()]
+    assert sizes == [4, 8]
+    lines = sorted(json.dumps(r.body, sort_keys=True) for r in loopback.batch_api.lines)
+    assert lines == [b for b in one_by_one if '"messages"' in b]
+
+    def comparisons(out: Path) -> list[str]:
+        return sorted((out / "comparisons.jsonl").read_text().splitlines())
+
+    assert comparisons(batched) == comparisons(one)
+    board = "leaderboard.csv"
+    assert (batched / board).read_text() == (one / board).read_text()

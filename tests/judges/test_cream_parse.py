@@ -133,7 +133,7 @@ def test_alignment_in_the_asked_json(reply: str) -> None:
         (_reply(("a", "Yes", [1]), ("b", "No", [])), "2 entries for 1 key facts"),
         ("The summary is fine, I cannot tell more.", "holds 0 JSON lists"),
         ('{"results": [{"key fact": "a", "response": "Yes", "line number": [1]}]}', "0 JSON"),
-        (_reply(("a", "Yes", [1])) + "\nSo 0 of the 1 key facts are inferred.", "conflicting"),
+        (_reply(("a", "Yes", [1])) + "\nSo 0 of the 1 key facts are inferred.", "gave [Yes 1]"),
     ],
 )
 def test_alignment_not_in_the_asked_json_is_restated(reply: str, reason: str) -> None:
@@ -141,7 +141,8 @@ def test_alignment_not_in_the_asked_json_is_restated(reply: str, reason: str) ->
     assert side.scores == {"completeness": None, "conciseness": None}
     assert reason in side.reason
     assert side.raw == reply  # the judge's text is kept
-    assert parse_alignment(reply, ("a",), 2).restate
+    # Two answers (a list and a count that disagree) are never restated (issue 46).
+    assert bool(parse_alignment(reply, ("a",), 2).restate) == ("gave" not in reason)
 
 
 def test_alignment_restatement_is_strict_json() -> None:

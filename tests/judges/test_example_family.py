@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_lm_eval
+from tests.support.lm_eval_runs import read_results, replay_args
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest
 from tests.support.plugin_env import install_example, run_in_site, run_own_tests, site_env
 
@@ -94,18 +95,10 @@ def test_it_judges_automin_minutes_through_lm_eval(
     loopback.handler = handler
     spec = f"openai:gpt-4o,method=geval,steps=3,base_url={loopback.base_url},reask=0"
     out = tmp_path / "run"
-    proc = run_lm_eval(
-        [
-            "--model", "elitr-replay", "--model_args", "system=gpt4",
-            "--tasks", "automin23_en", "--limit", "1",
-            "--metadata", json.dumps({"judge": spec}),
-            "--output_path", str(out),
-        ],
-        env=site_env(site),
-    )  # fmt: skip
+    args = replay_args("gpt4", "automin23_en", limit=1, out=out, judge=spec, log_samples=False)
+    proc = run_lm_eval(args, env=site_env(site))
     assert proc.returncode == 0, proc.stderr[-3000:]
-    [results_file] = out.rglob("results_*.json")
-    results = json.loads(results_file.read_text())["results"]["automin23_en"]
+    results = read_results(out, "automin23_en")
     assert results["geval_score,openai:gpt-4o:geval"] == 4.0
     assert results["judge_unscored,openai:gpt-4o:geval"] == 0.0
     [judged] = [p for p in prompts if p != "Reply with OK."]  # the preflight asks that

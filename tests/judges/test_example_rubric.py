@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_lm_eval
+from tests.support.lm_eval_runs import read_results, replay_args
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest
 from tests.support.plugin_env import install_example, run_in_site, run_own_tests, site_env
 
@@ -82,31 +83,24 @@ def test_installed_its_tests_pass_and_specs_list_it(installed: tuple[Path, Path]
     assert json.loads(read.stdout)["values"] == {"score": 4}
 
 
-def _spec(loopback: LoopbackOpenAI) -> str:
-    """The plugin rubric judged by the loopback server."""
-    return f"openai:gpt-4o,rubric=strict4-rubric,base_url={loopback.base_url},progress=false"
+@pytest.fixture
+def strict_judge(installed: tuple[Path, Path], loopback: LoopbackOpenAI) -> tuple[Path, str]:
+    """(site folder, judge spec): the plugin rubric, judged by the loopback server."""
+    loopback.handler = _strict
+    spec = f"openai:gpt-4o,rubric=strict4-rubric,base_url={loopback.base_url},progress=false"
+    return installed[0], spec
 
 
 @pytest.mark.slow
 def test_it_judges_elitr_qa_dev_through_lm_eval(
-    installed: tuple[Path, Path], loopback: LoopbackOpenAI, tmp_path: Path
+    strict_judge: tuple[Path, str], loopback: LoopbackOpenAI, tmp_path: Path
 ) -> None:
-    site, _ = installed
-    loopback.handler = _strict
-    spec = _spec(loopback)
+    site, spec = strict_judge
     out = tmp_path / "run"
-    proc = run_lm_eval(
-        [
-            "--model", "elitr-replay", "--model_args", "system=gpt-4",
-            "--tasks", "elitr_qa_dev", "--limit", "2",
-            "--metadata", json.dumps({"judge": spec}),
-            "--output_path", str(out),
-        ],
-        env=site_env(site),
-    )  # fmt: skip
+    args = replay_args("gpt-4", "elitr_qa_dev", limit=2, out=out, judge=spec, log_samples=False)
+    proc = run_lm_eval(args, env=site_env(site))
     assert proc.returncode == 0, proc.stderr[-3000:]
-    [results_file] = out.rglob("results_*.json")
-    results = json.loads(results_file.read_text())["results"]["elitr_qa_dev"]
+    results = read_results(out, "elitr_qa_dev")
     scores = {k: v for k, v in results.items() if k.startswith("judge_score,")}
     assert list(scores.values()) == [7.5], results  # [RESULT] 3 on 1-4 -> 7.5 of 10
     assert results[next(k for k in results if k.startswith("judge_unscored,"))] == 0.0
@@ -115,12 +109,10 @@ def test_it_judges_elitr_qa_dev_through_lm_eval(
 
 @pytest.mark.slow
 def test_judge_check_takes_the_plugin_rubric(
-    installed: tuple[Path, Path], loopback: LoopbackOpenAI, tmp_path: Path
+    strict_judge: tuple[Path, str], tmp_path: Path
 ) -> None:
-    site, _ = installed
-    loopback.handler = _strict
+    site, spec = strict_judge
     report = tmp_path / "check.json"
-    spec = _spec(loopback)
     proc = _cli(site, "judge-check", "--judge", spec, "--output", str(report))
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = json.loads(report.read_text())

@@ -126,6 +126,17 @@ def toy_family() -> Iterator[JudgeFamily]:
     FAMILIES.unregister("toy")
 
 
+def test_batch_on_is_refused_in_one_line_for_a_family_that_does_not_batch(
+    toy_family: JudgeFamily,
+) -> None:
+    """Every built-in family batches; a family says so (``batches``), else it is refused."""
+    assert all(family.batches for family in families() if family.name != "toy")
+    with pytest.raises(JudgeConfigError, match=r"batch=on") as refused:
+        parse_judge_spec("openai:m,batch=on", family="toy")
+    assert "the toy family (the toy judge) sends one by one" in str(refused.value)
+    assert "\n" not in str(refused.value)
+
+
 def test_a_new_family_registers_itself_without_editing_the_core(
     toy_family: JudgeFamily,
 ) -> None:

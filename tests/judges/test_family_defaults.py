@@ -18,6 +18,7 @@ from elitr_bench.judges.config import GREEDY, family_defaults, parse_judge_spec
 from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.family import families
 from tests.judges.test_mesa_script import make_script
+from tests.support.minutes_judge import ARENA_AND_MESA, loopback_judge
 from tests.support.openai_server import LoopbackOpenAI
 
 
@@ -62,16 +63,11 @@ def test_family_defaults_leave_keyless_judges_and_bad_families_alone() -> None:
     assert family_defaults("qa") == {} and family_defaults("cream") == GREEDY
 
 
-def _judge(server: LoopbackOpenAI, extra: str = "") -> str:
-    server.model = "loop-m"  # listed by GET /v1/models: the preflight sends no completion
-    return f"openai:loop-m,base_url={server.base_url},progress=false{extra}"
-
-
 def test_mesa_default_is_madp_s_and_its_plan_counts_every_debate_call(
     loopback: LoopbackOpenAI, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     loopback.handler = make_script()
-    args = ["mesa", "--systems", "gpt4", "--meetings", "1", "--judge", _judge(loopback)]
+    args = ["mesa", "--systems", "gpt4", "--meetings", "1", "--judge", loopback_judge(loopback)]
     assert main([*args, "--out", str(tmp_path / "dry"), "--dry-run"]) == 0
     err = capsys.readouterr().err
     assert (
@@ -95,7 +91,7 @@ def test_explicit_temperature_wins_over_the_family_default(
     loopback: LoopbackOpenAI, tmp_path: Path
 ) -> None:
     loopback.handler = make_script()
-    judge = _judge(loopback, ",debate=none,temperature=0.7")
+    judge = loopback_judge(loopback, ",debate=none,temperature=0.7")
     args = ["mesa", "--systems", "gpt4", "--meetings", "1", "--judge", judge]
     assert main([*args, "--out", str(tmp_path / "run")]) == 0
     completions = [r for r in loopback.requests if r.path.endswith("/chat/completions")]
@@ -103,13 +99,7 @@ def test_explicit_temperature_wins_over_the_family_default(
     assert {(r.body["temperature"], r.body["top_p"]) for r in completions} == {(0.7, 1.0)}
 
 
-@pytest.mark.parametrize(
-    "command",
-    [
-        ["arena", "--automin", "--systems", "gpt4,ntr", "--meetings", "1", "--quiet"],
-        ["mesa", "--systems", "gpt4", "--meetings", "1"],
-    ],
-)
+@pytest.mark.parametrize("command", ARENA_AND_MESA)
 def test_dry_run_and_max_cost_behave_alike(
     command: list[str],
     loopback: LoopbackOpenAI,
@@ -118,7 +108,7 @@ def test_dry_run_and_max_cost_behave_alike(
 ) -> None:
     out = tmp_path / "out"
     base = [*command, "--out", str(out)]
-    priced = _judge(loopback, ",price=5:15")
+    priced = loopback_judge(loopback, ",price=5:15")
     # --dry-run: the plan, status 0, nothing sent or written (even under a tiny budget).
     assert main([*base, "--judge", priced, "--dry-run", "--max-cost", "0"]) == 0
     captured = capsys.readouterr()
@@ -131,6 +121,6 @@ def test_dry_run_and_max_cost_behave_alike(
     [line] = [x for x in captured.err.splitlines() if x.startswith("elitr-bench: error:")]
     assert "exceeds --max-cost 0.001" in line
     # An unpriced judge under a budget is refused too: its cost could be anything.
-    assert main([*base, "--judge", _judge(loopback), "--max-cost", "100"]) == 2
+    assert main([*base, "--judge", loopback_judge(loopback), "--max-cost", "100"]) == 2
     assert "has no known price" in capsys.readouterr().err
     assert loopback.requests == [] and not out.exists()

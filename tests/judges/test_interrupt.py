@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -28,6 +27,7 @@ from elitr_bench.judges.aio import GRACE_ENV
 from elitr_bench.judges.qa.engine import JudgeItem, judge_items
 from tests.conftest import ROOT, lm_eval_command
 from tests.judges.conftest import boxed_by_response, response_in
+from tests.support.judge_cache import cached_rows
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest, Reply
 from tests.support.stop_marker import MARKER_ENV, sitecustomize_source
 
@@ -58,16 +58,6 @@ def _items(n: int) -> list[JudgeItem]:
     return [
         JudgeItem(question=f"Q{i}?", response=f"answer number {i}", reference="r") for i in range(n)
     ]
-
-
-def _rows(path: Path) -> int:
-    if not path.exists():
-        return 0
-    try:
-        with sqlite3.connect(path, timeout=5) as conn:
-            return int(conn.execute("SELECT COUNT(*) FROM completions").fetchone()[0])
-    except sqlite3.OperationalError:
-        return 0
 
 
 class HoldAfter:
@@ -120,7 +110,7 @@ def _interrupt_when_in_flight(
     """Signal the child once requests are held in flight; let them land; the request count."""
     in_flight = script.answered + CONCURRENCY
     _wait_for(
-        lambda: _rows(cache) >= script.answered and len(server.requests) >= in_flight,
+        lambda: cached_rows(cache) >= script.answered and len(server.requests) >= in_flight,
         child,
         "sent its first requests",
     )
@@ -168,7 +158,7 @@ def test_a_signal_keeps_the_replies_in_flight_and_says_so_in_one_line(
         assert str(cache) in lines[0] and "Re-run the same command to resume" in lines[0]
         # Nothing was sent after the signal, and every paid reply is in the cache.
         assert len(server.requests) == sent
-        assert _rows(cache) == sent
+        assert cached_rows(cache) == sent
 
         # The same command resumes: only the items never answered are sent.
         answered = {response_in(r) for r in server.snapshot()}
@@ -217,4 +207,4 @@ def test_ctrl_c_in_the_lm_eval_cli_ends_with_one_line_and_status_130(tmp_path: P
         last = stderr.strip().splitlines()[-1]
         assert last.startswith("elitr-bench: interrupted by SIGINT (Ctrl-C) while judging"), last
         assert stderr.count("elitr-bench:") == 1, stderr[-3000:]
-        assert len(server.requests) == sent and _rows(cache) == sent
+        assert len(server.requests) == sent and cached_rows(cache) == sent

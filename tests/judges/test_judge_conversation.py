@@ -19,7 +19,7 @@ import pytest
 from elitr_bench.judges import parse_judge_spec
 from elitr_bench.judges.asking import with_restatement
 from elitr_bench.judges.mesa.prompts import challenge_prompt
-from elitr_bench.judges.qa.engine import JudgeItem, judge_items
+from elitr_bench.judges.qa.engine import JudgeItem, Judgement, judge_items
 from elitr_bench.llm.base import CompletionRequest, RequestRefused
 from elitr_bench.llm.cache import Completion, open_cache
 from elitr_bench.llm.client import JudgeClient
@@ -31,6 +31,7 @@ from tests.judges.conftest import chat_qa_args, response_in
 from tests.judges.test_mesa_loopback import ITEM, run
 from tests.judges.test_mesa_script import classify, make_script
 from tests.judges.test_restatement_e2e import restating
+from tests.support.judge_filter import after_run_errors
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest, Reply, api_refusal
 
 # --- the proof: the paper's judge through the real lm_eval ---------------------------------
@@ -68,7 +69,8 @@ def test_the_papers_judge_loses_no_item_on_a_server_that_refuses_structured_outp
     """12 QA items judged by gpt-4-0613 at a loopback that refuses json_schema like the API.
 
     Three more items are restated to another value than the reply stated ("a 7 out of 10",
-    then ``{"score": 6}``): only they stay unscored, with the reason, the reply logged.
+    then ``{"score": 6}``); the four whose reply gives two boxes are never restated (it
+    could only choose, issue 46). Only they stay unscored, with the reason, the reply logged.
     """
     lock = threading.Lock()
     answered: list[str] = []
@@ -96,16 +98,16 @@ def test_the_papers_judge_loses_no_item_on_a_server_that_refuses_structured_outp
         judged = [r for r in loop.requests if "### Response to evaluate:" in json.dumps(r.body)]
         refused = list(loop.refused)
     restated = [r for r in judged if restating(r)]
-    # 15 first replies; 11 restated (prose, conflicting, contradicted); the first
-    # restatement was tried with its schema and refused, every later one was sent once
-    assert len(judged) == 15 + 11 + 1 and len(restated) == 12
+    # 15 first replies; 7 restated (prose, contradicted); the first restatement was tried
+    # with its schema and refused, every later one was sent once
+    assert len(judged) == 15 + 7 + 1 and len(restated) == 8
     assert [r.body["response_format"]["type"] for r in refused] == ["json_schema"]
     assert refused[0] is restated[0]
     assert proc.stderr.count("refuses response_format json_schema") == 1
     results = json.loads(next(out.rglob("results_*.json")).read_text())
     metrics = results["results"]["elitr_qa_dev"]
     assert metrics["judge_errors,openai:gpt-4-0613"] == 0.0  # no item lost, no breaker
-    assert metrics["judge_unscored,openai:gpt-4-0613"] == 3.0  # the contradicted items
+    assert metrics["judge_unscored,openai:gpt-4-0613"] == 7.0  # contradicted, two boxes
     rows = [json.loads(x) for p in out.rglob("samples_*.jsonl") for x in p.read_text().splitlines()]
     assert len(rows) == 15
     for row in rows:
@@ -117,15 +119,19 @@ def test_the_papers_judge_loses_no_item_on_a_server_that_refuses_structured_outp
             assert judgement["status"] == "unscored" and sample["native"] is None
             why = f"restatement disagrees with the reply ({said} in the reply, {got} restated)"
             assert sample["reason"] == why and judgement["reason"] == why
+        elif _kind(index) == "conflicting":  # two boxes: unscored, both named, no restatement
+            s = _score(index)
+            assert judgement["status"] == "unscored" and sample["native"] is None
+            assert sample["reason"] == f"the judge gave {s - 1} and {s} for score"
         else:
             assert judgement["status"] == "scored" and sample["native"] == _score(index)
         assert sample["raw"] == _first_reply(index)  # the judge's feedback is logged
-        assert sample["restated"] == (_kind(index) != "asked")
+        assert sample["restated"] == (_kind(index) in ("prose", "contradicted"))
         restatement = json.dumps({"score": _restated(index)}) if sample["restated"] else ""
         assert sample["restatement"] == restatement
     usage = results["configs"]["elitr_qa_dev"]["metadata"]["judge_usage"]
-    assert usage["restated"] == 11 and usage["structured_refused"] == 1
-    assert usage["unstructured"] == 11 and usage["refused"] == 1 and usage["failed"] == 0
+    assert usage["restated"] == 7 and usage["structured_refused"] == 1
+    assert usage["unstructured"] == 7 and usage["refused"] == 1 and usage["failed"] == 0
 
 
 def response_in_chat(request: RecordedRequest) -> str:
@@ -206,9 +212,8 @@ def test_a_known_model_is_never_sent_the_schema(capsys: pytest.CaptureFixture[st
     assert capsys.readouterr().err.count("takes no response_format json_schema") == 1
 
 
-def test_a_refused_request_without_an_optional_extra_fails_the_item() -> None:
-    """Nothing to leave out: the refusal is the item's error, in the server's words."""
-    backend = _Recording("judge-x", refuse="HTTP 400: Unsupported parameter: 'seed'")
+def _judge_one(backend: _Recording) -> Judgement:
+    """One QA item judged through ``backend`` (failures recorded, not raised)."""
     spec = parse_judge_spec("openai:judge-x,cache=memory,progress=false")
     from elitr_bench.judges.qa.engine import LLMJudge
 
@@ -217,11 +222,40 @@ def test_a_refused_request_without_an_optional_extra_fails_the_item() -> None:
         [JudgeItem("Q?", "A.", "A.")], spec, judge=LLMJudge(spec, client), on_error="record"
     )
     (judgement,) = run.judgements
+    return judgement
+
+
+def test_a_refused_request_without_an_optional_extra_fails_the_item() -> None:
+    """Nothing to leave out: the refusal is the item's error, in the server's words."""
+    backend = _Recording("judge-x", refuse="HTTP 400: Unsupported parameter: 'seed'")
+    judgement = _judge_one(backend)
     assert judgement.status == "error" and "Unsupported parameter" in judgement.reason
     # typed: the server refused this request (it answers), not "the judge is gone"
     request = CompletionRequest("Q?", 0.0, 1.0, 8, None)
     with pytest.raises(JudgeRequestRefused, match="Unsupported parameter: 'seed'"):
         asyncio.run(JudgeClient(backend, open_cache("memory")).complete(request))
+
+
+class _RefusesRestatements(_Recording):
+    """Answers the first prompt, refuses every restatement turn (a 400 it cannot work around)."""
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        if len(request.messages) > 1:
+            self.sent.append(request)
+            raise RequestRefused(self.refuse, 400, "seed")
+        return await _Recording("judge-x").complete(request)
+
+
+def test_a_refused_restatement_keeps_the_reply_unscored_with_the_reason() -> None:
+    """Issue 46: the first reply was received and cached, so the item is never an error."""
+    backend = _RefusesRestatements("judge-x", refuse="HTTP 400: Unsupported parameter: 'seed'")
+    judgement = _judge_one(backend)
+    assert judgement.status == "unscored" and judgement.score is None
+    assert "restatement not answered: " in judgement.reason
+    assert "Unsupported parameter" in judgement.reason
+    assert judgement.samples[0].raw == "Partly right, a 6 out of 10."  # the reply is kept
+    # only the restatement turn was refused (the transport may drop an optional extra once)
+    assert backend.sent and all(r.prompt.startswith("Restate your final") for r in backend.sent)
 
 
 # --- every unscored item says why ----------------------------------------------------------
@@ -277,18 +311,6 @@ def test_challengers_read_the_drafts_reasoning_with_its_restated_values(
 
 
 # --- the exit line of a failed run never suggests what fails the same way -------------------
-def _filter_lines(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    from elitr_bench.judges import filtering
-
-    lines: list[str] = []
-    monkeypatch.setattr(filtering, "_FAILURES", {})
-    monkeypatch.setattr(
-        filtering, "exit_with_error_after_run", lambda m, source="": lines.append(m)
-    )
-    monkeypatch.setattr("sys.argv", ["lm_eval", "--log_samples", "--output_path", "out"])
-    return lines
-
-
 _DOCS = [
     {"question": f"Q{i}?", "answer": "r", "meeting_id": "m", "question_id": str(i)}
     for i in range(4)
@@ -300,7 +322,7 @@ def test_a_refused_schema_leaves_no_item_for_the_finish_line(
 ) -> None:
     from elitr_bench.judges.qa.lm_eval_filter import judge_responses
 
-    lines = _filter_lines(monkeypatch)
+    lines = after_run_errors(monkeypatch)
     loopback.handler = lambda r: '{"score": 5}' if restating(r) else "Half right: a 5 of 10."
     spec = f"openai:gpt-4-0613,base_url={loopback.base_url},retries=0,concurrency=1,cache=memory"
     out = judge_responses([[f"answer {i}"] for i in range(4)], _DOCS, parse_judge_spec(spec))
@@ -325,7 +347,7 @@ def test_a_request_the_server_refuses_is_not_suggested_again(
         "code": "invalid_value",
     }
     loopback.handler = lambda request: Reply(status=400, body={"error": error})
-    lines = _filter_lines(monkeypatch)
+    lines = after_run_errors(monkeypatch)
     spec = f"openai:gpt-4o,base_url={loopback.base_url},retries=0,concurrency=1,cache=memory"
     out = judge_responses([[f"answer {i}"] for i in range(4)], _DOCS, parse_judge_spec(spec))
     assert {json.loads(row[0])["judge"]["status"] for row in out} == {"error"}

@@ -166,14 +166,19 @@ def test_scoring_validation() -> None:
         ('{"reasoning": "x", "rating": 1}', "no confidence in the asked format"),
         ('{"reasoning": "x", "confidence": 0.85, "rating": 1}', "looks like a 0-1 value"),
         ('{"reasoning": "x", "confidence": "high", "rating": 1}', "no confidence in the asked"),
-        ('{"confidence": 8, "rating": 3}\nFinal rating: 2', "conflicting rating"),
-        ('{"reasoning": "Overall I rate this a 2.", "rating": 3, "confidence": 7}', "conflicting"),
         ('{"confidence": 8, "rating": 3}\n{"confidence": 8, "rating": 3}', "2 times"),
         ("Rating: 3, confidence: 8.", "no rating in the asked format"),
     ]:
         result = read_reply(SCORING, bad)
         assert not result.complete and why in result.reason, result.reason
         assert result.restate  # asked to restate both as JSON, never guessed
+    for two in (  # two values of the rating: unscored, and no restatement could choose
+        '{"confidence": 8, "rating": 3}\nFinal rating: 2',
+        '{"reasoning": "Overall I rate this a 2.", "rating": 3, "confidence": 7}',
+    ):
+        result = read_reply(SCORING, two)
+        assert result.reasons["rating"] == "the judge gave 3 and 2 for rating"
+        assert result.final == {"rating"} and not result.restate
 
 
 def test_equations_1_and_2() -> None:

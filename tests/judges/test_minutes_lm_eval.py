@@ -10,6 +10,7 @@ import pytest
 from elitr_bench.cli import main
 from elitr_bench.judges.metrics import parse_filtered
 from tests.conftest import run_lm_eval
+from tests.support.lm_eval_runs import read_results, read_samples, replay_args
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest
 
 FIRST, SECOND = "meeting_en_test2023_001", "meeting_en_test2023_002"
@@ -34,24 +35,12 @@ def test_lm_eval_afgr_run_logs_assessments_and_keeps_minutes(
     # The AutoMin organisers judged with GPT-4-32k: meetings 001/002 do not fit 8k tokens.
     spec = f"openai:gpt-4-32k,rubric=gpt-afgr,base_url={loopback.base_url},reask=0"
     out = tmp_path / "run"
-    proc = run_lm_eval(
-        [
-            "--model", "elitr-replay", "--model_args", "system=gpt4",
-            "--tasks", "automin23_en", "--limit", "2",
-            "--metadata", json.dumps({"judge": spec}),
-            "--log_samples", "--output_path", str(out),
-        ]
-    )  # fmt: skip
+    proc = run_lm_eval(replay_args("gpt4", "automin23_en", limit=2, out=out, judge=spec))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "calls, estimated cost $" in proc.stderr  # announced before spending
     paid = len(loopback.requests)
-    [results_file] = out.rglob("results_*.json")
-    results = json.loads(results_file.read_text())["results"]["automin23_en"]
-    samples = [
-        json.loads(line)
-        for line in next(out.rglob("samples_*.jsonl")).read_text().split("\n")
-        if line.strip()
-    ]
+    results = read_results(out, "automin23_en")
+    samples = read_samples(out)
     by_meeting = {s["doc"]["meeting_id"]: s for s in samples}
     assert set(by_meeting) == {FIRST, SECOND}
     judged = {m: parse_filtered(s["filtered_resps"]) for m, s in by_meeting.items()}

@@ -15,6 +15,7 @@ import pytest
 from elitr_bench.cli import main
 from elitr_bench.judges.config import check_judge_ready, keyless_alternatives, parse_judge_spec
 from elitr_bench.judges.errors import JudgeNotReadyError
+from tests.support.minutes_judge import ARENA_AND_MESA
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest, Reply
 
 
@@ -43,13 +44,7 @@ def test_missing_key_hint_is_the_callers_alternative() -> None:
     assert "replay" not in str(other.value)
 
 
-@pytest.mark.parametrize(
-    "command",
-    [
-        ["arena", "--automin", "--systems", "gpt4,ntr", "--meetings", "1", "--quiet"],
-        ["mesa", "--systems", "gpt4", "--meetings", "1"],
-    ],
-)
+@pytest.mark.parametrize("command", ARENA_AND_MESA)
 def test_arena_and_mesa_without_key_name_their_own_flag(
     command: list[str],
     tmp_path: Path,
@@ -70,8 +65,7 @@ def test_minutes_task_preflights_its_judge_before_generation(
     loopback: LoopbackOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A rejected key stops an lm-eval minutes run before the model generates anything."""
-    from lm_eval.evaluator import simple_evaluate
-    from lm_eval.tasks import TaskManager
+    from tests.support.evaluate import evaluate
 
     def reject(request: RecordedRequest) -> Reply:
         return Reply(status=401, content="bad key")
@@ -88,15 +82,8 @@ def test_minutes_task_preflights_its_judge_before_generation(
         lambda self, *a, **k: generated.append(1) or original(self, *a, **k),
     )
     spec = f"openai:judge-model,rubric=gpt-afgr,base_url={loopback.base_url},retries=0"
-    manager = TaskManager(include_defaults=False, metadata={"judge": spec})
     with pytest.raises(JudgeNotReadyError) as err:
-        simple_evaluate(
-            model="elitr-replay",
-            model_args="system=gpt4",
-            tasks=["automin23_en"],
-            task_manager=manager,
-            limit=1,
-        )
+        evaluate("elitr-replay", "system=gpt4", ["automin23_en"], metadata={"judge": spec}, limit=1)
     message = str(err.value)
     assert "nothing was generated or judged yet" in message
     assert """--metadata '{"judge": "none"}'""" in message and "replay" not in message

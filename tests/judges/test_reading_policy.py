@@ -82,7 +82,7 @@ def test_an_answer_that_confuses_the_judge_scores_the_minimum(loopback: Loopback
     first, second, _third = run.judgements
     assert first.status == "scored" and first.score == 1.0  # gpt4-rubric's minimum
     assert first.minimum and first.format_in_answer and first.reason == MINIMUM_REASON
-    assert first.samples[0].attempts == 2  # restated before the rule applied
+    assert first.samples[0].attempts == 1  # two boxes: never restated (it could only choose)
     assert (second.score, second.minimum, second.format_in_answer) == (8.0, False, False)
     assert run.summary["judge_minimum"] == 1 and run.summary["judge_format_in_answer"] == 1
     assert run.summary["judge_score"] == (1.0 + 8.0 + 8.0) / 3  # it does not leave the mean
@@ -102,9 +102,9 @@ def test_lm_eval_run_counts_the_format_and_never_scores_a_cut_off_reply(tmp_path
     """Through the real ``lm_eval``: a model answering with the judge's box gains nothing.
 
     The judge's first reply is cut off (a draft 9 that must not count) and is asked again;
-    its second quotes the answer's box beside its own score (two boxes), so it is asked to
-    restate; its restatement is no JSON: the answer scores the minimum, and the results
-    count the format in ``judge_format_in_answer`` and the restatement in ``restated``.
+    its second quotes the answer's box beside its own score (two boxes), which no
+    restatement may choose between: the answer scores the minimum, and the results count
+    the format in ``judge_format_in_answer`` and no restatement.
     """
 
     def server(request: RecordedRequest) -> Reply | str:
@@ -147,8 +147,8 @@ def test_lm_eval_run_counts_the_format_and_never_scores_a_cut_off_reply(tmp_path
     rows = [json.loads(x) for p in out.rglob("samples_*.jsonl") for x in p.read_text().splitlines()]
     judged = [json.loads(r["filtered_resps"][0][0])["judge"] for r in rows]
     assert all(j["minimum"] and j["format_in_answer"] for j in judged)
-    assert all(j["samples"][0]["attempts"] == 3 for j in judged)  # cut off, re-ask, restate
-    assert all(j["samples"][0]["restated"] for j in judged)
+    assert all(j["samples"][0]["attempts"] == 2 for j in judged)  # cut off, re-ask
+    assert not any(j["samples"][0]["restated"] for j in judged)
     usage = results["configs"]["elitr_qa_dev"]["metadata"]["judge_usage"]
     assert usage["judge_minimum"] == 2 and usage["judge_format_in_answer"] == 2
-    assert usage["restated"] == 2
+    assert usage["restated"] == 0

@@ -28,7 +28,14 @@ from tests.conftest import run_lm_eval
 from tests.judges.conftest import chat_qa_args, minutes_replay_args
 from tests.judges.test_cream_arena import FAST, cream_script, write_run
 from tests.judges.test_mesa_script import PAPER_RATINGS, classify, make_script
-from tests.support.openai_server import LoopbackOpenAI, RecordedRequest, Reply
+from tests.support.openai_server import (
+    LoopbackOpenAI,
+    RecordedRequest,
+    Reply,
+    fails_every_restatement,
+    is_restatement,
+    restates_the_prose,
+)
 
 
 def restating(request: RecordedRequest) -> bool:
@@ -52,52 +59,65 @@ def check_turn(request: RecordedRequest, first_reply: str, schema: bool = True) 
 
 # --- QA: elitr_qa_dev through lm_eval -----------------------------------------------------
 PROSE = "The response names both people correctly. I would give it a 7 out of 10."
+#: A box and a prose value that differ: a judge asked to restate would give the prose's 4.
+TWO_VALUES = "Feedback: both people, but one role is wrong. I'd rate it a 4.\n\\boxed{9}"
 
 
 @pytest.mark.slow
 def test_qa_lm_eval_restates_prose_and_reads_a_boxed_reply_at_once(tmp_path: Path) -> None:
+    """Prose is restated; a box is read at once; a box beside another value is never restated.
+
+    The third judge restates its prose value when asked (``restates_the_prose``): had a
+    restatement been sent for its reply, it would have chosen the 4 over the box's 9.
+    """
     lock = threading.Lock()
     first_judged: list[str] = []
 
-    def server(request: RecordedRequest) -> str:
-        if restating(request):
-            check_turn(request, PROSE)
-            assert request.body["messages"][0]["content"] == first_judged[0]
-            return '{"score": 7}'
+    def first(request: RecordedRequest) -> str:
         if "### Response to evaluate:" not in request.prompt:  # the tested model
             return "They were [PERSON3] and [PERSON6]."
         with lock:
-            if not first_judged:
+            if request.prompt not in first_judged:
                 first_judged.append(request.prompt)
-            prose = request.prompt == first_judged[0]
-        return PROSE if prose else "Feedback: correct and concise.\n\\boxed{9}"
+            role = first_judged.index(request.prompt)
+        return [PROSE, "Feedback: correct and concise.\n\\boxed{9}", TWO_VALUES][role]
 
+    def prose_value(request: RecordedRequest) -> str:
+        check_turn(request, PROSE)  # only the prose reply is ever restated
+        assert request.body["messages"][0]["content"] == first_judged[0]
+        reply = request.body["messages"][-2]["content"]
+        return '{"score": 4}' if reply == TWO_VALUES else '{"score": 7}'
+
+    server = restates_the_prose(first, prose_value)
     out = tmp_path / "out"
     # Listed like vLLM lists its model: the preflight reads the judge's window from it.
     with LoopbackOpenAI(server, model="judge-model", max_model_len=8192) as loop:
         judge = f"openai:judge-model,base_url={loop.base_url},cache={tmp_path / 'c.sqlite'}"
-        args = chat_qa_args(loop.chat_url, judge, out)
+        args = chat_qa_args(loop.chat_url, judge, out, limit=3)
         proc = run_lm_eval(args, env={"OPENAI_API_KEY": "sk-test"})
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert "context window is unknown" not in proc.stderr
         judged = [r for r in loop.requests if "### Response to evaluate:" in str(r.body)]
-        # two judge prompts, one restatement: the boxed reply cost no second call
-        assert len(judged) == 3 and sum(map(restating, judged)) == 1
+        # three judge prompts, one restatement: neither box cost a second call
+        assert len(judged) == 4 and sum(map(restating, judged)) == 1
     results = json.loads(next(out.rglob("results_*.json")).read_text())
     assert results["results"]["elitr_qa_dev"]["judge_score,openai:judge-model"] == 8.0
     rows = [json.loads(x) for p in out.rglob("samples_*.jsonl") for x in p.read_text().splitlines()]
     samples = sorted(
         (json.loads(r["filtered_resps"][0][0])["judge"]["samples"][0] for r in rows),
-        key=lambda s: s["score"],
+        key=lambda s: (s["score"] is None, s["score"] or 0),
     )
     assert [(s["score"], s["restated"], s["attempts"]) for s in samples] == [
         (7.0, True, 2),
         (9.0, False, 1),
+        (None, False, 1),
     ]
     assert [(s["raw"], s["restatement"]) for s in samples] == [
         (PROSE, '{"score": 7}'),  # the feedback stays logged
         ("Feedback: correct and concise.\n\\boxed{9}", ""),
+        (TWO_VALUES, ""),
     ]
+    assert samples[2]["reason"] == "the judge gave 9 and 4 for score"
     usage = results["configs"]["elitr_qa_dev"]["metadata"]["judge_usage"]
     assert usage["restated"] == 1 and usage["judge_restated"] == 1
 
@@ -106,9 +126,8 @@ def test_qa_lm_eval_restates_prose_and_reads_a_boxed_reply_at_once(tmp_path: Pat
 ART_PROSE = (
     "They earn 7 out of 10 for adequacy, 8 out of 10 for relevance and 9 out of 10 for topicality."
 )
-AFGR_CONFLICT = (
-    "Adequacy: 8\nFluency: 9\nGrammatical correctness: 10\nRelevance: 7\n\n"
-    "On reflection, I'd revise adequacy down to 6."
+AFGR_PROSE_LINE = (  # relevance in prose: one value, which the restatement must confirm
+    "Adequacy: 8\nFluency: 9\nGrammatical correctness: 10\n\nRelevance is a 7."
 )
 CLEAN = {
     "gpt-art": "Adequacy: 5\nRelevance: 6\nTopicality: 7",
@@ -128,7 +147,7 @@ CLEAN = {
         ),
         (
             "gpt-afgr",
-            AFGR_CONFLICT,
+            AFGR_PROSE_LINE,
             {"adequacy": 8, "fluency": 9, "grammaticality": 10, "relevance": 7},
             {"afgr_adequacy": 8.0, "afgr_fluency": 9.0, "afgr_grammaticality": 10.0},
         ),
@@ -236,7 +255,7 @@ def test_cream_arena_restates_a_grouped_key_fact_list(
 
 
 # --- MESA: elitr-bench mesa ---------------------------------------------------------------
-def test_mesa_command_restates_prose_and_conflicting_scoring(
+def test_mesa_command_restates_prose_and_incomplete_scoring(
     loopback: LoopbackOpenAI, tmp_path: Path
 ) -> None:
     script = make_script()
@@ -254,8 +273,8 @@ def test_mesa_command_restates_prose_and_conflicting_scoring(
             firsts[code] = "I rate the omissions a 4, with confidence 8."
             return firsts[code]
         if step == "scoring" and code == "REP":
-            firsts[code] = json.dumps(
-                {"reasoning": "Overall I rate this a 3.", "confidence": 9.0, "rating": 1.0}
+            firsts[code] = json.dumps(  # no rating field: the reasoning's one value
+                {"reasoning": "Overall I rate this a 1.", "confidence": 9.0}
             )
             return firsts[code]
         return script(request)
@@ -273,6 +292,41 @@ def test_mesa_command_restates_prose_and_conflicting_scoring(
     assert row["quality"] == pytest.approx(1 + (5 - 14.24 / 6.19) * 9 / 5)
     run = json.loads((out / "run.json").read_text())
     assert run["usage"]["restated"] == 2
+
+
+# --- a restatement turn that fails (issue 46, item 5) ----------------------------------------
+def test_a_failing_restatement_never_costs_the_item_nor_feeds_the_breaker(
+    loopback: LoopbackOpenAI,
+) -> None:
+    """Every restatement fails: clean items score, the others stay unscored with the reason.
+
+    Four failures in a row are more than the breaker takes (three), yet no item is left
+    unsent: the first replies were received and cached, so no judge call failed an item.
+    """
+    prose = "Feedback: most of it, but the owner is missing. I would give it a 6."
+
+    def first(request: RecordedRequest) -> str:
+        return "Feedback: right.\n\\boxed{8}" if "Q0" in request.prompt else prose
+
+    loopback.handler = fails_every_restatement(first)
+    spec = f"openai:gpt-4-0613,base_url={loopback.base_url},cache=memory,progress=false"
+    items = [
+        JudgeItem(question=f"Q{i}: who owns the task?", response="Anna.", reference="Anna.")
+        for i in range(5)
+    ]
+    run = judge_items(items, parse_judge_spec(f"{spec},retries=0,backoff=0.01"))
+    clean, *failed = run.judgements
+    assert clean.status == "scored" and clean.score == 8.0
+    for judgement in failed:
+        assert judgement.status == "unscored" and judgement.score is None
+        (sample,) = judgement.samples
+        assert sample.raw == prose  # the reply is kept
+        assert sample.reason.startswith(
+            "no score in the asked format; restatement not answered: "
+        ), sample.reason
+    assert run.summary["judge_errors"] == 0 and run.summary["judge_unscored"] == 4
+    restatements = [r for r in loopback.requests if is_restatement(r)]
+    assert len({json.dumps(r.body["messages"][0]) for r in restatements}) == 4  # each sent
 
 
 # --- structured output, greedy judges, the cache ------------------------------------------

@@ -2,7 +2,6 @@
 
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -13,6 +12,7 @@ from pathlib import Path
 from elitr_bench.judges import parse_judge_spec
 from elitr_bench.judges.qa.engine import JudgeItem, judge_items
 from tests.judges.conftest import boxed_by_response, response_in
+from tests.support.judge_cache import cached_rows
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest, Reply
 
 N_ITEMS = 24
@@ -30,16 +30,6 @@ CHILD = textwrap.dedent(
     judge_items(items, parse_judge_spec(spec))
     """
 )
-
-
-def _cached_rows(path: Path) -> int:
-    if not path.exists():
-        return 0
-    try:
-        with sqlite3.connect(path, timeout=5) as conn:
-            return int(conn.execute("SELECT COUNT(*) FROM completions").fetchone()[0])
-    except sqlite3.OperationalError:
-        return 0
 
 
 def test_killed_run_resumes_without_resending(tmp_path: Path) -> None:
@@ -67,7 +57,7 @@ def test_killed_run_resumes_without_resending(tmp_path: Path) -> None:
         try:
             deadline = time.monotonic() + 60
             while (
-                _cached_rows(cache_file) < ANSWERED_BEFORE_KILL
+                cached_rows(cache_file) < ANSWERED_BEFORE_KILL
                 or len(server.requests) <= ANSWERED_BEFORE_KILL
             ):
                 assert child.poll() is None, "child exited early"
@@ -78,7 +68,7 @@ def test_killed_run_resumes_without_resending(tmp_path: Path) -> None:
             child.wait(timeout=30)
         in_flight = {response_in(r) for r in server.snapshot()} - set(answered)
         assert in_flight, "the kill must interrupt requests in flight"
-        assert _cached_rows(cache_file) == ANSWERED_BEFORE_KILL
+        assert cached_rows(cache_file) == ANSWERED_BEFORE_KILL
 
         gate.set()
         server.reset()
@@ -96,4 +86,4 @@ def test_killed_run_resumes_without_resending(tmp_path: Path) -> None:
     assert len(resent) == len(set(resent)) == N_ITEMS - ANSWERED_BEFORE_KILL
     assert run.usage["cache_hits"] == ANSWERED_BEFORE_KILL
     assert all(j.status == "scored" for j in run.judgements)
-    assert _cached_rows(cache_file) == N_ITEMS
+    assert cached_rows(cache_file) == N_ITEMS

@@ -1,11 +1,10 @@
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from elitr_bench.judges.reading import Reading, read_reply
 from elitr_bench.judges.rubrics import GPT4, PROMETHEUS, RUBRICS, Rubric
+from tests.support.reply_corpus import entry_id, reply_corpus
 
 
 def read(rubric: Rubric, text: str) -> Reading:
@@ -21,16 +20,7 @@ def parse_result_tag(text: str) -> Reading:
     return read(PROMETHEUS, text)
 
 
-CORPUS = Path(__file__).parent / "data" / "qa_judge_replies.yaml"
-
-
-def _corpus() -> list[dict[str, Any]]:
-    entries = yaml.safe_load(CORPUS.read_text("utf-8"))
-    assert isinstance(entries, list)
-    return entries
-
-
-@pytest.mark.parametrize("entry", _corpus(), ids=lambda entry: entry["id"])
+@pytest.mark.parametrize("entry", reply_corpus("qa_judge_replies"), ids=entry_id)
 def test_reply_corpus(entry: dict[str, Any]) -> None:
     """Each QA judge reply shape gives the score a careful reader takes, or none; never another.
 
@@ -48,7 +38,7 @@ def test_reply_corpus(entry: dict[str, Any]) -> None:
 
 
 def test_reply_corpus_covers_both_rubrics() -> None:
-    entries = _corpus()
+    entries = reply_corpus("qa_judge_replies")
     assert len({e["id"] for e in entries}) == len(entries) >= 20
     assert {e["rubric"] for e in entries} == set(RUBRICS)
     assert sum(e["expected"] is None for e in entries) >= 5
@@ -152,15 +142,19 @@ def test_restatement_is_read_strictly_and_must_agree() -> None:
         "",
     ):
         assert read_restatement(grammar, none, bad).value("score") is None, bad
-    vetoed = read_reply(grammar, "I would rate it a 7. \\boxed{8}")
-    assert vetoed.strict == {"score": 8} and vetoed.restate
-    assert read_restatement(grammar, vetoed, '{"score": 8}').value("score") == 8
-    assert read_restatement(grammar, vetoed, '{"score": 7}').value("score") == 7  # the veto's
-    disagree = read_restatement(grammar, vetoed, '{"score": 5}')
+    # Two values (issue 46): no restatement is asked, and none could choose between them.
+    two = read_reply(grammar, "I would rate it a 7. \\boxed{8}")
+    assert two.strict == {"score": 8} and not two.restate
+    assert two.reason == "the judge gave 8 and 7 for score"
+    for restated in ('{"score": 8}', '{"score": 7}'):
+        assert read_restatement(grammar, two, restated).value("score") is None
+    # One value outside the asked format: the restatement must confirm it.
+    prose = read_reply(grammar, "I would rate it a 7.")
+    assert prose.restate
+    assert read_restatement(grammar, prose, '{"score": 7}').value("score") == 7
+    disagree = read_restatement(grammar, prose, '{"score": 5}')
     assert disagree.value("score") is None
-    assert (
-        disagree.reason == "restatement disagrees with the reply (8 or 7 in the reply, 5 restated)"
-    )
+    assert disagree.reason == "restatement disagrees with the reply (7 in the reply, 5 restated)"
 
 
 def test_prometheus_scores_are_doubled_to_ten_point_scale() -> None:

@@ -1,9 +1,10 @@
-"""Issue 39 items 2 and 3: only score statements veto, and a restatement agrees with the reply.
+"""Issues 39 and 46: only score statements veto, and a restatement confirms, never chooses.
 
 A number vetoes a field only where a cue ties it to a score (a score word or the field's
 label beside it, the field's scale after it, an article before it); content numbers cost no
-restatement call. A restated value must equal a value the first reply stated for the field
-(in the asked format or in a veto), in every family, else the field stays unscored.
+restatement call. A reply that states two values for a field leaves it unscored with both
+named and sends no restatement for it; a restated value must equal the one value the first
+reply stated for the field (in the asked format or elsewhere), in every family.
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ def test_content_numbers_never_veto(
         assert dict(reading.values) == expected
 
 
-# Genuine statements of another score still veto (a restatement is asked).
+# Genuine statements of another score: two values, unscored, no restatement (it would choose).
 CONFLICTING = [
     (GPT4, "Feedback: good. I'd give it a 4 out of 10.\n\\boxed{7}", "score"),
     (GPT4, "Feedback: good. I would rate it a 4. \\boxed{7}", "score"),
@@ -118,10 +119,15 @@ CONFLICTING = [
 
 
 @pytest.mark.parametrize("grammar, reply, field", CONFLICTING, ids=range(len(CONFLICTING)))
-def test_score_statements_still_veto(grammar: Grammar, reply: str, field: str) -> None:
+def test_a_second_value_leaves_the_field_unscored_and_unrestated(
+    grammar: Grammar, reply: str, field: str
+) -> None:
     reading = read_reply(grammar, reply)
-    assert reading.value(field) is None and reading.restate
-    assert "conflicting" in reading.reasons[field]
+    assert reading.value(field) is None and field in reading.final
+    assert reading.reasons[field].startswith("the judge gave "), reading.reasons[field]
+    assert not reading.restate  # every other field was read: nothing to restate
+    second = read_restatement(grammar, reading, json.dumps(dict.fromkeys(grammar.fields, 4)))
+    assert second.value(field) is None  # whatever is restated, it would only choose
 
 
 def test_a_number_off_the_fields_scale_never_vetoes_it() -> None:
@@ -151,7 +157,6 @@ AGREEMENT = [
         "2",
         "4",
     ),
-    (GPT4, "I'd give it a 4 out of 10.\n\\boxed{7}", '{"score": 5}', "score", "7 or 4", "5"),
 ]
 
 
@@ -192,22 +197,32 @@ def _restated(*answers: tuple[str, list[int]]) -> str:
     return json.dumps({"alignment": _alignment(*answers)})
 
 
-def test_cream_alignment_restatement_agrees_with_the_vetoed_reply() -> None:
-    """A vetoed alignment keeps its JSON list and its count; the restatement must match one."""
+def test_cream_alignment_list_and_count_that_disagree_are_two_values() -> None:
+    """A list with 2 Yes beside "1 of the 3 key facts": unscored, no restatement can choose."""
     grammar = AlignmentGrammar(FACTS, 4)
     listed = (("Yes", [1]), ("Yes", [2, 3]), ("No", []))
     first = json.dumps(_alignment(*listed)) + "\n\nSo 1 of the 3 key facts is supported."
     reading = read_reply(grammar, first)
-    assert reading.value("alignments") is None and "conflicting" in reading.restate
-    same = read_restatement(grammar, reading, _restated(*listed))  # the reply's list
-    assert same.value("alignments") is not None
-    counted = read_restatement(grammar, reading, _restated(("Yes", [1]), ("No", []), ("No", [])))
-    assert counted.value("alignments") is not None  # the reply's "1 of the 3"
-    other = read_restatement(grammar, reading, _restated(("No", []), ("Yes", [4]), ("Yes", [2])))
+    assert reading.value("alignments") is None and not reading.restate
+    assert reading.reasons["alignments"] == (
+        "the judge gave [Yes 1; Yes 2,3; No] and '1 of the 3 key facts' for alignments"
+    )
+    for answers in (listed, (("Yes", [1]), ("No", []), ("No", []))):
+        assert read_restatement(grammar, reading, _restated(*answers)).value("alignments") is None
+
+
+def test_cream_alignment_restatement_fills_what_a_count_left_out() -> None:
+    """Prose with only a count: the restated list must give as many Yes, no other list."""
+    grammar = AlignmentGrammar(FACTS, 4)
+    reading = read_reply(grammar, "Two of the 3 key facts are in the summary: 1 and 2.")
+    assert reading.value("alignments") is None and reading.restate
+    counted = read_restatement(grammar, reading, _restated(("Yes", [1]), ("Yes", [2]), ("No", [])))
+    assert counted.value("alignments") is not None
+    other = read_restatement(grammar, reading, _restated(("No", []), ("Yes", [4]), ("No", [])))
     assert other.value("alignments") is None
     assert other.reasons["alignments"] == (
-        "restatement disagrees with the reply ([Yes 1; Yes 2,3; No] or '1 of the 3 key facts' "
-        "in the reply, [No; Yes 4; Yes 2] restated)"
+        "restatement disagrees with the reply ('Two of the 3 key facts' in the reply, 1 Yes "
+        "restated)"
     )
 
 

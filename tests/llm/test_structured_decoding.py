@@ -120,13 +120,13 @@ def test_a_random_hf_judge_restates_exactly_the_schema(tiny_llama: Path) -> None
 
     for (name, draw), asked in restated.items():
         assert asked.restated and asked.raws[0] == PROSE, (name, draw)
-        obj = json.loads(asked.last)
-        assert conforms_all(obj, _schema(name)), asked.last
+        obj = json.loads(asked.restatement)
+        assert conforms_all(obj, _schema(name)), asked.restatement
         for field, value in asked.reading.values.items():
             # Every value is read as restated, but for the reader's own veto: on a 0-10
             # scale the schema allows 0.35, which the reader takes for a 0-1 value.
             fraction = "looks like a 0-1 value" in asked.reading.reasons.get(field, "")
-            assert value == obj[field] or (value is None and fraction), (asked.last, field)
+            assert value == obj[field] or (value is None and fraction), (asked.restatement, field)
     assert sum(client.backend.batches) == len(restated)  # type: ignore[attr-defined]
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import ROOT, run_lm_eval
+from tests.support.commands import run_command
 
 pytestmark = pytest.mark.slow
 
@@ -62,22 +62,14 @@ def test_two_accelerate_processes_give_the_samples_and_scores_of_one(
     assert single.returncode == 0, single.stderr[-3000:]
 
     env = {
-        **os.environ,
         "ACCELERATE_USE_CPU": "1",  # accelerate's --cpu would start a single process
         "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
     }
     launch = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu"]
     launch += ["--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no"]
     launch += ["--dynamo_backend", "no", "-m", "tests.support.cpu_dp"]
-    multi = subprocess.run(
-        [*launch, *_args("hf-cpu-dp", sharp_llama, tmp_path / "two")],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=900,
-        check=False,
-    )
+    two = _args("hf-cpu-dp", sharp_llama, tmp_path / "two")
+    multi = run_command([*launch, *two], env=env, cwd=ROOT, timeout=900)
     assert multi.returncode == 0, multi.stderr[-3000:]
     for task in TASKS:  # both ranks built their own requests
         assert f"Building contexts for {task} on rank 1" in multi.stderr

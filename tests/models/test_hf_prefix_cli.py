@@ -6,13 +6,13 @@ model name after a plain install.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import run_lm_eval
+from tests.support.lm_eval_runs import lm_eval_args, read_results, read_samples
 
 pytestmark = pytest.mark.slow
 
@@ -21,28 +21,15 @@ TASKS = ("elitr_qa_dev", "elitr_conv_dev")  # single-turn, and multi-turn with o
 
 
 def _run(model: str, checkpoint: Path, out: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    args = [
-        "--model", model,
-        "--model_args", f"pretrained={checkpoint},max_length=2048,dtype=float32",
-        "--device", "cpu",
-        "--batch_size", "1",
-        "--tasks", ",".join(TASKS),
-        "--limit", "4",
-        "--gen_kwargs", "max_gen_toks=16",
-        "--apply_chat_template",
-        "--log_samples",
-        "--output_path", str(out),
-        "--metadata", json.dumps({"overlength": "truncate_middle", "judge": "none"}),
-    ]  # fmt: skip
+    args = lm_eval_args(
+        model, f"pretrained={checkpoint},max_length=2048,dtype=float32", TASKS,
+        limit=4, out=out, max_gen_toks=16, chat=True,
+        metadata={"overlength": "truncate_middle", "judge": "none"},
+        extra=["--device", "cpu", "--batch_size", "1"],
+    )  # fmt: skip
     proc = run_lm_eval(args)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    results = json.loads(next(out.rglob("results_*.json")).read_text())
-    samples = []
-    for task in TASKS:
-        path = next(out.rglob(f"samples_{task}_*.jsonl"))
-        rows = [json.loads(line) for line in path.read_text().splitlines()]
-        samples += sorted(rows, key=lambda s: s["doc_id"])
-    return results, samples
+    return read_results(out), read_samples(out, TASKS)
 
 
 def test_cli_samples_identical_to_hf(sharp_llama: Path, tmp_path: Path) -> None:

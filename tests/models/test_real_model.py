@@ -18,6 +18,7 @@ import pytest
 from elitr_bench.middle_cut import TURN_CUT
 from elitr_bench.models import real_model
 from tests.conftest import run_lm_eval
+from tests.support.lm_eval_runs import lm_eval_args, read_results, read_samples
 
 #: single-turn; multi-turn with the released answers as history; multi-turn with its own
 TASKS = ("elitr_qa_dev", "elitr_qa_mt_dev", "elitr_conv_dev")
@@ -29,28 +30,15 @@ WINDOW = 1024
 def _run(
     model: str, checkpoint: Path, out: Path, extra: str = ""
 ) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
-    args = [
-        "--model", model,
-        "--model_args", f"pretrained={checkpoint},max_length={WINDOW},dtype=float32{extra}",
-        "--device", "cpu",
-        "--batch_size", "1",
-        "--tasks", ",".join(TASKS),
-        "--limit", "2",
-        "--gen_kwargs", f"max_gen_toks={MAX_GEN}",
-        "--apply_chat_template",
-        "--log_samples",
-        "--output_path", str(out),
-        "--metadata", json.dumps({"overlength": "truncate_middle", "judge": "none"}),
-    ]  # fmt: skip
+    args = lm_eval_args(
+        model, f"pretrained={checkpoint},max_length={WINDOW},dtype=float32{extra}", TASKS,
+        limit=2, out=out, max_gen_toks=MAX_GEN, chat=True,
+        metadata={"overlength": "truncate_middle", "judge": "none"},
+        extra=["--device", "cpu", "--batch_size", "1"],
+    )  # fmt: skip
     proc = run_lm_eval(args)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    results = json.loads(next(out.rglob("results_*.json")).read_text())
-    samples = []
-    for task in TASKS:
-        path = next(out.rglob(f"samples_{task}_*.jsonl"))
-        rows = [json.loads(line) for line in path.read_text().splitlines()]
-        samples += sorted(rows, key=lambda s: s["doc_id"])
-    return results, samples, proc.stderr
+    return read_results(out), read_samples(out, TASKS), proc.stderr
 
 
 def test_hf_prefix_answers_equal_hf_on_the_real_model(smollm2: Path, tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ import pytest
 
 import elitr_bench
 from elitr_bench.middle_cut import ELISION
+from tests.support.lm_eval_runs import lm_eval_args
 from tests.support.vllm_server import ENGINE_CORE, engine_env
 
 pytestmark = pytest.mark.slow
@@ -70,19 +71,13 @@ def _run_vllm(vllm_venv: Path, smollm2: Path, out: Path) -> Path:
         # vLLM 0.32's CPU engine dies on a seeded request whose prefill is chunked
         f"enable_chunked_prefill=False,max_num_batched_tokens={WINDOW},enforce_eager=True"
     )
-    args = [
-        str(vllm_venv / "bin" / "lm_eval"),
-        "--model", "vllm",
-        "--model_args", model_args,
-        "--include_path", str(_budget_task(out / "tasks")),
-        "--tasks", ",".join((*TASKS, BUDGET_TASK)),
-        "--limit", "2",
-        "--gen_kwargs", f"max_gen_toks={MAX_GEN}",
-        "--apply_chat_template",
-        "--log_samples",
-        "--output_path", str(out),
-        "--metadata", json.dumps({"overlength": "truncate_middle", "judge": "none"}),
-    ]  # fmt: skip
+    args = lm_eval_args(
+        "vllm", model_args, (*TASKS, BUDGET_TASK),
+        limit=2, out=out, max_gen_toks=MAX_GEN, chat=True,
+        metadata={"overlength": "truncate_middle", "judge": "none"},
+        extra=["--include_path", str(_budget_task(out / "tasks"))],
+    )  # fmt: skip
+    args.insert(0, str(vllm_venv / "bin" / "lm_eval"))
     env = engine_env(VLLM_CPU_OMP_THREADS_BIND=ENGINE_CORE)
     proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=900, check=False)
     assert proc.returncode == 0, proc.stderr[-4000:]

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import run_lm_eval
+from tests.support.lm_eval_runs import lm_eval_args
 from tests.support.vllm_server import VLLMServer
 
 pytestmark = pytest.mark.slow
@@ -46,18 +47,15 @@ def test_local_chat_completions_turns_carry_the_models_own_answers(
     vllm_server: VLLMServer, tmp_path: Path
 ) -> None:
     out = tmp_path / "out"
-    args = [
-        "--model", "local-chat-completions",
-        "--model_args", f"model={vllm_server.model},base_url={vllm_server.chat_url},"
-        "num_concurrent=2,max_retries=1,tokenized_requests=False",
-        "--tasks", "elitr_conv_dev",
-        "--samples", json.dumps({"elitr_conv_dev": CONV_DOCS}),
-        "--gen_kwargs", "max_gen_toks=24",
-        "--apply_chat_template",
-        "--log_samples",
-        "--output_path", str(out),
-        "--metadata", json.dumps({"judge": "none"}),
-    ]  # fmt: skip
+    model_args = (
+        f"model={vllm_server.model},base_url={vllm_server.chat_url},"
+        "num_concurrent=2,max_retries=1,tokenized_requests=False"
+    )
+    args = lm_eval_args(
+        "local-chat-completions", model_args, "elitr_conv_dev",
+        limit=None, out=out, max_gen_toks=24, chat=True, metadata={"judge": "none"},
+        extra=["--samples", json.dumps({"elitr_conv_dev": CONV_DOCS})],
+    )  # fmt: skip
     proc = run_lm_eval(args, env={"OPENAI_API_KEY": "EMPTY"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     first, second = sorted(_samples(out, "elitr_conv_dev"), key=lambda s: int(s["doc"]["turn"]))

@@ -104,7 +104,7 @@ def test_red_ace_original_release_shape(tmp_path: Path) -> None:
     [
         ("p.tsv", "only one column\n", "p.tsv:1: expected 'reference<TAB>hypothesis'"),
         ("p.jsonl", '{"truth": "a"}\n', "p.jsonl:1: record needs 'reference' and 'hypothesis'"),
-        ("p.jsonl", '{"reference": "a", "hypothesis": "b"}\n{oops\n', "p.jsonl:2: not valid JSON"),
+        ("p.jsonl", '{"reference": "a", "hypothesis": "b"}\n{oops\n', "p.jsonl:2: not JSON ("),
         ("p.jsonl", '{"reference": "a", "hypothesis": 3}\n', "must be a string or a list"),
     ],
 )

@@ -129,7 +129,10 @@ BAD_FILES = [
     ),
     ('{"<CORPUS_INFO_WORD>": {"p_insert": 0.1}}', "lacks 'p_delete'"),
     ('{"<CORPUS_INFO_WORD>": {"p_insert": 0.1, "p_delete": 0.1, "p_substitute": 0.1}}', "no word"),
-    ('{"<CORPUS_INFO_WORD>": {"p_insert": 0, "p_delete": 0, "p_substitute": 0}}\n[1]', "line 2"),
+    (
+        '{"<CORPUS_INFO_WORD>": {"p_insert": 0, "p_delete": 0, "p_substitute": 0}}\n[1]',
+        ":2: must be a JSON object",
+    ),
     ("", "empty"),
 ]
 

@@ -71,7 +71,8 @@ def test_a_minutes_judge_gets_only_the_minutes_runs(
     qa, minutes = mixed(tmp_path / "runs", synthetic)
     given: list[list[str]] = []
 
-    def fake_minutes_score(args: argparse.Namespace, config: object) -> int:
+    def fake_minutes_score(args: argparse.Namespace, config: object, batch: object) -> int:
+        assert batch is None  # no batch=on: one by one
         given.append(list(args.paths))
         return 0
 

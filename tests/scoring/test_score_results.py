@@ -166,7 +166,7 @@ def test_score_refuses_empty_and_foreign_files_naming_them(
     notes.parent.mkdir()
     notes.write_text("just some text\n")
     assert main(["score", str(notes), "--judge", "lexical"]) == 2
-    assert f"{notes}:1 is not JSON" in _one_line(capsys)
+    assert f"{notes}:1: not JSON (" in _one_line(capsys)
     group = tmp_path / "group" / f"samples_elitr_qa_{stamp}.jsonl"  # lm-eval writes per task
     group.parent.mkdir()
     doc = {"meeting_id": "meeting_en_dev_001", "question_id": "1", "question": "Who?"}

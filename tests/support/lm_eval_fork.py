@@ -25,10 +25,13 @@ What differs from a fresh interpreter, and why it does not matter here:
   adds, and a test's) is indexed by the child, and a task there overrides a built-in one
   with lm-eval's warning, as in a fresh run;
 * the environment is read at import time by some libraries (Hugging Face offline
-  switches, OpenMP threads, ``PYTHONPATH``, lm-eval's ``LM_HARNESS_CACHE_PATH``, our
-  ``ELITR_BENCH_NO_HOOK``; our package reads none at import): a launch whose
+  switches, OpenMP threads, ``PYTHONPATH``, our ``ELITR_BENCH_NO_HOOK``; our package
+  reads none at import): a launch whose
   environment differs from the server's in such a variable (:func:`import_time_env`) runs
   in a fresh interpreter instead, as does every launch under ``ELITR_TEST_FRESH_LM_EVAL=1``.
+  lm-eval's ``LM_HARNESS_CACHE_PATH`` (the request cache's folder, kept in a module global
+  that only a launch reads) is the exception: each forked launch sets that global again
+  from its own environment, with lm-eval's own expression.
 
 Tests of the start-up hook itself launch fresh interpreters of their own.
 """
@@ -58,6 +61,11 @@ IMPORT_TIME_PREFIXES = (
 )  # fmt: skip
 
 
+#: Read by lm-eval at import into module globals that only a launch uses, re-read by every
+#: forked launch (:func:`_reread_at_launch`) as the import did: ``LM_HARNESS_CACHE_PATH``
+#: (``lm_eval.caching.cache.PATH``, the request cache's folder).
+REREAD_AT_LAUNCH = ("LM_HARNESS_CACHE_PATH",)
+
 #: Matching the prefixes above but read only by the launch itself: ``HF_EVALUATE_OFFLINE`` at
 #: the import of ``evaluate``, which the server never imports (lm-eval loads it for a metric
 #: it does not register), and ``TORCHINDUCTOR_CACHE_DIR`` whenever inductor looks for its
@@ -73,7 +81,9 @@ def import_time_env(env: Mapping[str, str]) -> dict[str, str]:
     return {
         k: v
         for k, v in env.items()
-        if k.upper().startswith(IMPORT_TIME_PREFIXES) and k not in READ_BY_THE_LAUNCH
+        if k.upper().startswith(IMPORT_TIME_PREFIXES)
+        and k not in READ_BY_THE_LAUNCH
+        and k not in REREAD_AT_LAUNCH
     }
 
 
@@ -194,12 +204,21 @@ def _warm() -> None:
         raise RuntimeError("the lm_eval fork server imported `evaluate`: see READ_BY_THE_LAUNCH")
 
 
+def _reread_at_launch() -> None:
+    """What lm-eval's ``caching.cache`` computed from the environment at import, again."""
+    from lm_eval.caching import cache
+
+    cache.OVERRIDE_PATH = os.getenv("LM_HARNESS_CACHE_PATH")
+    cache.PATH = cache.OVERRIDE_PATH or f"{cache.MODULE_DIR}/.cache"
+
+
 def _launch(request: dict[str, Any], set_at_import: dict[str, str]) -> None:
     """In the forked child: become ``lm_eval *argv`` and end as its interpreter would."""
     os.setpgid(0, 0)  # a timeout ends the launch and whatever it started
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update({**set_at_import, **request["env"]})
+    _reread_at_launch()
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     for fd, path in ((1, request["stdout"]), (2, request["stderr"])):

@@ -8,6 +8,8 @@ too: HTTP 429 with ``Retry-After``, 500, 401/403 (:func:`unauthorized`), slow or
 responses (client timeouts), garbage or out-of-range judge outputs, and HTTP 200s without
 usable text as OpenAI-compatible servers send them under load (:func:`malformed_ok`: no
 ``choices``, an empty ``choices`` list, a choice without ``message``, ``content: null``).
+OpenAI's Files and Batch API (``/v1/files``, ``/v1/batches``) are served too, each batch
+line answered by the same rules and script (:mod:`tests.support.batch_api`).
 
 Usable for lm-eval's ``local-chat-completions`` / ``local-completions`` models by pointing
 ``base_url`` at :attr:`LoopbackOpenAI.chat_url` / :attr:`LoopbackOpenAI.completions_url`.
@@ -314,6 +316,12 @@ class LoopbackOpenAI:
         self._stop = threading.Event()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        # --- Files and Batch API (tests/support/batch_api.py) ---
+        from tests.support.batch_api import BatchAPI
+
+        #: ``/v1/files`` and ``/v1/batches``, answered by this server's rules and script.
+        self.batch_api = BatchAPI(self)
+        # --- end Files and Batch API ---
 
     # lifecycle ---------------------------------------------------------------------
     def start(self) -> LoopbackOpenAI:
@@ -327,6 +335,12 @@ class LoopbackOpenAI:
                 return
 
             def do_GET(self) -> None:
+                if owner.batch_api.claims(self.path):  # Files and Batch API
+                    status, payload, raw = owner.batch_api.handle(
+                        "GET", self.path, self.headers, b""
+                    )
+                    self._send(status, payload, None, raw)
+                    return
                 with owner._lock:
                     owner.listings.append(self.path)
                 if self.path.rstrip("/") == "/v1/models":
@@ -341,6 +355,12 @@ class LoopbackOpenAI:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 data = self.rfile.read(length) if length else b""
+                if owner.batch_api.claims(self.path):  # Files and Batch API
+                    status, payload, raw = owner.batch_api.handle(
+                        "POST", self.path, self.headers, data
+                    )
+                    self._send(status, payload, None, raw)
+                    return
                 try:
                     body = json.loads(data) if data else None
                 except ValueError:
@@ -348,14 +368,18 @@ class LoopbackOpenAI:
                 owner._serve(self, body)
 
             def _send(
-                self, status: int, payload: Any, headers: dict[str, str], raw: bytes | None = None
+                self,
+                status: int,
+                payload: Any,
+                headers: dict[str, str] | None = None,
+                raw: bytes | None = None,
             ) -> bool:
                 blob = raw if raw is not None else json.dumps(payload).encode()
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(blob)))
-                    for key, value in headers.items():
+                    for key, value in (headers or {}).items():
                         self.send_header(key, value)
                     self.end_headers()
                     self.wfile.write(blob)
@@ -653,3 +677,41 @@ def _over_output_cap(body: dict[str, Any], name: str) -> Reply | None:
                 "max_tokens",
             )
     return None
+
+
+# --- judge behaviours for the reading policy (issue 46) -----------------------------------
+# Kept apart from the server itself: scripted judges that test what a restatement may do.
+RESTATE_MESSAGE = "Restate your final"
+"""How the restatement turn's fixed message begins (judges/reading: ``Restatement``)."""
+
+
+def is_restatement(request: RecordedRequest) -> bool:
+    """Whether ``request`` is a restatement turn: prompt, the judge's reply, the message."""
+    messages = request.body.get("messages") if isinstance(request.body, dict) else None
+    return (
+        isinstance(messages, list)
+        and len(messages) >= 3
+        and str(messages[-1].get("content", "")).startswith(RESTATE_MESSAGE)
+    )
+
+
+def restates_the_prose(first: Handler, prose_value: Callable[[RecordedRequest], str]) -> Handler:
+    """A judge that, asked to restate, gives the value of its prose, not of its box.
+
+    ``first`` answers every other request; ``prose_value`` gives the restated JSON of a
+    restatement turn (it sees the whole chat, the judge's own reply included).
+    """
+
+    def handler(request: RecordedRequest) -> Reply | str:
+        return prose_value(request) if is_restatement(request) else first(request)
+
+    return handler
+
+
+def fails_every_restatement(first: Handler) -> Handler:
+    """A server that answers first prompts with ``first`` and fails every restatement (500)."""
+
+    def handler(request: RecordedRequest) -> Reply | str:
+        return server_error() if is_restatement(request) else first(request)
+
+    return handler

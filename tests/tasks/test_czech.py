@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from lm_eval import simple_evaluate
 from lm_eval.tasks import TaskManager
 
 from elitr_bench.data import DataError, load_benchmark, load_questions
 from elitr_bench.data import loaders as data_loaders
+from tests.support.commands import elitr_bench_command, run_without_hook
+from tests.support.evaluate import evaluate
 
 ENTITY = re.compile(r"\[[A-Z]+\d*\]|\([A-Z]+\d*\)")
 COUNTS = {"dev": 141, "test2": 130}
@@ -92,14 +90,9 @@ def test_czech_tasks_ask_czech_questions_about_the_english_transcripts() -> None
 def test_replay_refuses_the_czech_tasks() -> None:
     from elitr_bench.models.replay import ReplayError
 
-    manager = TaskManager(include_defaults=False, metadata={"judge": "none"})
     with pytest.raises(ReplayError, match="only answers to the English questions were released"):
-        simple_evaluate(
-            model="elitr-replay",
-            model_args="system=gpt-4",
-            tasks=["elitr_qa_cs_dev"],
-            task_manager=manager,
-            limit=1,
+        evaluate(
+            "elitr-replay", "system=gpt-4", ["elitr_qa_cs_dev"], metadata={"judge": "none"}, limit=1
         )
 
 
@@ -112,8 +105,6 @@ def test_czech_multiturn_through_elitr_bench_run_with_the_hook_off(
     ``elitr-bench run`` must bring tasks *and* the models registry up by itself here.
     """
     out = tmp_path / "out"
-    exe = Path(sys.executable).with_name("elitr-bench")
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "elitr_bench.cli"]
     args = [
         "run", "--model", "hf",
         "--model_args", f"pretrained={tiny_llama},max_length=1024,dtype=float32",
@@ -122,14 +113,7 @@ def test_czech_multiturn_through_elitr_bench_run_with_the_hook_off(
         "--log_samples", "--output_path", str(out),
         "--metadata", json.dumps({"overlength": "truncate_middle", "judge": "lexical"}),
     ]  # fmt: skip
-    proc = subprocess.run(
-        [*cmd, *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "ELITR_BENCH_NO_HOOK": "1"},
-        timeout=600,
-        check=False,
-    )
+    proc = run_without_hook([*elitr_bench_command(), *args], timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = json.loads(next(out.rglob("results_*.json")).read_text())["results"]
     assert 1 <= results["elitr_conv_cs_dev"]["lexical_score,lexical"] <= 10

@@ -16,7 +16,7 @@ import pytest
 from elitr_bench.data import load_benchmark
 from elitr_bench.middle_cut import ELISION, TURN_CUT, speaker_turns, turn_starts
 from elitr_bench.tasks import retrieval
-from elitr_bench.tasks.context import TokenCounter, budget_cut
+from elitr_bench.tasks.context import ModelTokenizer, budget_cut
 from elitr_bench.tasks.options import OptionError, TaskOptions
 from tests.support.evaluate import evaluate
 
@@ -36,7 +36,7 @@ def _words(text: str) -> int:
 
 
 #: Characters as tokens: a tokenizer that decodes exactly what it encoded.
-CHARS = TokenCounter(
+CHARS = ModelTokenizer(
     encode=lambda text: [ord(c) for c in text],
     decode=lambda ids: "".join(chr(i) for i in ids),
     max_length=100_000,

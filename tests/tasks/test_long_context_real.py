@@ -15,7 +15,7 @@ from typing import Any
 from elitr_bench.cli import main
 from elitr_bench.data import load_benchmark
 from elitr_bench.middle_cut import ELISION
-from elitr_bench.tasks.context import TokenCounter, budget_cut, fit_middle
+from elitr_bench.tasks.context import ModelTokenizer, budget_cut, fit_middle
 from tests.conftest import run_lm_eval
 from tests.tasks.test_long_context import _assert_ends_of
 
@@ -91,11 +91,11 @@ def test_two_budgets_and_retrieval_draw_the_curve(smollm2: Path, tmp_path: Path)
     ]  # the curve is drawn at the tokens the prompts held
 
 
-def _counter(checkpoint: Path) -> TokenCounter:
+def _counter(checkpoint: Path) -> ModelTokenizer:
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(checkpoint)
-    return TokenCounter(
+    return ModelTokenizer(
         encode=lambda text: list(tokenizer(text, add_special_tokens=False)["input_ids"]),
         decode=lambda ids: str(tokenizer.decode(ids)),
         max_length=8192,

@@ -14,7 +14,7 @@ from lm_eval.tasks import TaskManager
 from elitr_bench.data import minutes as mn
 from elitr_bench.tasks.minutes import (
     MINUTES_PROMPT,
-    MinutesOptions,
+    MinutesTaskOptions,
     minutes_messages,
     split_sections,
 )
@@ -148,21 +148,21 @@ def test_prompt_roles() -> None:
 
 
 def test_options_fail_in_one_line() -> None:
-    assert MinutesOptions.from_metadata({"overlength": "Chunked", "chunk_tokens": "700"}) == (
-        MinutesOptions(overlength="chunked", chunk_tokens=700)
+    assert MinutesTaskOptions.from_metadata({"overlength": "Chunked", "chunk_tokens": "700"}) == (
+        MinutesTaskOptions(overlength="chunked", chunk_tokens=700)
     )
     with pytest.raises(
         OptionError,
         match=r"^--metadata overlength='cut': expected one of error, skip, truncate_middle, "
         r"chunked$",
     ):
-        MinutesOptions.from_metadata({"overlength": "cut"})
+        MinutesTaskOptions.from_metadata({"overlength": "cut"})
     with pytest.raises(OptionError, match=r"^--metadata chunk_tokens='0': expected a positive"):
-        MinutesOptions.from_metadata({"chunk_tokens": "0"})
+        MinutesTaskOptions.from_metadata({"chunk_tokens": "0"})
     with pytest.raises(OptionError, match="bertscore='maybe'"):
-        MinutesOptions.from_metadata({"bertscore": "maybe"})
+        MinutesTaskOptions.from_metadata({"bertscore": "maybe"})
     with pytest.raises(OptionError, match="wer"):
-        MinutesOptions.from_metadata({"wer": "2"})
+        MinutesTaskOptions.from_metadata({"wer": "2"})
 
 
 def test_minutes_options_refuse_near_miss_keys() -> None:
@@ -182,7 +182,7 @@ def test_minutes_options_refuse_near_miss_keys() -> None:
         "pretrained": "tiny",
         "judge_usage": {},
     }
-    options = MinutesOptions.from_metadata(accepted)
+    options = MinutesTaskOptions.from_metadata(accepted)
     assert options.chunk_tokens == 700 and options.bertscore and options.bartscore
     for key, meant in [
         ("chunk_token", "chunk_tokens"),
@@ -192,7 +192,7 @@ def test_minutes_options_refuse_near_miss_keys() -> None:
         ("overlenght", "overlength"),
     ]:
         with pytest.raises(OptionError) as err:
-            MinutesOptions.from_metadata({key: "x", "version": 1.0})
+            MinutesTaskOptions.from_metadata({key: "x", "version": 1.0})
         assert f"did you mean {meant!r}" in str(err.value)
         assert f"""--metadata '{{"{meant}": "x"}}'""" in str(err.value)
 

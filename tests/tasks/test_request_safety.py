@@ -1,7 +1,7 @@
 """Never a silently different prompt: lm-eval's request cache and ``--samples``.
 
-Through the real ``lm_eval`` CLI, each run a fresh interpreter (the request cache is a
-file under ``LM_HARNESS_CACHE_PATH``).
+Through the real ``lm_eval`` CLI; the request cache is a file under each test's own
+``LM_HARNESS_CACHE_PATH``.
 """
 
 from __future__ import annotations

@@ -21,6 +21,8 @@ from typing import Any
 
 from elitr_bench.data.errors import ElitrBenchError
 from elitr_bench.data.folder import write_atomic
+from elitr_bench.data.run_files import read_json_lines
+from elitr_bench.judges.aio import run_coroutine
 from elitr_bench.judges.asking import request_for
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.cream.compare import CALLS_PER_COMPARISON, CreamJudge, Entrant
@@ -33,7 +35,8 @@ from elitr_bench.judges.cream.scoring import Comparison
 from elitr_bench.judges.cream.segment import DEFAULT_UNIT, Summary
 from elitr_bench.judges.errors import JudgeError
 from elitr_bench.llm.base import CompletionRequest, FatalBackendError
-from elitr_bench.llm.cache import Completion
+from elitr_bench.llm.batch import BatchPending
+from elitr_bench.llm.cache import Completion, JudgeCache
 from elitr_bench.llm.client import JudgeClient
 from elitr_bench.tokens import estimate_tokens
 
@@ -76,6 +79,10 @@ class ArenaState:
     comparisons: dict[tuple[str, str, str], Comparison] = field(default_factory=dict)
 
 
+#: The fix for an arena folder that cannot be read.
+_NEW_FOLDER = "use another --out folder"
+
+
 def load_state(out: Path) -> ArenaState:
     """Read an arena folder (an empty state when it holds no arena yet)."""
     state = ArenaState()
@@ -92,10 +99,8 @@ def load_state(out: Path) -> ArenaState:
         sources = {str(k): v for k, v in meta.get("systems", {}).items()}
         minutes_path = out / MINUTES_FILE
         if minutes_path.exists():
-            for line in minutes_path.read_text("utf-8").splitlines():
-                if line.strip():
-                    row = json.loads(line)
-                    texts.setdefault(row["system"], {})[row["meeting_id"]] = row["text"]
+            for _, row in read_json_lines(minutes_path, _NEW_FOLDER, ArenaError):
+                texts.setdefault(row["system"], {})[row["meeting_id"]] = row["text"]
         for name, info in sources.items():
             minutes = texts.get(name, {})
             missing = [m for m in state.meetings if m not in minutes]
@@ -115,18 +120,18 @@ def load_state(out: Path) -> ArenaState:
             )
         comp_path = out / COMPARISONS_FILE
         if comp_path.exists():
-            for line in comp_path.read_text("utf-8").splitlines():
-                if not line.strip():
-                    continue
+            # a line cut by a killed run is passed over: that comparison is simply redone
+            for _, row in read_json_lines(comp_path, _NEW_FOLDER, ArenaError, skip_invalid=True):
                 try:
-                    comp = Comparison.from_dict(json.loads(line))
+                    comp = Comparison.from_dict(row)
                 except (ValueError, KeyError, TypeError):
-                    continue  # a line cut by a killed run: that comparison is simply redone
+                    continue
                 state.comparisons[comp.key] = comp
+    except ArenaError:
+        raise
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ArenaError(
-            f"{meta_path}: not a readable arena ({type(exc).__name__}: {exc}); "
-            "use another --out folder"
+            f"{meta_path}: not a readable arena ({type(exc).__name__}: {exc}); {_NEW_FOLDER}"
         ) from None
     return state
 
@@ -254,7 +259,7 @@ def pending(state: ArenaState) -> list[tuple[str, str, str]]:
 
 
 @dataclass(frozen=True)
-class Plan:
+class ArenaPlan:
     """What an arena run will ask before it asks.
 
     Attributes:
@@ -278,9 +283,10 @@ class Plan:
     restated_max: int = 0
 
 
-def plan(state: ArenaState, todo: Sequence[tuple[str, str, str]], config: JudgeConfig) -> Plan:
+def plan(state: ArenaState, todo: Sequence[tuple[str, str, str]], config: JudgeConfig) -> ArenaPlan:
     """Count calls and estimate their cost (cache hits are not subtracted)."""
-    from elitr_bench.judges.pricing import estimate_cost, price_for
+    from elitr_bench.judges.pricing import estimate_cost
+    from elitr_bench.judges.usage import judge_prices
 
     max_kf = int(state.judge.get("max_key_facts", 16))
     unit = str(state.judge.get("unit", DEFAULT_UNIT))
@@ -296,9 +302,9 @@ def plan(state: ArenaState, todo: Sequence[tuple[str, str, str]], config: JudgeC
     calls = CALLS_PER_COMPARISON * len(todo)
     prompt_tokens = estimate_tokens(chars)
     completion = calls * config.max_tokens
-    prices = price_for(config.model, config.price_in, config.price_out)
+    prices = judge_prices(config)  # batch=on: the batch price
     cost = estimate_cost(prompt_tokens, completion, prices) if prices else None
-    return Plan(
+    return ArenaPlan(
         comparisons=len(todo),
         done=len(state.comparisons),
         calls=calls,
@@ -390,7 +396,8 @@ async def run_comparisons(
             comp = await judge.compare(meeting, a, b)
         except JudgeError as exc:
             reason = str(exc).splitlines()[0][:300]
-            log.warning("CREAM %s %s vs %s failed: %s", meeting, first, second, reason)
+            if not isinstance(exc, BatchPending):  # waiting for a batch: nothing failed
+                log.warning("CREAM %s %s vs %s failed: %s", meeting, first, second, reason)
             comp = Comparison(
                 meeting,
                 first,
@@ -415,6 +422,59 @@ async def run_comparisons(
         handle.close()
         if bar is not None:
             bar.close()
+
+
+@dataclass
+class _ArenaJudge:
+    """The CREAM judge of an arena's pending comparisons, as the pass loop drives it."""
+
+    cream: CreamJudge
+    state: ArenaState
+    out: Path
+    progress: bool
+
+    @property
+    def client(self) -> JudgeClient:
+        return self.cream.client
+
+    def judge(self, items: list[tuple[str, str, str]], desc: str) -> list[Comparison]:
+        return run_coroutine(
+            lambda: run_comparisons(self.state, items, self.cream, self.out, self.progress)
+        )
+
+    async def aclose(self) -> None:
+        await self.cream.client.aclose()
+
+
+def compare_in_batches(
+    state: ArenaState,
+    todo: Sequence[tuple[str, str, str]],
+    judge: CreamJudge,
+    out: Path,
+    progress: bool = True,
+) -> tuple[list[Comparison], JudgeClient]:
+    """:func:`run_comparisons` through the endpoint's Batch API (``batch=on``).
+
+    The extractions go in one batch, then the alignments that quote them (and the
+    restatements), each read from the cache as one-by-one judging reads it
+    (:mod:`elitr_bench.judges.batching`); a comparison is written when it is done. The
+    comparisons and the client whose usage they cost; ``judge`` gives the settings, its
+    own client is not used.
+
+    Raises:
+        BatchFailed: The endpoint has no Batch API, or a batch failed validation.
+    """
+    from elitr_bench.judges.asking import make_client
+    from elitr_bench.judges.batching import BatchPlan, judge_groups
+
+    def make(cache: JudgeCache) -> _ArenaJudge:
+        client = make_client(judge.config, cache)
+        cream = CreamJudge(judge.config, client, judge.max_key_facts, judge.unit)
+        return _ArenaJudge(cream, state, out, progress)
+
+    outcome = judge_groups([("CREAM", todo)], judge.config, BatchPlan(), make)
+    ((arena, done),) = outcome.runs
+    return done, arena.client
 
 
 class _CacheOnlyBackend:

@@ -146,13 +146,12 @@ class CreamJudge:
             policy=policy_of(self.config),
         )
         facts = asked.reading.value("key_facts")
-        history: tuple[tuple[str, str], ...] = (("user", prompt), ("assistant", asked.raw))
+        history: tuple[tuple[str, str], ...] = (("user", prompt), ("assistant", asked.reply))
         if asked.restated:
             history = (
-                ("user", prompt),
-                ("assistant", asked.raws[-2]),
+                *history,
                 ("user", KEY_FACTS.restatement.message),
-                ("assistant", asked.raws[-1]),
+                ("assistant", asked.restatement),
             )
         if facts is not None:
             return tuple(facts), asked, "", history
@@ -208,7 +207,7 @@ class CreamJudge:
         key_facts, extracted, reason, history = await self._extract(
             prompt, (*first.lines, *second.lines)
         )
-        raw = extracted.reply if extracted.restated or key_facts else extracted.last
+        raw = extracted.kept  # the reply read or restated, else the last attempt
         restatement = extracted.restatement
         if not key_facts:
             sides = (self.unscored(first, reason), self.unscored(second, reason))

@@ -17,5 +17,6 @@ register_family(
         options=NoOptions,
         defaults=GREEDY,
         grammars={"cream-key-facts": KEY_FACTS},  # the alignment reply needs the key facts
+        batches=True,
     )
 )

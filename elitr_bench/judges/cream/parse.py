@@ -27,6 +27,7 @@ from elitr_bench.judges.reading import (
     object_schema,
     one_object,
     read_reply,
+    two_values,
     unquote,
     without_reasoning,
 )
@@ -265,7 +266,9 @@ class AlignmentGrammar:
         """Every key fact's alignment from the one JSON list, unless prose counts otherwise.
 
         A vetoed or unusable reply keeps what it stated (each usable list, each count of
-        the key facts) so that its restatement must agree with one of them.
+        the key facts) so that its restatement must agree with it; one that states two
+        answers (two lists, or a count its list does not give) is final: a restatement
+        could only choose.
         """
         answers = [v for v in json_values(reply.text) if isinstance(v, list)]
         said: list[Statement] = []
@@ -279,6 +282,19 @@ class AlignmentGrammar:
         ]
         said += [StatedCount(yes, written) for written, yes in counts]
         stated = {"alignments": tuple(said)}
+        lists = list(dict.fromkeys(str(s) for s in said if isinstance(s, StatedAlignments)))
+        yeses = {s.yes for s in said if isinstance(s, StatedCount)}
+        agreed = {
+            sum(a.supported for a in s.found) for s in said if isinstance(s, StatedAlignments)
+        }
+        if len(lists) > 1 or len(yeses | agreed) > 1:  # two answers: a restatement would choose
+            why = two_values("alignments", [*lists, *(repr(w) for w, _ in counts)])
+            return Reading(
+                {"alignments": None},
+                {"alignments": why},
+                stated=stated,
+                final=frozenset({"alignments"}),
+            )
         try:
             if len(answers) != 1:
                 raise CreamParseError(f"alignment reply holds {len(answers)} JSON lists, not one")

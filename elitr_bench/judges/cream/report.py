@@ -54,6 +54,7 @@ from elitr_bench.judges.cream.ratings import (
 )
 from elitr_bench.judges.cream.scoring import METRICS, Comparison
 from elitr_bench.judges.cream.segment import Summary
+from elitr_bench.markdown import fixed, markdown_table
 
 
 def unscored_reasons(comparisons: Iterable[Comparison], metric: str | None = None) -> Counter[str]:
@@ -244,12 +245,8 @@ def leaderboard_rows(result: ArenaResult) -> list[dict[str, Any]]:
     return rows
 
 
-def _fmt(value: float | None, digits: int = 0) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
 def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{100 * value:.1f}%"
+    return fixed(value, 1, percent=True)
 
 
 def _unit_sentence(result: ArenaResult) -> str:
@@ -267,15 +264,13 @@ def _size_table(result: ArenaResult) -> list[str]:
         "",
         f"Over the arena's meetings; the alignment step numbered {result.unit}s.",
         "",
-        "| system | lines | sentences | sentences per line |",
-        "|---|---:|---:|---:|",
     ]
-    for system, total in result.size_totals().items():
-        lines.append(
-            f"| {system} | {total['lines']} | {total['sentences']} | "
-            f"{_fmt(total['sentences_per_line'], 2)} |"
-        )
-    return [*lines, ""]
+    rows = [
+        (system, str(total["lines"]), str(total["sentences"]), fixed(total["sentences_per_line"]))
+        for system, total in result.size_totals().items()
+    ]
+    header = ("system", "lines", "sentences", "sentences per line")
+    return [*lines, *markdown_table(header, rows, "lrrr"), ""]
 
 
 def leaderboard_markdown(result: ArenaResult, rows: Sequence[Mapping[str, Any]]) -> str:
@@ -320,35 +315,46 @@ def leaderboard_markdown(result: ArenaResult, rows: Sequence[Mapping[str, Any]])
             "",
             f"{r.matches} scored matches on {r.meetings} meetings; Elo vs BT: "
             f"{ag.pairs_agree}/{ag.pairs} pairs ordered alike, Spearman "
-            f"{_fmt(ag.spearman, 3)}, Kendall {_fmt(ag.kendall, 3)}.",
+            f"{fixed(ag.spearman, 3)}, Kendall {fixed(ag.kendall, 3)}.",
             "",
-            "| rank | system | Elo | Elo interval | BT | BT interval | W-D-L | mean score |",
-            "|---:|---|---:|---|---:|---|---|---:|",
         ]
-        for row in rows:
-            if row["metric"] != metric:
-                continue
-            lines.append(
-                f"| {row['rank']} | {row['system']} | {row['elo']:.0f} | "
-                f"[{row['elo_low']:.0f}, {row['elo_high']:.0f}] | {row['bt']:.0f} | "
-                f"[{row['bt_low']:.0f}, {row['bt_high']:.0f}] | "
-                f"{row['wins']}-{row['draws']}-{row['losses']} | {_pct(row['mean_score'])} |"
+        header: tuple[str, ...] = (
+            "rank",
+            "system",
+            "Elo",
+            "Elo interval",
+            "BT",
+            "BT interval",
+            "W-D-L",
+        )
+        cells = [
+            (
+                str(row["rank"]),
+                row["system"],
+                fixed(row["elo"], 0),
+                f"[{fixed(row['elo_low'], 0)}, {fixed(row['elo_high'], 0)}]",
+                fixed(row["bt"], 0),
+                f"[{fixed(row['bt_low'], 0)}, {fixed(row['bt_high'], 0)}]",
+                f"{row['wins']}-{row['draws']}-{row['losses']}",
+                _pct(row["mean_score"]),
             )
+            for row in rows
+            if row["metric"] == metric
+        ]
+        lines += markdown_table((*header, "mean score"), cells, "rlrlrllr")
         left_out = result.unrated_systems.get(metric, ())
         if left_out:
             lines += ["", f"Unrated (no scored {metric} match): {', '.join(left_out)}."]
         lines.append("")
     lines += ["## Position bias", ""]
-    lines += [
-        "| metric | pairs with both orders | outcome changed by order | mean gain of going first |",
-        "|---|---:|---:|---:|",
-    ]
+    header = ("metric", "pairs with both orders", "outcome changed by order")
+    bias = []
     for metric in METRICS:
         b = result.bias[metric]
-        lines.append(
-            f"| {metric} | {b.pairs} | {b.changed} ({_pct(b.changed_share)}) | "
-            f"{_fmt(None if b.first_gain is None else 100 * b.first_gain, 1)} points |"
-        )
+        gain = None if b.first_gain is None else 100 * b.first_gain
+        changed = f"{b.changed} ({_pct(b.changed_share)})"
+        bias.append((metric, str(b.pairs), changed, f"{fixed(gain, 1)} points"))
+    lines += markdown_table((*header, "mean gain of going first"), bias, "lrrr")
     lines += ["", *_size_table(result)]
     return "\n".join(lines)
 
@@ -357,21 +363,26 @@ def matrix_markdown(result: ArenaResult) -> str:
     """Raw pairwise scores in Table 3's layout (rows vs columns, both metrics side by side)."""
     systems = list(result.systems)
     mats = {m: pairwise_matrix(result.matches, systems, m) for m in METRICS}
-    head = "| VS | " + " | ".join(f"{m[:5]}. {s}" for m in METRICS for s in systems) + " |"
     lines = [
         "# Raw pairwise scores (layout of the CREAM paper's Table 3)",
         "",
         "Cell = the ROW system's mean score (both orders, over meetings) when compared with",
         "the COLUMN system.",
         "",
-        head,
-        "|---|" + "---:|" * (len(systems) * len(METRICS)),
     ]
-    for row in systems:
-        cells = [
-            "-" if row == col else _pct(mats[m][row].get(col)) for m in METRICS for col in systems
+    header = ["VS", *(f"{m[:5]}. {s}" for m in METRICS for s in systems)]
+    cells = [
+        [
+            row,
+            *(
+                "-" if row == col else _pct(mats[m][row].get(col))
+                for m in METRICS
+                for col in systems
+            ),
         ]
-        lines.append(f"| {row} | " + " | ".join(cells) + " |")
+        for row in systems
+    ]
+    lines += markdown_table(header, cells, "l" + "r" * (len(header) - 1))
     return "\n".join(lines) + "\n"
 
 
@@ -396,7 +407,6 @@ def keyfacts_markdown(result: ArenaResult) -> str:
         ]
         if not comp.key_facts:
             continue
-        lines += [f"| # | key fact | {comp.first} | {comp.second} |", "|---:|---|---|---|"]
 
         def mark(side: Any, i: int) -> str:
             if not side.alignments:
@@ -409,9 +419,10 @@ def keyfacts_markdown(result: ArenaResult) -> str:
             cited = ", ".join(map(str, a.lines))
             return f"captured ({side.unit}{'s' if len(a.lines) > 1 else ''} {cited})"
 
-        for i, fact in enumerate(comp.key_facts):
-            text = fact.replace("|", "\\|")
-            lines.append(f"| {i + 1} | {text} | {mark(one, i)} | {mark(two, i)} |")
+        facts = [
+            (str(i + 1), fact, mark(one, i), mark(two, i)) for i, fact in enumerate(comp.key_facts)
+        ]
+        lines += markdown_table(("#", "key fact", comp.first, comp.second), facts, "r")
         scores = ", ".join(
             f"{s.system}: completeness {_pct(s.scores.get('completeness'))}, "
             f"conciseness {_pct(s.scores.get('conciseness'))}"

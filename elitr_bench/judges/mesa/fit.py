@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from elitr_bench.judges.overlength import Overlong, overlength_line, way_out
 from elitr_bench.llm.context_window import ContextWindowError, JudgeWindow, token_bound
-from elitr_bench.middle_cut import CUT_SLACK, join_cut
+from elitr_bench.middle_cut import CUT_SLACK, join_cut, largest_fitting_cut
 from elitr_bench.tokens import CHARS_PER_TOKEN
 
 if TYPE_CHECKING:
@@ -109,22 +109,29 @@ def middle_cut(transcript: str, keep_tokens: int, count: Callable[[str], int]) -
     """Keep at most ``keep_tokens`` of the transcript: its beginning and end, cut as the tasks cut.
 
     The judge's tokens are counted, not decoded (an OpenAI judge has no tokenizer here), so
-    the cut is sized in characters at the transcript's own characters per token and shrunk
-    until it fits; where it falls and how it is marked is the package's one middle cut
-    (:func:`elitr_bench.middle_cut.join_cut`).
+    the cut is sized in characters, at the transcript's own characters per token; how many
+    to keep is the package's one search (:func:`elitr_bench.middle_cut.largest_fitting_cut`)
+    and where the cut falls and how it is marked its one middle cut
+    (:func:`elitr_bench.middle_cut.join_cut`). When not even the elision marker fits, that
+    marker alone is returned.
     """
     total = count(transcript)
     if keep_tokens >= total:
         return transcript
     chars_per_token = len(transcript) / max(total, 1)
-    keep_chars = max(int(keep_tokens * chars_per_token), 0)
-    while True:
+
+    def cut(keep_chars: int) -> str:
         head_len = keep_chars // 2
         tail_at = len(transcript) - (keep_chars - head_len)
-        cut = join_cut(transcript, head_len, tail_at, int(CUT_SLACK * keep_chars))
-        if count(cut) <= keep_tokens or keep_chars == 0:
-            return cut
-        keep_chars = int(keep_chars * 0.95)  # the cut's text tokenizes denser than average
+        return join_cut(transcript, head_len, tail_at, int(CUT_SLACK * keep_chars))
+
+    found = largest_fitting_cut(
+        cut,
+        lambda text: count(text) - keep_tokens,
+        max(int(keep_tokens * chars_per_token), 0),
+        chars_per_token,
+    )
+    return cut(0) if found is None else found
 
 
 def fit(

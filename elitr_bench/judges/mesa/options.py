@@ -180,11 +180,17 @@ def validate_mesa_options(config: JudgeConfig, spec: str) -> None:
     if config.method != "mesa":
         return
     try:
-        mesa_options(config)
+        options = mesa_options(config)
     except JudgeConfigError:
         raise
     except ElitrBenchError as exc:
         raise JudgeConfigError(f"judge spec {spec!r}: {exc}") from None
+    if config.batch and options.debate == "mixed":
+        raise JudgeConfigError(
+            f"judge spec {spec!r}: batch=on sends one model's requests per batch, and "
+            "debate=mixed asks the pool's models too; use debate=same or debate=none, or "
+            "drop batch=on"
+        )
 
 
 #: Metrics where a lower value is better: MESA's error ratings (0 = no error) and impact,
@@ -216,5 +222,6 @@ register_family(
         redacted=("pool",),
         lower_is_better=_lower_is_better,
         scale=_scale,
+        batches=True,
     )
 )

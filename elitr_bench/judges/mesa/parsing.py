@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from elitr_bench.judges.mesa import prompts
 from elitr_bench.judges.reading import (
     SCORE_WORDS,
     Field,
@@ -165,6 +166,7 @@ SCORING = NumericGrammar(
     SCORE_WORDS,
     'one JSON object with "rating" and "confidence"',
     "rating and confidence",
+    (prompts.SCORING,),
 )
 """Step 3 (Fig. 5): ``rating`` 0-5 and ``confidence`` 0-10, restated as JSON if need be."""
 

@@ -20,10 +20,11 @@ from typing import Any
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.mesa.method import MesaMethod
 from elitr_bench.judges.mesa.options import CHALLENGERS
-from elitr_bench.judges.pricing import estimate_cost, price_for
+from elitr_bench.judges.pricing import estimate_cost
 from elitr_bench.judges.summary.base import MinutesItem
 from elitr_bench.judges.summary.budget import Cap
 from elitr_bench.judges.summary.budget import check_budget as budget_check
+from elitr_bench.judges.usage import judge_prices
 from elitr_bench.llm.client import JudgeClient
 from elitr_bench.tokens import estimate_tokens
 
@@ -151,7 +152,7 @@ def _cost(
     Tokens are split by call count (a challenger's prompt is about as long as the
     moderator's). None when any model that will be called has no price.
     """
-    prices = price_for(config.model, config.price_in, config.price_out)
+    prices = judge_prices(config)  # batch=on: the batch price
     if prices is None:
         return None
     pool = method.options.pool if method.options.debate == "mixed" else ()
@@ -164,7 +165,7 @@ def _cost(
     )
     for seat in range(CHALLENGERS):  # challenger i is pool[i % len(pool)] (method.py)
         member = pool[seat % len(pool)]
-        member_prices = price_for(member.model, member.price_in, member.price_out)
+        member_prices = judge_prices(member)
         if member_prices is None:
             return None
         share = challenger_share / CHALLENGERS

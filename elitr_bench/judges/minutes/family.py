@@ -61,6 +61,12 @@ def compresses(config: JudgeConfig) -> bool:
 
 def _check(config: JudgeConfig, spec: str) -> None:
     options = minutes_options(config)
+    if config.batch and _models(config):
+        raise JudgeConfigError(
+            f"judge spec {spec!r}: batch=on sends one model's requests per batch, and "
+            f"filler_model={options.filler_model} classifies with another; drop filler_model "
+            "(the judge's model classifies) or batch=on"
+        )
     if not options.filler_model:
         return
     if config.rubric not in MINUTES_RUBRICS or config.method:
@@ -123,5 +129,6 @@ register_family(
         other_model="filler_model",
         scale=_scale,
         grammars={"automin-filler": FILLER},
+        batches=True,
     )
 )

@@ -106,7 +106,7 @@ class MinutesPrompt:
     @property
     def grammar(self) -> NumericGrammar:
         """How this prompt's scores are read and restated (fields: the criterion keys)."""
-        return criteria_grammar(tuple(self.criteria))
+        return criteria_grammar(tuple(self.criteria), (self.template,))
 
     def build(self, transcript: str, minutes: str) -> str:
         """Fill the template (plain replacement, braces in the texts stay as they are)."""

@@ -36,8 +36,11 @@ _LINE = (
 )  # fmt: skip
 
 
-def criteria_grammar(criteria: tuple[str, ...]) -> NumericGrammar:
-    """The grammar of a prompt asking for ``criteria`` (keys of :data:`CRITERION_NAMES`)."""
+def criteria_grammar(criteria: tuple[str, ...], given: tuple[str, ...] = ()) -> NumericGrammar:
+    """The grammar of a prompt asking for ``criteria`` (keys of :data:`CRITERION_NAMES`).
+
+    ``given``: the prompt's own text, whose number phrases a reply repeats without stating.
+    """
     lines = [
         re.compile(_LINE.replace("{names}", CRITERION_NAMES[c]), re.I | re.M) for c in criteria
     ]
@@ -57,4 +60,5 @@ def criteria_grammar(criteria: tuple[str, ...]) -> NumericGrammar:
         SCORE_WORDS,
         "one 'Criterion: N' line per criterion",
         "scores",
+        given,
     )

@@ -34,6 +34,7 @@ from elitr_bench.judges.reading import shows_format
 from elitr_bench.judges.rubrics import RUBRICS, Rubric
 from elitr_bench.judges.usage import usage_with_cost
 from elitr_bench.llm.base import CompletionBackend
+from elitr_bench.llm.batch import BatchPending
 from elitr_bench.llm.cache import JudgeCache
 from elitr_bench.llm.client import JudgeClient, gather_settled
 from elitr_bench.llm.context_window import ContextWindowError, judge_window
@@ -296,7 +297,7 @@ class LLMJudge:
                 restatement=asked.restatement,
             )
         reason = asked.reading.reason
-        raw = asked.reply if asked.restated else asked.last
+        raw = asked.kept  # the reply restated, else the last attempt
         return SampleJudgement(
             None, None, raw, asked.attempts, reason, asked.restated, asked.restatement
         )
@@ -598,6 +599,8 @@ class _Breaker:
 
     def failed(self, exc: BaseException, reason: str) -> None:
         if isinstance(exc, (ReplayMatchError, ContextWindowError)):  # the item's, not the judge's
+            return
+        if isinstance(exc, BatchPending):  # waits for a batch: nothing failed
             return
         self.consecutive += 1
         self.first = self.first or reason

@@ -71,5 +71,6 @@ register_family(
         default=True,
         check=_check,
         ready=_ready,
+        batches=True,
     )
 )

@@ -21,6 +21,7 @@ from lm_eval.api.filter import Filter
 from lm_eval.api.registry import register_filter
 
 from elitr_bench.cli_errors import install_excepthook
+from elitr_bench.judges.batching import BatchPlan
 from elitr_bench.judges.config import (
     JudgeConfig,
     check_judge_ready,
@@ -38,6 +39,7 @@ from elitr_bench.judges.filtering import (
 )
 from elitr_bench.judges.metrics import register_lm_eval_aggregations
 from elitr_bench.judges.overlength import larger_judge, overlength_line, way_out
+from elitr_bench.judges.qa.batching import judge_in_batches
 from elitr_bench.judges.qa.engine import (
     SKIPPED,
     JudgeItem,
@@ -62,6 +64,13 @@ def last_run() -> JudgeRun | None:
     return _LAST_RUN
 
 
+def _judge(items: Sequence[JudgeItem], config: JudgeConfig) -> JudgeRun:
+    """Judge one task's answers: through batches with ``batch=on`` (submitted, waited for)."""
+    if config.batch:
+        return judge_in_batches([("elitr judge", items)], config, BatchPlan()).runs[0]
+    return judge_items(items, config, desc="elitr judge", on_error="record")
+
+
 def judge_responses(
     resps: Sequence[Any], docs: Sequence[Mapping[str, Any]], config: JudgeConfig | None
 ) -> list[list[str]]:
@@ -83,7 +92,7 @@ def judge_responses(
             log.warning("%s", plan.line())
         refused = refused_by_cap(plan.cost_usd, plan.calls, config) if plan else None
         if refused is None:
-            run = judge_items(todo, config, desc="elitr judge", on_error="record")
+            run = _judge(todo, config)
         else:  # over the spec's max_cost=: nothing is sent, the answers are kept
             log.error("elitr judge: %s; the answers are kept unjudged", refused)
             refusals = [error_judgement(refused)] * len(todo)

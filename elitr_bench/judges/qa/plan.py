@@ -22,8 +22,9 @@ from typing import Any
 from elitr_bench.judges.asking import policy_of, request_for, restatement_request
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.overlength import judge_label
-from elitr_bench.judges.pricing import estimate_cost, price_for
+from elitr_bench.judges.pricing import estimate_cost
 from elitr_bench.judges.qa.engine import JudgeItem
+from elitr_bench.judges.usage import judge_prices
 from elitr_bench.llm.base import CompletionRequest
 from elitr_bench.llm.context_window import judge_window
 from elitr_bench.tokens import CHARS_PER_TOKEN
@@ -51,6 +52,7 @@ class QAPlan:
         cost_max_usd: Cost of ``calls_max`` (None: no known price).
         counted: How prompt tokens were counted (the tokenizer, or the estimate).
         local: An ``hf`` judge: it runs here, so its calls cost no money.
+        batch: Sent as batches (``batch=on``): priced at the batch price.
     """
 
     judge: str
@@ -69,6 +71,7 @@ class QAPlan:
     cost_max_usd: float | None
     counted: str
     local: bool = False
+    batch: bool = False
 
     @property
     def priced(self) -> bool:
@@ -85,8 +88,9 @@ class QAPlan:
                 "cache hits are free)"
             )
         else:
+            price = " at the batch price" if self.batch else ""
             cost = (
-                f"estimated cost {usd(self.cost_usd)}, at most {usd(self.cost_max_usd)} "
+                f"estimated cost {usd(self.cost_usd)}, at most {usd(self.cost_max_usd)}{price} "
                 "(cache hits are free)"
             )
         sample = "sample" if self.samples == 1 else "samples"
@@ -152,10 +156,11 @@ def plan_items(items: Sequence[JudgeItem], config: JudgeConfig) -> QAPlan:
         cost_max_usd=None,
         counted=counted,
         local=config.backend == "hf",
+        batch=config.batch,
     )
     if plan.local:  # priced as the usage is: only API judges cost money
         return _with_cost(plan, (0.0, 0.0))
-    return _with_cost(plan, price_for(config.model, config.price_in, config.price_out))
+    return _with_cost(plan, judge_prices(config))
 
 
 def _with_cost(plan: QAPlan, prices: tuple[float, float] | None) -> QAPlan:

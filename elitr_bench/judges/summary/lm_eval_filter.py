@@ -242,7 +242,9 @@ def _log_plan(method: str, config: JudgeConfig, preview: Mapping[str, Any]) -> N
         method,
         config.spec or config.backend,
         preview["calls"],
-        f"${preview['estimated_cost_usd']}" if preview["priced"] else "unknown (unpriced)",
+        f"${preview['estimated_cost_usd']}{' at the batch price' if preview.get('batch') else ''}"
+        if preview["priced"]
+        else "unknown (unpriced)",
         preview["restated_max"],
     )
 
@@ -338,9 +340,18 @@ def _record(assessments: Sequence[MinutesAssessment], config: JudgeConfig, hint:
 
 
 def run_sync(items: Sequence[MinutesItem], config: JudgeConfig, method: Any) -> MinutesRun:
-    """Run :func:`assess_items_run` from synchronous code (lm-eval filters are sync)."""
+    """Run :func:`assess_items_run` from synchronous code (lm-eval filters are sync).
+
+    With ``batch=on`` the requests go through the endpoint's Batch API, submitted and
+    waited for (:mod:`~elitr_bench.judges.summary.batching`).
+    """
     from elitr_bench.judges.aio import run_coroutine
 
+    if config.batch:
+        from elitr_bench.judges.batching import BatchPlan
+        from elitr_bench.judges.summary.batching import assess_in_batches
+
+        return assess_in_batches([("minutes judge", items)], config, method, BatchPlan()).runs[0]
     return run_coroutine(
         lambda: assess_items_run(items, config, method=method, desc="minutes judge")
     )

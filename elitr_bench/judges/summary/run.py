@@ -28,6 +28,7 @@ from elitr_bench.judges.summary.base import (
     error_assessment,
 )
 from elitr_bench.judges.summary.registry import get_method
+from elitr_bench.llm.batch import BatchPending
 from elitr_bench.tokens import estimate_tokens
 
 if TYPE_CHECKING:
@@ -256,6 +257,8 @@ async def assess_items_run(
     async def one(item: MinutesItem) -> MinutesAssessment:
         try:
             result = await active.assess(item, judge_client)
+        except BatchPending as exc:  # waits for a batch (batch=on): nothing failed
+            result = error_assessment(item, active.name, active.metrics, str(exc))
         except Exception as exc:  # one item's failure must not discard the others
             reason = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
             log.warning(
@@ -279,18 +282,30 @@ async def assess_items_run(
         side = await active.finish_run()  # methods that open their own clients
         if own:
             await judge_client.aclose()
+    usage = with_side_usage(usage_of(config, judge_client), side)
+    return finished_run(assessments, config, active, usage, time.perf_counter() - start)
+
+
+def finished_run(
+    assessments: list[MinutesAssessment],
+    config: JudgeConfig,
+    method: MinutesMethod,
+    usage: dict[str, Any],
+    elapsed_s: float,
+) -> MinutesRun:
+    """The run of these assessments: identity, counts, the meetings flagged, summary."""
     run = MinutesRun(
         assessments=assessments,
-        identity=identity_of(config, active),
-        usage=with_side_usage(usage_of(config, judge_client), side),
-        elapsed_s=time.perf_counter() - start,
-        method=active.name,
-        metrics=tuple(active.metrics),
+        identity=identity_of(config, method),
+        usage=usage,
+        elapsed_s=elapsed_s,
+        method=method.name,
+        metrics=tuple(method.metrics),
         errors=sum(a.status == "error" for a in assessments),
-        flagged={a.meeting_id: note for a in assessments if (note := active.flag(a))},
-        flag_key=active.flag_key,
+        flagged={a.meeting_id: note for a in assessments if (note := method.flag(a))},
+        flag_key=method.flag_key,
     )
-    run.summary = summarize(assessments, active.metrics)
+    run.summary = summarize(assessments, method.metrics)
     return run
 
 
@@ -318,7 +333,8 @@ def plan(
     (``planned_side_calls``, e.g. a ``filler_model`` classifier) are counted in ``calls``
     and priced at that model; ``side`` lists them by label.
     """
-    from elitr_bench.judges.pricing import estimate_cost, price_for
+    from elitr_bench.judges.pricing import estimate_cost
+    from elitr_bench.judges.usage import judge_prices
 
     calls = 0
     restated = 0
@@ -337,11 +353,11 @@ def plan(
             entry[1] += extra.calls
             entry[2] += estimate_tokens(extra.prompt_chars)
             entry[3] += extra.completion_tokens
-    prices = price_for(config.model, config.price_in, config.price_out)
+    prices = judge_prices(config)  # batch=on: the batch price
     cost = estimate_cost(prompt_tokens, completion_tokens, prices) if prices else None
     priced = prices is not None
     for other, n, prompt, completion in side.values():
-        other_prices = price_for(other.model, other.price_in, other.price_out)
+        other_prices = judge_prices(other)
         calls += n
         prompt_tokens += prompt
         completion_tokens += completion
@@ -356,6 +372,7 @@ def plan(
         "completion_tokens_max": completion_tokens,
         "estimated_cost_usd": None if cost is None else round(cost, 4),
         "priced": priced,
+        **({"batch": True} if config.batch else {}),  # priced at the batch price
         **(
             {"side": {k: {"model": v[0].model, "calls": v[1]} for k, v in side.items()}}
             if side

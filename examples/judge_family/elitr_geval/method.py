@@ -120,7 +120,7 @@ class GEvalMethod(MinutesMethod):
             scores=scores,
             status=status_for(scores),
             reason=asked.reading.reason,
-            details={"raw": asked.raw, "attempts": asked.attempts},
+            details={"raw": asked.kept, "attempts": asked.attempts},
         )
 
 
