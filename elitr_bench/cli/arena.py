@@ -53,7 +53,7 @@ from elitr_bench.judges.cream.ratings import (
 from elitr_bench.judges.cream.scoring import Comparison
 from elitr_bench.judges.cream.segment import DEFAULT_UNIT, UNITS
 from elitr_bench.judges.summary.budget import check_budget, spending_cap
-from elitr_bench.llm.client import usage_line
+from elitr_bench.judges.usage import usage_line
 
 DEFAULT_CREAM_JUDGE = "openai:gpt-4o-2024-05-13"
 """The paper's CREAM evaluator (Sec. 3.1 "gpt-4o-2024-05-13"; Sec. 4.1.2 "GPT-4o as
@@ -144,8 +144,8 @@ def _arena(
 ) -> int:
     """The arena run proper: state read, judged and written under the folder's lock."""
     from elitr_bench.data.minutes import AUTOMIN_MEETINGS, select_meetings
+    from elitr_bench.judges.aio import run_coroutine
     from elitr_bench.judges.summary.run import make_client, usage_of
-    from elitr_bench.llm.aio import run_coroutine
 
     state = load_state(out)
     meetings = None

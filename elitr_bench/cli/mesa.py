@@ -27,7 +27,7 @@ from elitr_bench.data.folder import FolderLock, write_atomic
 from elitr_bench.judges.config import JudgeConfig, parse_judge_spec, with_options
 from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.summary.base import MinutesAssessment, MinutesItem
-from elitr_bench.llm.client import usage_line
+from elitr_bench.judges.usage import usage_line
 
 if TYPE_CHECKING:
     from elitr_bench.judges.mesa.method import MesaMethod
@@ -131,9 +131,9 @@ def _plan_and_check(
     Returns:
         The plan, or None when the command stops here (``--dry-run``).
     """
+    from elitr_bench.judges.aio import run_coroutine
     from elitr_bench.judges.mesa.plan import check_budget, make_plan
     from elitr_bench.judges.summary.budget import spending_cap
-    from elitr_bench.llm.aio import run_coroutine
 
     try:
         plan = make_plan(
@@ -189,7 +189,7 @@ def _write_jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> None:
 
 def _close(method: MesaMethod, client: JudgeClient) -> None:
     """Close what a run that stops before judging opened (the judge's connections)."""
-    from elitr_bench.llm.aio import run_coroutine
+    from elitr_bench.judges.aio import run_coroutine
 
     async def close() -> None:
         await method.aclose()
@@ -264,8 +264,8 @@ def _assess_and_write(
     out: Path,
 ) -> int:
     """Judge and write the output files (the caller holds the folder's lock)."""
+    from elitr_bench.judges.aio import run_coroutine
     from elitr_bench.judges.summary.run import assess_items_run
-    from elitr_bench.llm.aio import run_coroutine
 
     async def run() -> Any:
         try:
@@ -335,12 +335,12 @@ def _print_summary(
 
 def _cmd_train(args: argparse.Namespace) -> int:
     from elitr_bench.data.minutes import AUTOMIN_MEETINGS, select_meetings
+    from elitr_bench.judges.aio import run_coroutine
     from elitr_bench.judges.config import resolve_judge_spec
     from elitr_bench.judges.mesa.method import MesaMethod
     from elitr_bench.judges.mesa.options import DEFAULT_MESA_JUDGE
     from elitr_bench.judges.mesa.selftrain import automin_feedback_samples, split_meetings, train
     from elitr_bench.judges.summary.run import make_client
-    from elitr_bench.llm.aio import run_coroutine
 
     config = mesa_config(
         resolve_judge_spec(args.judge, default=DEFAULT_MESA_JUDGE), args.error_types, args.guidance

@@ -34,8 +34,8 @@ from elitr_bench.judges.summary.registry import (
     method_selectors,
     minutes_judge_example,
 )
+from elitr_bench.judges.usage import usage_line
 from elitr_bench.llm.batch_files import limits_from_env
-from elitr_bench.llm.client import usage_line
 from elitr_bench.scoring.minutes import judge_keys, score_minutes_samples
 from elitr_bench.scoring.qa import (
     QA_JUDGE_METRICS,

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
-from elitr_bench.llm.aio import run_coroutine
+from elitr_bench.judges.aio import run_coroutine
 from elitr_bench.llm.batch import (
     DEFAULT_LIMITS,
     WAITING,

@@ -9,7 +9,6 @@ from __future__ import annotations
 from elitr_bench.llm.errors import (
     JudgeConfigError,
     JudgeError,
-    JudgeNotReadyError,
     JudgeRequestError,
 )
 
@@ -24,3 +23,7 @@ __all__ = [
 
 class ReplayMatchError(JudgeError):
     """A response has no (or an ambiguous) released score to replay."""
+
+
+class JudgeNotReadyError(JudgeError):
+    """A judge cannot run here (missing API key, model path, optional package)."""

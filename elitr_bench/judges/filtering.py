@@ -65,7 +65,7 @@ def finish_hint(spec: str) -> str:
             "(or --judge lexical)"
         )
     hint = f"finish with: elitr-bench score {shlex.quote(out)} --judge {shlex.quote(spec)}"
-    if MASK + "@" in spec:  # concealed credentials (llm/redact.py) cannot be copied
+    if MASK + "@" in spec:  # concealed credentials (judges/conceal.py) cannot be copied
         hint += f" (with the real user info in place of {MASK}, or in OPENAI_BASE_URL)"
     return hint
 

@@ -20,6 +20,7 @@ from elitr_bench.judges.family import (
 )
 from elitr_bench.judges.rubrics import DEFAULT_RUBRIC, RUBRICS, Rubric
 from elitr_bench.llm import reasoning
+from elitr_bench.llm.base import REASONING_HEADROOM
 from elitr_bench.llm.endpoint import DEFAULTS, endpoint_key
 from elitr_bench.llm.memory import Scope
 from elitr_bench.llm.redact import (
@@ -190,12 +191,15 @@ class JudgeConfig:
                 "reask": self.reask,
             }
         endpoint = judge_endpoint(self)
-        if self.backend == "openai":  # a reasoning model runs at 1 whatever was asked
-            effective = reasoning.effective_sampling(
-                Scope(self.backend, endpoint, self.model), self.max_tokens
-            )
-            if effective is not None:
-                ident["sampling"]["effective"] = effective
+        if self.backend == "openai" and reasoning.known(Scope(self.backend, endpoint, self.model)):
+            # A reasoning model of the table runs at 1 whatever was asked: the limit as sent,
+            # and the only temperature and top_p it takes (neither is sent). Learnt refusals
+            # are left out: an identity must not depend on what this process learnt first.
+            ident["sampling"]["effective"] = {
+                "max_completion_tokens": self.max_tokens + REASONING_HEADROOM,
+                "temperature": 1.0,
+                "top_p": 1.0,
+            }
         if endpoint:  # only then, so identities of the default OpenAI API stay as they were
             ident["endpoint"] = endpoint
         if self.backend == "lexical":

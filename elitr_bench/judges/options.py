@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import fields, replace
 from typing import Any
 
+from elitr_bench.judges.conceal import has_concealed_userinfo
 from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.family import (
     FAMILIES,
@@ -29,10 +30,7 @@ from elitr_bench.judges.option_types import Converter, option_converters
 from elitr_bench.judges.rubrics import RUBRICS
 from elitr_bench.llm.constrained import INSTALL_HINT
 from elitr_bench.llm.constrained import available as structured_available
-from elitr_bench.llm.redact import (
-    MASK,
-    has_concealed_userinfo,
-)
+from elitr_bench.llm.redact import MASK
 
 #: Greedy decoding, for judges whose paper gives no sampling (a family's ``defaults``).
 GREEDY: Mapping[str, Any] = {"temperature": 0.0, "top_p": 1.0}

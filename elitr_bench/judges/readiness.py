@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urlparse
 
-from elitr_bench.judges.errors import JudgeNotReadyError
+from elitr_bench.judges.errors import JudgeConfigError, JudgeNotReadyError
 from elitr_bench.judges.family import (
     families,
     get_family,
@@ -140,8 +140,6 @@ def check_judge_ready(
         alternative = keyless_alternatives(True, command)
     if config.backend in ("openai", "hf"):
         # A damaged cache fails here, in one line, not after the model has generated.
-        from elitr_bench.llm.cache import check_cache
-
         check_cache(config.cache)
     if config.backend == "openai":
         if importlib.util.find_spec("openai") is None:
@@ -275,7 +273,7 @@ def _preflight(
     """
     if not config.preflight:
         return
-    from elitr_bench.llm.aio import run_coroutine
+    from elitr_bench.judges.aio import run_coroutine
     from elitr_bench.llm.openai_backend import OpenAIBackend
 
     backend = OpenAIBackend(config, environ)
@@ -302,3 +300,31 @@ def _preflight(
             "or skip this check with preflight=false in the judge spec"
         )
     memory.remember(scope, topic, True)
+
+
+def check_cache(setting: str = "") -> None:
+    """Open the cache a judge will use and read its pages, so a damaged file fails now.
+
+    Meant for start-up checks (before the model under test loads); costs a read of the
+    file once per process. ``off`` and ``memory`` have nothing to check. A file that does
+    not exist yet is not created here (a check writes nothing: ``--dry-run`` and a refused
+    budget leave no file behind); the folder it will go in must be writable.
+
+    Raises:
+        JudgeCacheError: The file is damaged or not a cache (one line: file and fix).
+        JudgeConfigError: The file cannot be opened, or created, at all.
+    """
+    from elitr_bench.llm.cache import SQLiteCache, cache_location
+
+    where = cache_location(setting)
+    if not isinstance(where, Path):
+        return
+    if not where.exists():
+        folder = next((p for p in where.parents if p.exists()), Path("/"))
+        if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+            raise JudgeConfigError(
+                f"judge cache {where}: cannot create it ({folder} is not a writable folder); "
+                "set ELITR_JUDGE_CACHE or cache= to a writable path, or cache=off"
+            )
+        return
+    SQLiteCache(where).close()

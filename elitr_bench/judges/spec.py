@@ -13,6 +13,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from elitr_bench.judges.conceal import conceal_spec, reveal_spec
 from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.family import (
     get_family,
@@ -27,10 +28,6 @@ from elitr_bench.judges.options import (
     _option_name,
     _validate,
     judge_family,
-)
-from elitr_bench.llm.redact import (
-    conceal_spec,
-    reveal_spec,
 )
 
 DEFAULT_JUDGE_SPEC = "openai:gpt-4-0613"

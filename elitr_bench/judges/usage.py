@@ -2,11 +2,28 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from elitr_bench.judges.config import JudgeConfig
+from elitr_bench.judges.pricing import batch_prices, estimate_cost, price_for
 from elitr_bench.llm.client import JudgeClient
-from elitr_bench.llm.pricing import batch_prices, estimate_cost, price_for
+from elitr_bench.llm.usage import Usage
+
+
+def priced_usage(usage: Usage, prices: tuple[float, float] | None = None) -> dict[str, Any]:
+    """Counters plus the estimated cost of the tokens paid in this run."""
+    out: dict[str, Any] = asdict(usage)
+    out["estimated_cost_usd"] = round(
+        estimate_cost(usage.prompt_tokens, usage.completion_tokens, prices), 6
+    )
+    out["cache_saved_usd"] = round(
+        estimate_cost(usage.cached_prompt_tokens, usage.cached_completion_tokens, prices), 6
+    )
+    out["priced"] = prices is not None
+    if prices is not None:
+        out["price_per_1m_tokens"] = {"prompt": prices[0], "completion": prices[1]}
+    return out
 
 
 def judge_prices(config: JudgeConfig) -> tuple[float, float] | None:
@@ -24,9 +41,9 @@ def usage_with_cost(config: JudgeConfig, client: JudgeClient) -> dict[str, Any]:
     sent one by one (a line a batch failed) the listed one (``price=`` names both).
     """
     if config.backend != "openai":
-        return client.usage.as_dict(None)
+        return priced_usage(client.usage, None)
     listed = price_for(config.model, config.price_in, config.price_out)
-    usage = client.usage.as_dict(listed)
+    usage = priced_usage(client.usage, listed)
     batch = judge_prices(config)
     if not config.batch or listed is None or batch is None:
         return usage
@@ -36,3 +53,25 @@ def usage_with_cost(config: JudgeConfig, client: JudgeClient) -> dict[str, Any]:
     usage["estimated_cost_usd"] = round(usage["estimated_cost_usd"] - saved, 6)
     usage["batch_price_per_1m_tokens"] = {"prompt": batch[0], "completion": batch[1]}
     return usage
+
+
+def usage_line(usage: dict[str, Any]) -> str:
+    """One human line of a usage dict (:func:`priced_usage`), saying answered vs refused."""
+    hits = f"cache hits: {usage.get('cache_hits', 0)}"
+    if usage.get("deduplicated"):
+        hits += f" ({usage['deduplicated']} of them identical requests in flight)"
+    line = (
+        f"judge requests sent: {usage.get('requests', 0)}, {hits}; of those sent: answered "
+        f"{usage.get('answered', 0)}, refused {usage.get('refused', 0)}, failed "
+        f"{usage.get('failed', 0)}"
+    )
+    if usage.get("batched"):
+        line += f"; answered in batches: {usage['batched']}"
+    if usage.get("not_sent"):
+        line += f"; not sent after the credentials were refused: {usage['not_sent']}"
+    if usage.get("structured_refused") or usage.get("unstructured"):
+        line += (
+            f"; sent without the refused response_format: {usage.get('unstructured', 0)} "
+            f"({usage.get('structured_refused', 0)} refused with it first)"
+        )
+    return line

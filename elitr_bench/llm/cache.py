@@ -106,11 +106,6 @@ class CacheFile:
     kind: Literal["missing", "folder", "empty", "ours", "unmarked", "foreign", "damaged"]
     detail: str = ""
 
-    @property
-    def is_ours(self) -> bool:
-        """Whether the file is a judge cache of ours (marked or not)."""
-        return self.kind in ("ours", "unmarked")
-
 
 def inspect_cache_file(path: Path) -> CacheFile:
     """Whether ``path`` is our cache, read-only: nothing in or beside the file is written.
@@ -340,9 +335,6 @@ class MemoryCache(_Unshared):
 
     def close(self) -> None:
         """Nothing to release."""
-
-    def __len__(self) -> int:
-        return len(self._rows)
 
 
 @dataclass(frozen=True)
@@ -895,29 +887,3 @@ def cache_location(setting: str = "") -> Path | Literal["off", "memory"]:
     if value.lower() == "memory":
         return "memory"
     return Path(value).expanduser() if value else default_cache_path()
-
-
-def check_cache(setting: str = "") -> None:
-    """Open the cache a judge will use and read its pages, so a damaged file fails now.
-
-    Meant for start-up checks (before the model under test loads); costs a read of the
-    file once per process. ``off`` and ``memory`` have nothing to check. A file that does
-    not exist yet is not created here (a check writes nothing: ``--dry-run`` and a refused
-    budget leave no file behind); the folder it will go in must be writable.
-
-    Raises:
-        JudgeCacheError: The file is damaged or not a cache (one line: file and fix).
-        JudgeConfigError: The file cannot be opened, or created, at all.
-    """
-    where = cache_location(setting)
-    if not isinstance(where, Path):
-        return
-    if not where.exists():
-        folder = next((p for p in where.parents if p.exists()), Path("/"))
-        if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
-            raise JudgeConfigError(
-                f"judge cache {where}: cannot create it ({folder} is not a writable folder); "
-                "set ELITR_JUDGE_CACHE or cache= to a writable path, or cache=off"
-            )
-        return
-    SQLiteCache(where).close()

@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar, cast
 
-from elitr_bench.llm import interrupt, memory
+from elitr_bench.llm import interrupt
 from elitr_bench.llm.adapt import Adaptation
 from elitr_bench.llm.base import CompletionBackend, CompletionRequest
 from elitr_bench.llm.cache import Completion, JudgeCache, cache_key
@@ -40,9 +40,9 @@ from elitr_bench.llm.context_window import JudgeWindow
 from elitr_bench.llm.errors import JudgeRequestError
 from elitr_bench.llm.ratelimit import RateLimiter
 from elitr_bench.llm.send import DirectSender, Sender
-from elitr_bench.llm.usage import Usage, usage_line
+from elitr_bench.llm.usage import Usage
 
-__all__ = ["JudgeClient", "Usage", "gather_settled", "usage_line"]
+__all__ = ["JudgeClient", "Usage", "gather_settled"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -64,11 +64,6 @@ async def gather_settled(*awaitables: Awaitable[T]) -> list[T]:
         if isinstance(outcome, BaseException):
             raise outcome
     return cast("list[T]", outcomes)
-
-
-def forget_rejected_credentials() -> None:
-    """Forget everything this process learnt of endpoints, refused credentials included."""
-    memory.forget()
 
 
 @dataclass

@@ -20,10 +20,6 @@ class JudgeConfigError(JudgeError):
     """A judge spec string or option is malformed or unknown."""
 
 
-class JudgeNotReadyError(JudgeError):
-    """A judge cannot run here (missing API key, model path, optional package)."""
-
-
 class JudgeRequestError(JudgeError):
     """Judge requests kept failing after all retries."""
 

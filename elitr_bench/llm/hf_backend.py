@@ -110,13 +110,6 @@ class HFBackend:
             tok.pad_token = tok.eos_token
         self._tok, self._lm = tok, lm
 
-    def format_prompt(self, prompt: str, messages: tuple[tuple[str, str], ...] = ()) -> str:
-        """Wrap the chat (earlier ``messages``, then the prompt) in the chat template.
-
-        Without a chat template the turns' contents are joined by blank lines.
-        """
-        return chat_text(self._tok, prompt, messages)
-
     def _grammar(self, request: CompletionRequest) -> Any:
         """A row's compiled grammar (None: decodes freely).
 
@@ -151,7 +144,7 @@ class HFBackend:
         import torch
 
         first = requests[0]
-        texts = [self.format_prompt(r.prompt, r.messages) for r in requests]
+        texts = [chat_text(self._tok, r.prompt, r.messages) for r in requests]
         enc = self._tok(texts, return_tensors="pt", padding=True, add_special_tokens=False)
         enc = {k: v.to(self._lm.device) for k, v in enc.items()}
         gen: dict[str, Any] = {

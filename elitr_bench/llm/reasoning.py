@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Any
 
 from elitr_bench.llm import memory
 from elitr_bench.llm.base import REASONING_HEADROOM, CompletionRequest, RequestRefused
@@ -123,19 +122,3 @@ class ReasoningAdapter:
 
     def answered(self, request: CompletionRequest, scope: Scope) -> None:
         """Nothing to learn from a reply: the parameters are the server's default."""
-
-
-def effective_sampling(scope: Scope, max_tokens: int) -> dict[str, Any] | None:
-    """What a model of the table runs at, for a judge's identity (None: as configured).
-
-    ``max_completion_tokens`` as sent, and temperature and top_p 1, the only values the
-    model takes (neither is sent). Learnt refusals are left out: an identity must not
-    depend on what this process happened to learn first.
-    """
-    if not known(scope):
-        return None
-    return {
-        "max_completion_tokens": max_tokens + REASONING_HEADROOM,
-        "temperature": 1.0,
-        "top_p": 1.0,
-    }

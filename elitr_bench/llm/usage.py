@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from elitr_bench.llm.pricing import estimate_cost
-
 
 @dataclass
 class Usage:
@@ -61,38 +59,6 @@ class Usage:
     batched_prompt_tokens: int = 0
     batched_completion_tokens: int = 0
 
-    def as_dict(self, prices: tuple[float, float] | None = None) -> dict[str, Any]:
-        """Counters plus the estimated cost of the tokens paid in this run."""
-        out: dict[str, Any] = asdict(self)
-        out["estimated_cost_usd"] = round(
-            estimate_cost(self.prompt_tokens, self.completion_tokens, prices), 6
-        )
-        out["cache_saved_usd"] = round(
-            estimate_cost(self.cached_prompt_tokens, self.cached_completion_tokens, prices), 6
-        )
-        out["priced"] = prices is not None
-        if prices is not None:
-            out["price_per_1m_tokens"] = {"prompt": prices[0], "completion": prices[1]}
-        return out
-
-
-def usage_line(usage: dict[str, Any]) -> str:
-    """One human line of a usage dict (:meth:`Usage.as_dict`), saying answered vs refused."""
-    hits = f"cache hits: {usage.get('cache_hits', 0)}"
-    if usage.get("deduplicated"):
-        hits += f" ({usage['deduplicated']} of them identical requests in flight)"
-    line = (
-        f"judge requests sent: {usage.get('requests', 0)}, {hits}; of those sent: answered "
-        f"{usage.get('answered', 0)}, refused {usage.get('refused', 0)}, failed "
-        f"{usage.get('failed', 0)}"
-    )
-    if usage.get("batched"):
-        line += f"; answered in batches: {usage['batched']}"
-    if usage.get("not_sent"):
-        line += f"; not sent after the credentials were refused: {usage['not_sent']}"
-    if usage.get("structured_refused") or usage.get("unstructured"):
-        line += (
-            f"; sent without the refused response_format: {usage.get('unstructured', 0)} "
-            f"({usage.get('structured_refused', 0)} refused with it first)"
-        )
-    return line
+    def as_dict(self) -> dict[str, Any]:
+        """The counters (a judge adds its cost estimate to them)."""
+        return asdict(self)

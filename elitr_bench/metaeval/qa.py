@@ -17,7 +17,7 @@ from typing import Any
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.qa.engine import Judge, JudgeItem, JudgeRun, judge_items
 from elitr_bench.judges.qa.plan import QAPlan, plan_items
-from elitr_bench.llm.client import usage_line
+from elitr_bench.judges.usage import usage_line
 from elitr_bench.markdown import fixed
 from elitr_bench.metaeval.stats import correlations
 

@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from elitr_bench.data.run_files import results_payload
+from elitr_bench.judges.conceal import scrub
 from elitr_bench.judges.errors import JudgeConfigError
-from elitr_bench.llm.redact import scrub
 from elitr_bench.tasks.tidy import tidy_results
 
 #: Sections of a results file that the rebuild computes (the rest is the run's own).

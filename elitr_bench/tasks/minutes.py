@@ -52,9 +52,9 @@ from elitr_bench.data.minutes import (
     load_elitr_minutes_meetings,
 )
 from elitr_bench.data.records import MinutesMeeting
+from elitr_bench.judges.conceal import scrub
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.metrics import judge_filter_name
-from elitr_bench.llm.redact import scrub
 from elitr_bench.tasks import context, metrics
 from elitr_bench.tasks.minutes_metrics import (
     DEFAULT_BARTSCORE_MODEL,
@@ -232,7 +232,7 @@ def judge_for_minutes(metadata: Mapping[str, Any]) -> tuple[str, JudgeConfig | N
             f"method (rubric={'|'.join(MINUTES_RUBRICS)} or method={methods}) or "
             """--metadata '{"judge": "none"}'"""
         )
-    # Concealed: lm-eval writes the filter's spec into the results (see llm/redact.py).
+    # Concealed: lm-eval writes the filter's spec into the results (see judges/conceal.py).
     return config.spec, config
 
 

@@ -21,6 +21,7 @@ from elitr_bench import prompts
 from elitr_bench.cli_errors import install_excepthook
 from elitr_bench.data import Question, load_benchmark
 from elitr_bench.data.records import MODES, SETTINGS, SPLITS, Mode, Setting, Split
+from elitr_bench.judges.conceal import scrub
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.metrics import (
     JUDGE_ERRORS,
@@ -29,7 +30,6 @@ from elitr_bench.judges.metrics import (
     judge_filter_name,
     with_score_metric,
 )
-from elitr_bench.llm.redact import scrub
 from elitr_bench.tasks import context, metrics
 from elitr_bench.tasks.metrics import rouge_l, token_f1
 from elitr_bench.tasks.options import OptionError, TaskOptions
@@ -63,8 +63,8 @@ def judge_for(metadata: dict[str, Any]) -> tuple[str, JudgeConfig | None]:
     """
     import elitr_bench.judges.qa.lm_eval_filter  # noqa: F401  (registers the filter)
     from elitr_bench.judges import parse_judge_spec, resolve_judge_spec
+    from elitr_bench.judges.conceal import conceal_spec
     from elitr_bench.judges.qa.family import qa_options
-    from elitr_bench.llm.redact import conceal_spec
 
     spec = resolve_judge_spec(str(metadata["judge"]) if metadata.get("judge") else None)
     if spec.lower() in ("none", "off", "skip"):

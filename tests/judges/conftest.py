@@ -35,7 +35,7 @@ def boxed_by_response(score_of: Callable[[str], int]) -> Callable[[RecordedReque
 def _isolated_judge_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Never touch the user's cache, judge setting or real API keys."""
     from elitr_bench.judges.config import reset_run_judge
-    from elitr_bench.llm.client import forget_rejected_credentials
+    from elitr_bench.llm import memory
 
     monkeypatch.setenv("ELITR_JUDGE_CACHE", str(tmp_path / "judge-cache.sqlite"))
     monkeypatch.delenv("ELITR_JUDGE", raising=False)
@@ -44,10 +44,10 @@ def _isolated_judge_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iter
     reset_run_judge()
     # A loopback port a refused test used can come back for a later test of this process,
     # and with it the refused credentials' scope: every test starts with none refused.
-    forget_rejected_credentials()
+    memory.forget()
     yield
     reset_run_judge()
-    forget_rejected_credentials()
+    memory.forget()
 
 
 @pytest.fixture

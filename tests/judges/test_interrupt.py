@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 from elitr_bench.judges import parse_judge_spec
+from elitr_bench.judges.aio import GRACE_ENV
 from elitr_bench.judges.qa.engine import JudgeItem, judge_items
-from elitr_bench.llm.interrupt import GRACE_ENV
 from tests.conftest import ROOT, lm_eval_command
 from tests.judges.conftest import boxed_by_response, response_in
 from tests.support.judge_cache import cached_rows
@@ -40,7 +40,7 @@ CHILD = textwrap.dedent(
     import sys
     from elitr_bench.judges import parse_judge_spec
     from elitr_bench.judges.qa.engine import JudgeItem, judge_items
-    from elitr_bench.llm.interrupt import RunInterrupted
+    from elitr_bench.judges.aio import RunInterrupted
     spec, n = sys.argv[1], int(sys.argv[2])
     items = [JudgeItem(question=f"Q{i}?", response=f"answer number {i}", reference="r")
              for i in range(n)]

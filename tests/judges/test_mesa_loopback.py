@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from elitr_bench.judges.aio import run_coroutine
 from elitr_bench.judges.config import parse_judge_spec
 from elitr_bench.judges.mesa.error_types import load_error_types
 from elitr_bench.judges.mesa.fit import check_all
@@ -20,7 +21,6 @@ from elitr_bench.judges.mesa.prompts import challenge_prompt, step_prompt, synth
 from elitr_bench.judges.summary.base import MinutesAssessment, MinutesItem
 from elitr_bench.judges.summary.registry import get_method
 from elitr_bench.judges.summary.run import assess_items_run
-from elitr_bench.llm.aio import run_coroutine
 from elitr_bench.llm.context_window import ContextWindowError
 from elitr_bench.middle_cut import ELISION
 from tests.judges.test_mesa_script import PAPER_RATINGS, MesaScript, classify, make_script

@@ -189,7 +189,7 @@ def test_judge_scatter_axes_show_the_whole_judge_scale() -> None:
 
 
 def test_the_arena_default_judge_is_priced_at_its_own_snapshot_price() -> None:
-    from elitr_bench.llm.pricing import price_for
+    from elitr_bench.judges.pricing import price_for
 
     assert price_for("gpt-4o-2024-05-13") == (5.0, 15.0)
     assert price_for("gpt-4o-2024-08-06") == (2.5, 10.0)

@@ -22,8 +22,8 @@ from elitr_bench.judges.metrics import parse_filtered
 from elitr_bench.judges.minutes.prompts import AFGR, ART
 from elitr_bench.judges.qa.engine import JudgeItem, judge_items
 from elitr_bench.judges.rubrics import GPT4
+from elitr_bench.judges.usage import usage_line
 from elitr_bench.llm import memory
-from elitr_bench.llm.client import usage_line
 from tests.conftest import run_lm_eval
 from tests.judges.conftest import chat_qa_args, minutes_replay_args
 from tests.judges.test_cream_arena import FAST, cream_script, write_run

@@ -21,11 +21,11 @@ from pathlib import Path
 import pytest
 
 from elitr_bench.cli import main
+from elitr_bench.judges.readiness import check_cache
 from elitr_bench.llm.cache import (
     APPLICATION_ID,
     Completion,
     SQLiteCache,
-    check_cache,
     inspect_cache_file,
 )
 from elitr_bench.llm.errors import JudgeCacheError

@@ -6,6 +6,7 @@ import pytest
 
 from elitr_bench.judges import parse_judge_spec
 from elitr_bench.judges.qa.engine import JudgeItem, judge_items, make_judge
+from elitr_bench.llm.hf_backend import chat_text
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +50,7 @@ def test_hf_judge_batches_and_never_invents_scores(tiny_model: Path) -> None:
     run = judge_items(items, config, judge=judge)
     backend = judge.client.backend  # type: ignore[attr-defined]
     assert sum(backend.batches) == 6 and max(backend.batches) > 1
-    assert backend.format_prompt("hi").startswith("USER hi")
+    assert chat_text(backend._tok, "hi").startswith("USER hi")
     # Random weights cannot produce "\boxed{N}": every item is unscored, none gets a number.
     assert run.summary["judge_unscored"] == 6 and run.summary["judge_score"] is None
     assert all(j.samples[0].raw is not None for j in run.judgements)

@@ -19,9 +19,10 @@ import pytest
 from elitr_bench.judges import JudgeRequestError, parse_judge_spec
 from elitr_bench.judges.qa.engine import JudgeItem, judge_items
 from elitr_bench.judges.summary.run import assess_items_run
+from elitr_bench.judges.usage import usage_line
 from elitr_bench.llm.base import CompletionRequest
 from elitr_bench.llm.cache import NullCache, SQLiteCache
-from elitr_bench.llm.client import JudgeClient, usage_line
+from elitr_bench.llm.client import JudgeClient
 from elitr_bench.llm.factory import make_backend
 from tests.judges.conftest import TEST_KEY, boxed_by_response, response_in
 from tests.support.openai_server import (
@@ -294,9 +295,9 @@ def test_many_queued_requests_stop_at_the_first_refusal(
 def test_a_failing_mesa_item_waits_for_its_other_requests_so_counts_are_exact(
     loopback: LoopbackOpenAI,
 ) -> None:
+    from elitr_bench.judges.aio import run_coroutine
     from elitr_bench.judges.minutes import MinutesItem
     from elitr_bench.judges.summary.registry import get_method
-    from elitr_bench.llm.aio import run_coroutine
     from tests.judges.test_mesa_script import make_script
 
     script = make_script()

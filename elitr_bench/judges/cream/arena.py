@@ -22,6 +22,7 @@ from typing import Any
 from elitr_bench.data.errors import ElitrBenchError
 from elitr_bench.data.folder import write_atomic
 from elitr_bench.data.run_files import read_json_lines
+from elitr_bench.judges.aio import run_coroutine
 from elitr_bench.judges.asking import request_for
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.cream.compare import CALLS_PER_COMPARISON, CreamJudge, Entrant
@@ -33,7 +34,6 @@ from elitr_bench.judges.cream.prompts import (
 from elitr_bench.judges.cream.scoring import Comparison
 from elitr_bench.judges.cream.segment import DEFAULT_UNIT, Summary
 from elitr_bench.judges.errors import JudgeError
-from elitr_bench.llm.aio import run_coroutine
 from elitr_bench.llm.base import CompletionRequest, FatalBackendError
 from elitr_bench.llm.batch import BatchPending
 from elitr_bench.llm.cache import Completion, JudgeCache
@@ -285,8 +285,8 @@ class ArenaPlan:
 
 def plan(state: ArenaState, todo: Sequence[tuple[str, str, str]], config: JudgeConfig) -> ArenaPlan:
     """Count calls and estimate their cost (cache hits are not subtracted)."""
+    from elitr_bench.judges.pricing import estimate_cost
     from elitr_bench.judges.usage import judge_prices
-    from elitr_bench.llm.pricing import estimate_cost
 
     max_kf = int(state.judge.get("max_key_facts", 16))
     unit = str(state.judge.get("unit", DEFAULT_UNIT))
@@ -328,13 +328,8 @@ def context_check(
     Raises:
         ContextWindowError: One line naming the meetings, their tokens and the way out.
     """
-    from elitr_bench.llm.context_window import (
-        ContextWindowError,
-        Overlong,
-        judge_window,
-        overlength_line,
-        way_out,
-    )
+    from elitr_bench.judges.overlength import Overlong, overlength_line, way_out
+    from elitr_bench.llm.context_window import ContextWindowError, judge_window
 
     window = judge_window(config)
     if not window.checked:

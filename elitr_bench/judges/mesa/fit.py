@@ -25,14 +25,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from elitr_bench.llm.context_window import (
-    ContextWindowError,
-    JudgeWindow,
-    Overlong,
-    overlength_line,
-    token_bound,
-    way_out,
-)
+from elitr_bench.judges.overlength import Overlong, overlength_line, way_out
+from elitr_bench.llm.context_window import ContextWindowError, JudgeWindow, token_bound
 from elitr_bench.middle_cut import CUT_SLACK, join_cut, largest_fitting_cut
 from elitr_bench.tokens import CHARS_PER_TOKEN
 

@@ -48,6 +48,7 @@ from elitr_bench.judges.mesa.prompts import (
     Step,
     step_prompt,
 )
+from elitr_bench.judges.overlength import Overlong
 from elitr_bench.judges.reading import Grammar
 from elitr_bench.judges.summary.base import (
     MinutesAssessment,
@@ -56,8 +57,9 @@ from elitr_bench.judges.summary.base import (
     status_for,
 )
 from elitr_bench.judges.summary.registry import register_method
+from elitr_bench.judges.usage import priced_usage
 from elitr_bench.llm.client import JudgeClient, gather_settled
-from elitr_bench.llm.context_window import JudgeWindow, Overlong, judge_window
+from elitr_bench.llm.context_window import JudgeWindow, judge_window
 
 METHOD = "mesa"
 
@@ -256,7 +258,7 @@ class MesaMethod(MinutesMethod):
         out: dict[str, dict[str, Any]] = {}
         for agents in self._pool.values():
             for agent in agents:
-                out[agent.label] = agent.client.usage.as_dict()
+                out[agent.label] = priced_usage(agent.client.usage)
         return out
 
     # --- assessment ----------------------------------------------------------------------

@@ -20,12 +20,12 @@ from typing import Any
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.mesa.method import MesaMethod
 from elitr_bench.judges.mesa.options import CHALLENGERS
+from elitr_bench.judges.pricing import estimate_cost
 from elitr_bench.judges.summary.base import MinutesItem
 from elitr_bench.judges.summary.budget import Cap
 from elitr_bench.judges.summary.budget import check_budget as budget_check
 from elitr_bench.judges.usage import judge_prices
 from elitr_bench.llm.client import JudgeClient
-from elitr_bench.llm.pricing import estimate_cost
 from elitr_bench.tokens import estimate_tokens
 
 

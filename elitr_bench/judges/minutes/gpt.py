@@ -50,6 +50,7 @@ from elitr_bench.judges.minutes.filler import (
     filler_flag,
 )
 from elitr_bench.judges.minutes.prompts import AFGR, ART, SCALE_LOW, MinutesPrompt
+from elitr_bench.judges.overlength import CONTEXT_DETAIL, Overlong
 from elitr_bench.judges.reading import shows_format
 from elitr_bench.judges.summary.base import (
     MinutesAssessment,
@@ -61,7 +62,7 @@ from elitr_bench.judges.summary.base import (
 from elitr_bench.judges.summary.registry import register_method
 from elitr_bench.judges.summary.run import make_client, usage_of
 from elitr_bench.llm.client import gather_settled
-from elitr_bench.llm.context_window import CONTEXT_DETAIL, Overlong, judge_window
+from elitr_bench.llm.context_window import judge_window
 
 if TYPE_CHECKING:
     from elitr_bench.judges.config import JudgeConfig

@@ -24,25 +24,20 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, Protocol, TypeVar, cast
 
 from elitr_bench.data.records import ReleasedResponse
+from elitr_bench.judges.aio import run_coroutine
 from elitr_bench.judges.asking import ask, draws, make_client, policy_of, request_for
 from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.errors import JudgeError, ReplayMatchError
+from elitr_bench.judges.overlength import Overlong, overlength_line, way_out
 from elitr_bench.judges.qa.family import qa_options
 from elitr_bench.judges.reading import shows_format
 from elitr_bench.judges.rubrics import RUBRICS, Rubric
 from elitr_bench.judges.usage import usage_with_cost
-from elitr_bench.llm.aio import run_coroutine
 from elitr_bench.llm.base import CompletionBackend
 from elitr_bench.llm.batch import BatchPending
 from elitr_bench.llm.cache import JudgeCache
 from elitr_bench.llm.client import JudgeClient, gather_settled
-from elitr_bench.llm.context_window import (
-    ContextWindowError,
-    Overlong,
-    judge_window,
-    overlength_line,
-    way_out,
-)
+from elitr_bench.llm.context_window import ContextWindowError, judge_window
 
 Status = Literal["scored", "unscored", "skipped", "error"]
 OnError = Literal["raise", "record"]

@@ -38,6 +38,7 @@ from elitr_bench.judges.filtering import (
     refused_by_cap,
 )
 from elitr_bench.judges.metrics import register_lm_eval_aggregations
+from elitr_bench.judges.overlength import larger_judge, overlength_line, way_out
 from elitr_bench.judges.qa.batching import judge_in_batches
 from elitr_bench.judges.qa.engine import (
     SKIPPED,
@@ -51,12 +52,7 @@ from elitr_bench.judges.qa.engine import (
     summarize,
 )
 from elitr_bench.judges.qa.plan import plan_items
-from elitr_bench.llm.context_window import (
-    judge_window,
-    larger_judge,
-    overlength_line,
-    way_out,
-)
+from elitr_bench.llm.context_window import judge_window
 
 log = logging.getLogger(__name__)
 

@@ -21,11 +21,12 @@ from typing import Any
 
 from elitr_bench.judges.asking import policy_of, request_for, restatement_request
 from elitr_bench.judges.config import JudgeConfig
+from elitr_bench.judges.overlength import judge_label
+from elitr_bench.judges.pricing import estimate_cost
 from elitr_bench.judges.qa.engine import JudgeItem
 from elitr_bench.judges.usage import judge_prices
 from elitr_bench.llm.base import CompletionRequest
-from elitr_bench.llm.context_window import judge_label, judge_window
-from elitr_bench.llm.pricing import estimate_cost
+from elitr_bench.llm.context_window import judge_window
 from elitr_bench.tokens import CHARS_PER_TOKEN
 
 

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from elitr_bench.judges.config import JudgeConfig
+    from elitr_bench.judges.overlength import Overlong
     from elitr_bench.llm.client import JudgeClient
-    from elitr_bench.llm.context_window import Overlong
 
 AssessmentStatus = Literal["ok", "partial", "unscored", "error", "skipped"]
 STATUSES: tuple[str, ...] = ("ok", "partial", "unscored", "error", "skipped")

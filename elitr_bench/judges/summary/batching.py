@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from elitr_bench.judges.aio import run_coroutine
 from elitr_bench.judges.batching import (
     BatchOutcome,
     BatchPlan,
@@ -27,7 +28,6 @@ from elitr_bench.judges.summary.run import (
     make_client,
     usage_of,
 )
-from elitr_bench.llm.aio import run_coroutine
 from elitr_bench.llm.cache import JudgeCache
 from elitr_bench.llm.client import JudgeClient
 

@@ -56,6 +56,7 @@ from elitr_bench.judges.metrics import (
     parse_filtered,
     register_lm_eval_aggregations,
 )
+from elitr_bench.judges.overlength import CONTEXT_DETAIL, Overlong, larger_judge, way_out
 from elitr_bench.judges.summary.base import (
     MinutesAssessment,
     MinutesItem,
@@ -71,13 +72,7 @@ from elitr_bench.judges.summary.run import (
     plan,
     warn_unsure,
 )
-from elitr_bench.llm.context_window import (
-    CONTEXT_DETAIL,
-    Overlong,
-    judge_window,
-    larger_judge,
-    way_out,
-)
+from elitr_bench.llm.context_window import judge_window
 
 log = logging.getLogger(__name__)
 
@@ -350,7 +345,7 @@ def run_sync(items: Sequence[MinutesItem], config: JudgeConfig, method: Any) -> 
     With ``batch=on`` the requests go through the endpoint's Batch API, submitted and
     waited for (:mod:`~elitr_bench.judges.summary.batching`).
     """
-    from elitr_bench.llm.aio import run_coroutine
+    from elitr_bench.judges.aio import run_coroutine
 
     if config.batch:
         from elitr_bench.judges.batching import BatchPlan

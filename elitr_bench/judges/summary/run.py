@@ -33,9 +33,9 @@ from elitr_bench.tokens import estimate_tokens
 
 if TYPE_CHECKING:
     from elitr_bench.judges.config import JudgeConfig
+    from elitr_bench.judges.overlength import Overlong
     from elitr_bench.llm.cache import JudgeCache
     from elitr_bench.llm.client import JudgeClient
-    from elitr_bench.llm.context_window import Overlong
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,8 @@ def context_line(
     what: str, over: Sequence[Overlong], method: MinutesMethod, config: JudgeConfig
 ) -> str:
     """The one line naming over-long meetings, their tokens, the limit and the ways out."""
-    from elitr_bench.llm.context_window import judge_window, overlength_line, way_out
+    from elitr_bench.judges.overlength import overlength_line, way_out
+    from elitr_bench.llm.context_window import judge_window
 
     alternatives = tuple(method.context_way_out())
     basis = method.context_basis
@@ -115,7 +116,8 @@ def check_context(
 
 def warn_unsure(items: Sequence[MinutesItem], method: MinutesMethod, config: JudgeConfig) -> None:
     """Say which meetings fit the window only if filler compression removes enough."""
-    from elitr_bench.llm.context_window import judge_window, worst_by_label
+    from elitr_bench.judges.overlength import worst_by_label
+    from elitr_bench.llm.context_window import judge_window
 
     unsure = [o for o in context_unsure(items, method) if o is not None]
     if unsure:
@@ -331,8 +333,8 @@ def plan(
     (``planned_side_calls``, e.g. a ``filler_model`` classifier) are counted in ``calls``
     and priced at that model; ``side`` lists them by label.
     """
+    from elitr_bench.judges.pricing import estimate_cost
     from elitr_bench.judges.usage import judge_prices
-    from elitr_bench.llm.pricing import estimate_cost
 
     calls = 0
     restated = 0
