@@ -16,12 +16,6 @@ from typing import Any
 
 from elitr_bench.cli.budget import add_budget_flags, comma_list
 from elitr_bench.data.folder import FolderLock, remove_leftovers
-from elitr_bench.judges.config import (
-    KEYLESS_JUDGE,
-    JudgeConfig,
-    check_judge_ready,
-    parse_judge_spec,
-)
 from elitr_bench.judges.cream.arena import (
     ARENA_FILE,
     MINUTES_FILE,
@@ -52,6 +46,9 @@ from elitr_bench.judges.cream.ratings import (
 )
 from elitr_bench.judges.cream.scoring import Comparison
 from elitr_bench.judges.cream.segment import DEFAULT_UNIT, UNITS
+from elitr_bench.judges.identity import JudgeConfig
+from elitr_bench.judges.readiness import KEYLESS_JUDGE, check_judge_ready
+from elitr_bench.judges.spec import parse_judge_spec
 from elitr_bench.judges.summary.budget import check_budget, spending_cap
 from elitr_bench.judges.usage import usage_line
 

@@ -14,17 +14,6 @@ Importing this package stays light: lm-eval and the openai SDK are imported only
 modules that need them.
 """
 
-from elitr_bench.judges.config import (
-    DEFAULT_JUDGE_SPEC,
-    JudgeConfig,
-    check_judge_ready,
-    get_run_judge,
-    parse_judge_spec,
-    reset_run_judge,
-    resolve_judge_spec,
-    resolve_run_judge,
-    set_run_judge,
-)
 from elitr_bench.judges.errors import (
     JudgeConfigError,
     JudgeError,
@@ -32,7 +21,18 @@ from elitr_bench.judges.errors import (
     JudgeRequestError,
     ReplayMatchError,
 )
+from elitr_bench.judges.identity import JudgeConfig
 from elitr_bench.judges.metrics import judge_metrics
+from elitr_bench.judges.readiness import check_judge_ready
+from elitr_bench.judges.spec import (
+    DEFAULT_JUDGE_SPEC,
+    get_run_judge,
+    parse_judge_spec,
+    reset_run_judge,
+    resolve_judge_spec,
+    resolve_run_judge,
+    set_run_judge,
+)
 
 __all__ = [
     "DEFAULT_JUDGE_SPEC",

@@ -2,7 +2,7 @@
 
 A judge spec is one string (``openai:MODEL,method=NAME,option=value``) whose options
 are of two kinds: the endpoint and sampling options every LLM judge has (the
-:class:`~elitr_bench.judges.config.JudgeConfig` fields) and the options of one family.
+:class:`~elitr_bench.judges.identity.JudgeConfig` fields) and the options of one family.
 A family owns the second kind as a frozen dataclass, and registers it here with the
 methods it declares (:class:`Method`: each name written once, from which how a spec
 selects the family, the minutes-method registration and the ``read-reply`` kinds all
@@ -29,8 +29,8 @@ from elitr_bench.judges.option_types import Converter, option_converters
 from elitr_bench.judges.plugins import Registry
 from elitr_bench.judges.reading import Grammar
 
-#: A parsed :class:`~elitr_bench.judges.config.JudgeConfig`, as the hooks receive it. It is
-#: ``Any`` here because ``config.py`` imports this module (no import cycle, not even for
+#: A parsed :class:`~elitr_bench.judges.identity.JudgeConfig`, as the hooks receive it. It is
+#: ``Any`` here because ``identity.py`` imports this module (no import cycle, not even for
 #: types); each family annotates its own hooks with ``JudgeConfig``.
 Config = Any
 
@@ -41,7 +41,7 @@ SpecCheck = Callable[[Config, str], None]
 #: this family; for families that select by more than a method or rubric name.
 Selector = Callable[[Mapping[str, Any]], bool]
 
-#: The family of a :class:`~elitr_bench.judges.config.JudgeConfig` built without parsing a
+#: The family of a :class:`~elitr_bench.judges.identity.JudgeConfig` built without parsing a
 #: spec (the one registered with ``default``; a test checks they agree).
 DEFAULT_FAMILY = "qa"
 

@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from elitr_bench.cli_errors import exit_with_error_after_run
-from elitr_bench.judges.config import JudgeConfig, without_option
+from elitr_bench.judges.identity import JudgeConfig
+from elitr_bench.judges.options import without_option
 from elitr_bench.judges.summary.budget import budget_problem, shown_usd, spec_cap
 from elitr_bench.llm.errors import CACHE_ERROR_PREFIX
 from elitr_bench.llm.redact import MASK

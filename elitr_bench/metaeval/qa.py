@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from elitr_bench.judges.config import JudgeConfig
+from elitr_bench.judges.identity import JudgeConfig
 from elitr_bench.judges.qa.engine import Judge, JudgeItem, JudgeRun, judge_items
 from elitr_bench.judges.qa.plan import QAPlan, plan_items
 from elitr_bench.judges.usage import usage_line

@@ -11,7 +11,7 @@ callers of ``simple_evaluate`` alike. Runs with none of our tasks return at once
 importing our judges; our tasks still check their judge when they build requests (for
 ``evaluate()`` callers and runs without the hook), and the check is done once per process.
 
-What is checked is :func:`~elitr_bench.judges.config.check_judge_ready` with ``network``:
+What is checked is :func:`~elitr_bench.judges.readiness.check_judge_ready` with ``network``:
 the key (or a loopback ``base_url``), one preflight request of an API judge, an ``hf``
 judge's config and tokenizer (never its weights), and that a ``replay`` judge has
 something to replay. ``preflight=false`` in the spec skips the request and the hf lookup.
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
-    from elitr_bench.judges.config import JudgeConfig
+    from elitr_bench.judges.identity import JudgeConfig
 
 from elitr_bench.tasks.replay_fit import alternatives, check_replay_fits
 
@@ -175,7 +175,7 @@ def check_run_judges(
     if not kinds:
         return []
     from elitr_bench.cli_errors import install_excepthook
-    from elitr_bench.judges.config import check_judge_ready
+    from elitr_bench.judges.readiness import check_judge_ready
 
     install_excepthook()  # our one-line errors, as when our task modules load
     meta = task_metadata(model_args, metadata, task_manager)

@@ -12,7 +12,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from elitr_bench.judges.config import JudgeConfig
+    from elitr_bench.judges.identity import JudgeConfig
 
 #: The model whose answers the ``replay`` judge has scores for.
 REPLAY_MODEL = "elitr-replay"
@@ -30,7 +30,7 @@ def is_replay_model(model: Any) -> bool:
 
 def alternatives(kind: str, model: Any) -> str:
     """The keyless ways out for this run, as ``lm_eval`` flags (replay only for replays)."""
-    from elitr_bench.judges.config import keyless_alternatives
+    from elitr_bench.judges.readiness import keyless_alternatives
 
     return keyless_alternatives(
         kind == "qa", "lm_eval", replay=kind == "qa" and is_replay_model(model)

@@ -152,7 +152,7 @@ def test_mesa_train_then_evaluate_other_meetings(
 
 
 def test_mesa_in_the_lm_eval_minutes_filter(loopback: LoopbackOpenAI) -> None:
-    from elitr_bench.judges.config import parse_judge_spec
+    from elitr_bench.judges.spec import parse_judge_spec
     from elitr_bench.judges.summary.lm_eval_filter import (
         judge_minutes,
         metric_list,

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from elitr_bench.cli import main
-from elitr_bench.judges.config import parse_judge_spec
 from elitr_bench.judges.qa.engine import JudgeItem, check_items_fit
+from elitr_bench.judges.spec import parse_judge_spec
 from elitr_bench.llm.base import CompletionRequest
 from elitr_bench.llm.context_window import (
     OPENAI_MODELS,
@@ -278,7 +278,7 @@ def test_the_window_a_vllm_server_names_checks_the_prompts(
     loopback: LoopbackOpenAI, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The window vLLM's /v1/models names (``max_model_len``) is read by the preflight."""
-    from elitr_bench.judges.config import check_judge_ready
+    from elitr_bench.judges.readiness import check_judge_ready
 
     loopback.model, loopback.max_model_len = "smol-judge", 1500
     config = parse_judge_spec(
@@ -301,7 +301,7 @@ def test_the_window_a_vllm_server_names_checks_the_prompts(
 def test_a_server_that_names_no_window_is_still_unknown(
     loopback: LoopbackOpenAI, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from elitr_bench.judges.config import check_judge_ready
+    from elitr_bench.judges.readiness import check_judge_ready
 
     loopback.model = "plain-judge"  # OpenAI's listing shape: no max_model_len
     config = parse_judge_spec(f"openai:plain-judge,base_url={loopback.base_url}")

@@ -567,8 +567,8 @@ def test_reply_without_text_is_unscored_not_an_exception(broken: str) -> None:
     """A client handing back no text at all (None) leaves the comparison unscored."""
     import asyncio
 
-    from elitr_bench.judges.config import parse_judge_spec
     from elitr_bench.judges.cream.compare import CreamJudge, Entrant
+    from elitr_bench.judges.spec import parse_judge_spec
     from elitr_bench.llm.cache import Completion
 
     class NoText:

@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 
 from elitr_bench.cli import main
-from elitr_bench.judges.config import check_judge_ready, parse_judge_spec
 from elitr_bench.judges.errors import JudgeNotReadyError
+from elitr_bench.judges.readiness import check_judge_ready
+from elitr_bench.judges.spec import parse_judge_spec
 from elitr_bench.tasks.preflight import check_run_judges, our_task_kinds
 from tests.conftest import ROOT
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest, Reply

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 import pytest
 
-from elitr_bench.judges.config import parse_judge_spec, with_options
 from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.family import (
     FAMILIES,
@@ -25,7 +24,9 @@ from elitr_bench.judges.family import (
 )
 from elitr_bench.judges.mesa.options import MesaSpecOptions
 from elitr_bench.judges.minutes.family import MinutesOptions
+from elitr_bench.judges.options import with_options
 from elitr_bench.judges.qa.family import QAOptions
+from elitr_bench.judges.spec import parse_judge_spec
 
 
 @pytest.mark.parametrize(
@@ -213,8 +214,8 @@ def test_a_name_taken_by_another_module_is_an_error_naming_both() -> None:
 
 
 def test_the_default_family_is_the_one_a_bare_config_has() -> None:
-    from elitr_bench.judges.config import JudgeConfig
     from elitr_bench.judges.family import default_family
+    from elitr_bench.judges.identity import JudgeConfig
 
     assert JudgeConfig(backend="openai").family == default_family().name
     assert parse_judge_spec("openai:m").family == default_family().name

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from elitr_bench.cli import main
-from elitr_bench.judges.config import GREEDY, family_defaults, parse_judge_spec
 from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.family import families
+from elitr_bench.judges.options import GREEDY, family_defaults
+from elitr_bench.judges.spec import parse_judge_spec
 from tests.judges.test_mesa_script import make_script
 from tests.support.minutes_judge import ARENA_AND_MESA, loopback_judge
 from tests.support.openai_server import LoopbackOpenAI

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from elitr_bench.judges.config import parse_judge_spec
 from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.mesa.aggregate import overall, quality_from_impact
 from elitr_bench.judges.mesa.error_types import ErrorTypesError, load_error_types
@@ -20,6 +19,7 @@ from elitr_bench.judges.mesa.parsing import (
 from elitr_bench.judges.mesa.prompts import TEMPLATES, fill, step_prompt
 from elitr_bench.judges.mesa.selftrain import SplitError, split_meetings
 from elitr_bench.judges.reading import read_reply
+from elitr_bench.judges.spec import parse_judge_spec
 from tests.support.papers import paper_text
 
 

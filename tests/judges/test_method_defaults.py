@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from elitr_bench.judges.config import parse_judge_spec
+from elitr_bench.judges.spec import parse_judge_spec
 from elitr_bench.judges.summary.base import MinutesAssessment, MinutesItem, MinutesMethod
 from elitr_bench.judges.summary.run import context_over, identity_of, plan
 from elitr_bench.llm.client import JudgeClient

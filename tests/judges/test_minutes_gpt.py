@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from elitr_bench.judges.config import parse_judge_spec
 from elitr_bench.judges.minutes import MinutesItem, assess_items, get_method
 from elitr_bench.judges.minutes.filler import (
     clean_text,
@@ -30,6 +29,7 @@ from elitr_bench.judges.minutes.prompts import (
 )
 from elitr_bench.judges.minutes.score_parsing import criteria_grammar
 from elitr_bench.judges.reading import Reading, read_reply
+from elitr_bench.judges.spec import parse_judge_spec
 from elitr_bench.judges.summary.lm_eval_filter import (
     assessment_of,
     judge_minutes,

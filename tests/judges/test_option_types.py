@@ -13,10 +13,10 @@ from typing import Literal, Optional
 
 import pytest
 
-from elitr_bench.judges.config import parse_judge_spec
 from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.family import FAMILIES, JudgeFamily, Method, register_family
 from elitr_bench.judges.option_types import UnsupportedOptionType, converter_for
+from elitr_bench.judges.spec import parse_judge_spec
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from elitr_bench.cli import build_parser
-from elitr_bench.judges.config import parse_judge_spec
+from elitr_bench.judges.spec import parse_judge_spec
 from tests.conftest import ROOT
 from tests.support.plugin_env import install_without_pip, run_in_site
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from elitr_bench.judges import parse_judge_spec
-from elitr_bench.judges.config import judge_endpoint
 from elitr_bench.judges.cream.arena import ArenaError, ArenaState, merge
 from elitr_bench.judges.cream.compare import cream_identity
+from elitr_bench.judges.identity import judge_endpoint
 from elitr_bench.judges.mesa.method import _member
 from elitr_bench.judges.qa.engine import JudgeItem, judge_items
 from elitr_bench.llm.base import CompletionRequest

@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from elitr_bench.judges.config import parse_judge_spec
+from elitr_bench.judges.spec import parse_judge_spec
 from elitr_bench.llm.base import CompletionRequest
 from elitr_bench.llm.cache import Completion, NullCache, open_cache
 from elitr_bench.llm.client import JudgeClient

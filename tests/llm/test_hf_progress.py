@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from elitr_bench.judges.config import parse_judge_spec
+from elitr_bench.judges.spec import parse_judge_spec
 from elitr_bench.llm import hf_backend
 from elitr_bench.llm.base import CompletionRequest
 from elitr_bench.llm.hf_backend import HFBackend

@@ -23,7 +23,7 @@ from elitr_bench.judges.asking import (
     request_for,
     restatement_request,
 )
-from elitr_bench.judges.config import JudgeConfig
+from elitr_bench.judges.identity import JudgeConfig
 from elitr_bench.judges.mesa.parsing import SCORING
 from elitr_bench.judges.minutes.prompts import AFGR, ART
 from elitr_bench.judges.reading import Grammar, Restatement

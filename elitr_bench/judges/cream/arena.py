@@ -24,7 +24,6 @@ from elitr_bench.data.folder import write_atomic
 from elitr_bench.data.run_files import read_json_lines
 from elitr_bench.judges.aio import run_coroutine
 from elitr_bench.judges.asking import request_for
-from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.cream.compare import CALLS_PER_COMPARISON, CreamJudge, Entrant
 from elitr_bench.judges.cream.prompts import (
     alignment_prompt,
@@ -34,6 +33,7 @@ from elitr_bench.judges.cream.prompts import (
 from elitr_bench.judges.cream.scoring import Comparison
 from elitr_bench.judges.cream.segment import DEFAULT_UNIT, Summary
 from elitr_bench.judges.errors import JudgeError
+from elitr_bench.judges.identity import JudgeConfig
 from elitr_bench.llm.base import CompletionRequest, FatalBackendError
 from elitr_bench.llm.batch import BatchPending
 from elitr_bench.llm.cache import Completion, JudgeCache

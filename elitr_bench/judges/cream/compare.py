@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from elitr_bench.judges.asking import Asked, ask, draws, policy_of
-from elitr_bench.judges.config import JudgeConfig, judge_endpoint
 from elitr_bench.judges.cream.parse import KEY_FACTS, AlignmentGrammar
 from elitr_bench.judges.cream.prompts import (
     DEFAULT_MAX_KEY_FACTS,
@@ -38,6 +37,7 @@ from elitr_bench.judges.cream.scoring import (
     unscored_side,
 )
 from elitr_bench.judges.cream.segment import DEFAULT_UNIT, Summary, check_unit
+from elitr_bench.judges.identity import JudgeConfig, judge_endpoint
 from elitr_bench.llm.client import JudgeClient
 
 CALLS_PER_COMPARISON = 3

@@ -6,9 +6,9 @@ settings (key facts, unit, tolerance, ratings) are the command's flags, not spec
 
 from __future__ import annotations
 
-from elitr_bench.judges.config import GREEDY
 from elitr_bench.judges.cream.parse import KEY_FACTS
 from elitr_bench.judges.family import JudgeFamily, NoOptions, register_family
+from elitr_bench.judges.options import GREEDY
 
 register_family(
     JudgeFamily(

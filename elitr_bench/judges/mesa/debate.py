@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from elitr_bench.judges.asking import Asked, ask, draws, policy_of
-from elitr_bench.judges.config import JudgeConfig
+from elitr_bench.judges.identity import JudgeConfig
 from elitr_bench.judges.mesa.prompts import challenge_prompt, synthesis_prompt
 from elitr_bench.judges.reading import Grammar, Reading
 from elitr_bench.llm.client import JudgeClient, gather_settled

@@ -31,7 +31,7 @@ from elitr_bench.middle_cut import CUT_SLACK, join_cut, largest_fitting_cut
 from elitr_bench.tokens import CHARS_PER_TOKEN
 
 if TYPE_CHECKING:
-    from elitr_bench.judges.config import JudgeConfig
+    from elitr_bench.judges.identity import JudgeConfig
 
 SUMMARY_ALLOWANCE = 2048
 OVERLENGTH_POLICIES = ("error", "skip", "truncate_middle")

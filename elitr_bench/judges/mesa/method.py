@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from elitr_bench.judges.asking import request_for
-from elitr_bench.judges.config import JudgeConfig, judge_endpoint
+from elitr_bench.judges.identity import JudgeConfig, judge_endpoint
 from elitr_bench.judges.mesa.aggregate import overall
 from elitr_bench.judges.mesa.debate import Agent, run_step
 from elitr_bench.judges.mesa.error_types import ErrorType

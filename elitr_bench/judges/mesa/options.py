@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from elitr_bench.data.errors import ElitrBenchError
-from elitr_bench.judges.config import GREEDY
 from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.family import JudgeFamily, Method, register_family
 from elitr_bench.judges.mesa.error_types import ErrorTypes, load_error_types
@@ -23,9 +22,10 @@ from elitr_bench.judges.mesa.fit import OVERLENGTH_POLICIES
 from elitr_bench.judges.mesa.guidance import Guidance, load_guidance
 from elitr_bench.judges.mesa.parsing import SCORING
 from elitr_bench.judges.mesa.prompts import LAYOUTS, Layout
+from elitr_bench.judges.options import GREEDY
 
 if TYPE_CHECKING:
-    from elitr_bench.judges.config import JudgeConfig
+    from elitr_bench.judges.identity import JudgeConfig
 
 Debate = Literal["none", "same", "mixed"]
 DEBATES: tuple[Debate, ...] = ("none", "same", "mixed")
@@ -117,7 +117,7 @@ def mesa_options(config: JudgeConfig) -> MesaOptions:
         JudgeConfigError: Bad debate/layout/overlength/context/pool value.
         ElitrBenchError: Bad error-type or guidance file (their one-line messages).
     """
-    from elitr_bench.judges.config import parse_judge_spec
+    from elitr_bench.judges.spec import parse_judge_spec
 
     spec = config.spec or config.backend
     raw = config.options_of(MesaSpecOptions)

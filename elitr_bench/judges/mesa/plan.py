@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from elitr_bench.judges.config import JudgeConfig
+from elitr_bench.judges.identity import JudgeConfig
 from elitr_bench.judges.mesa.method import MesaMethod
 from elitr_bench.judges.mesa.options import CHALLENGERS
 from elitr_bench.judges.pricing import estimate_cost

@@ -10,17 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from elitr_bench.judges.config import GREEDY
 from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.family import JudgeFamily, Method, register_family
 from elitr_bench.judges.metrics import (
     COUNT_AGGREGATION,
 )
 from elitr_bench.judges.minutes.prompts import AFGR, ART, FILLER
+from elitr_bench.judges.options import GREEDY
 from elitr_bench.judges.summary.registry import MINUTES_RUBRICS, method_name
 
 if TYPE_CHECKING:
-    from elitr_bench.judges.config import JudgeConfig
+    from elitr_bench.judges.identity import JudgeConfig
 
 #: Fields of the filler compression (GPT judges with ``filler=true``), declared by the GPT
 #: method (``extra_metric_entries``, ``sample_fields``, ``flag``).

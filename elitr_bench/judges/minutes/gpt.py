@@ -65,7 +65,7 @@ from elitr_bench.llm.client import gather_settled
 from elitr_bench.llm.context_window import judge_window
 
 if TYPE_CHECKING:
-    from elitr_bench.judges.config import JudgeConfig
+    from elitr_bench.judges.identity import JudgeConfig
     from elitr_bench.llm.client import JudgeClient
 
 

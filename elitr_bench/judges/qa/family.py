@@ -16,7 +16,7 @@ from elitr_bench.judges.family import JudgeFamily, register_family
 from elitr_bench.judges.rubrics import RUBRICS, Rubric
 
 if TYPE_CHECKING:
-    from elitr_bench.judges.config import JudgeConfig
+    from elitr_bench.judges.identity import JudgeConfig
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from elitr_bench.judges.summary.base import (
 )
 
 if TYPE_CHECKING:
-    from elitr_bench.judges.config import JudgeConfig
+    from elitr_bench.judges.identity import JudgeConfig
 
 MethodFactory = Callable[["JudgeConfig"], MinutesMethod]
 
