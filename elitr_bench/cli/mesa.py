@@ -24,8 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 from elitr_bench.cli.budget import add_budget_flags, comma_list
 from elitr_bench.data.folder import FolderLock, write_atomic
-from elitr_bench.judges.config import JudgeConfig, parse_judge_spec, with_options
 from elitr_bench.judges.errors import JudgeConfigError
+from elitr_bench.judges.identity import JudgeConfig
+from elitr_bench.judges.options import with_options
+from elitr_bench.judges.spec import parse_judge_spec
 from elitr_bench.judges.summary.base import MinutesAssessment, MinutesItem
 from elitr_bench.judges.usage import usage_line
 
@@ -103,7 +105,7 @@ def _preflight(config: JudgeConfig, pool: Sequence[JudgeConfig], plan: Plan, dry
     Raises:
         JudgeNotReadyError: One line naming what is wrong and the fix.
     """
-    from elitr_bench.judges.config import KEYLESS_JUDGE, check_judge_ready
+    from elitr_bench.judges.readiness import KEYLESS_JUDGE, check_judge_ready
 
     if dry_run:
         return
@@ -219,10 +221,10 @@ def _one_writer(out: Path, wait: bool, method: MesaMethod, client: JudgeClient) 
 
 def _cmd_mesa(args: argparse.Namespace) -> int:
     from elitr_bench.data.minutes import AUTOMIN_MEETINGS, select_meetings
-    from elitr_bench.judges.config import resolve_judge_spec
     from elitr_bench.judges.mesa.automin import automin_items
     from elitr_bench.judges.mesa.method import MesaMethod
     from elitr_bench.judges.mesa.options import DEFAULT_MESA_JUDGE
+    from elitr_bench.judges.spec import resolve_judge_spec
     from elitr_bench.judges.summary.run import make_client
 
     config = mesa_config(
@@ -336,10 +338,10 @@ def _print_summary(
 def _cmd_train(args: argparse.Namespace) -> int:
     from elitr_bench.data.minutes import AUTOMIN_MEETINGS, select_meetings
     from elitr_bench.judges.aio import run_coroutine
-    from elitr_bench.judges.config import resolve_judge_spec
     from elitr_bench.judges.mesa.method import MesaMethod
     from elitr_bench.judges.mesa.options import DEFAULT_MESA_JUDGE
     from elitr_bench.judges.mesa.selftrain import automin_feedback_samples, split_meetings, train
+    from elitr_bench.judges.spec import resolve_judge_spec
     from elitr_bench.judges.summary.run import make_client
 
     config = mesa_config(

@@ -19,14 +19,10 @@ from elitr_bench.data.errors import ElitrBenchError
 from elitr_bench.data.folder import write_atomic
 from elitr_bench.data.run_files import partial_notes, task_of
 from elitr_bench.judges.batching import BatchPlan
-from elitr_bench.judges.config import (
-    KEYLESS_JUDGE,
-    JudgeConfig,
-    check_judge_ready,
-    keyless_alternatives,
-)
 from elitr_bench.judges.errors import JudgeConfigError
 from elitr_bench.judges.family import batch_refusal
+from elitr_bench.judges.identity import JudgeConfig
+from elitr_bench.judges.readiness import KEYLESS_JUDGE, check_judge_ready, keyless_alternatives
 from elitr_bench.judges.rubrics import RUBRICS
 from elitr_bench.judges.summary.budget import check_budget, spending_cap
 from elitr_bench.judges.summary.registry import (

@@ -40,7 +40,7 @@ from elitr_bench.llm.cache import open_cache
 from elitr_bench.llm.errors import JudgeConfigError, JudgeRequestError
 
 if TYPE_CHECKING:
-    from elitr_bench.judges.config import JudgeConfig
+    from elitr_bench.judges.identity import JudgeConfig
     from elitr_bench.llm.base import CompletionBackend
     from elitr_bench.llm.cache import JudgeCache
     from elitr_bench.llm.client import JudgeClient

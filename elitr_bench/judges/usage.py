@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from elitr_bench.judges.config import JudgeConfig
+from elitr_bench.judges.identity import JudgeConfig
 from elitr_bench.judges.pricing import batch_prices, estimate_cost, price_for
 from elitr_bench.llm.client import JudgeClient
 from elitr_bench.llm.usage import Usage

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from elitr_bench.judges.batching import BatchPlan
-from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.filtering import judged_json
+from elitr_bench.judges.identity import JudgeConfig
 from elitr_bench.judges.metrics import JUDGE_ERRORS, JUDGE_UNSCORED, judge_filter_name
 from elitr_bench.judges.summary.base import MinutesMethod
 from elitr_bench.judges.summary.batching import assess_in_batches

@@ -34,13 +34,8 @@ from elitr_bench.data.run_files import (
     task_of,
 )
 from elitr_bench.judges.batching import BatchOutcome, BatchPlan
-from elitr_bench.judges.config import (
-    JudgeConfig,
-    parse_judge_spec,
-    resolve_judge_spec,
-    with_options,
-)
 from elitr_bench.judges.errors import JudgeConfigError
+from elitr_bench.judges.identity import JudgeConfig
 from elitr_bench.judges.metrics import (
     JUDGE_ERRORS,
     JUDGE_UNSCORED,
@@ -48,6 +43,7 @@ from elitr_bench.judges.metrics import (
     judge_filter_name,
     parse_filtered,
 )
+from elitr_bench.judges.options import with_options
 from elitr_bench.judges.qa.batching import judge_in_batches
 from elitr_bench.judges.qa.engine import (
     Judge,
@@ -58,6 +54,7 @@ from elitr_bench.judges.qa.engine import (
 )
 from elitr_bench.judges.qa.plan import QAPlan, plan_items
 from elitr_bench.judges.rubrics import RUBRICS
+from elitr_bench.judges.spec import parse_judge_spec, resolve_judge_spec
 from elitr_bench.scoring.rescore import (
     JudgedTask,
     Rebuilt,

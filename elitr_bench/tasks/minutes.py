@@ -53,7 +53,7 @@ from elitr_bench.data.minutes import (
 )
 from elitr_bench.data.records import MinutesMeeting
 from elitr_bench.judges.conceal import scrub
-from elitr_bench.judges.config import JudgeConfig
+from elitr_bench.judges.identity import JudgeConfig
 from elitr_bench.judges.metrics import judge_filter_name
 from elitr_bench.tasks import context, metrics
 from elitr_bench.tasks.minutes_metrics import (
@@ -210,7 +210,7 @@ def judge_for_minutes(metadata: Mapping[str, Any]) -> tuple[str, JudgeConfig | N
         OptionError: The spec names a QA judge rather than a minutes method.
     """
     from elitr_bench.judges import parse_judge_spec
-    from elitr_bench.judges.config import ENV_JUDGE
+    from elitr_bench.judges.spec import ENV_JUDGE
     from elitr_bench.judges.summary.registry import MINUTES_RUBRICS, known_methods, method_name
 
     explicit = str(metadata.get("judge") or "").strip()

@@ -22,7 +22,7 @@ from elitr_bench.cli_errors import install_excepthook
 from elitr_bench.data import Question, load_benchmark
 from elitr_bench.data.records import MODES, SETTINGS, SPLITS, Mode, Setting, Split
 from elitr_bench.judges.conceal import scrub
-from elitr_bench.judges.config import JudgeConfig
+from elitr_bench.judges.identity import JudgeConfig
 from elitr_bench.judges.metrics import (
     JUDGE_ERRORS,
     JUDGE_FORMAT_IN_ANSWER,

@@ -34,7 +34,7 @@ def boxed_by_response(score_of: Callable[[str], int]) -> Callable[[RecordedReque
 @pytest.fixture(autouse=True)
 def _isolated_judge_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Never touch the user's cache, judge setting or real API keys."""
-    from elitr_bench.judges.config import reset_run_judge
+    from elitr_bench.judges.spec import reset_run_judge
     from elitr_bench.llm import memory
 
     monkeypatch.setenv("ELITR_JUDGE_CACHE", str(tmp_path / "judge-cache.sqlite"))

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from elitr_bench.judges.aio import run_coroutine
-from elitr_bench.judges.config import parse_judge_spec
 from elitr_bench.judges.mesa.error_types import load_error_types
 from elitr_bench.judges.mesa.fit import check_all
 from elitr_bench.judges.mesa.prompts import challenge_prompt, step_prompt, synthesis_prompt
+from elitr_bench.judges.spec import parse_judge_spec
 from elitr_bench.judges.summary.base import MinutesAssessment, MinutesItem
 from elitr_bench.judges.summary.registry import get_method
 from elitr_bench.judges.summary.run import assess_items_run

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from elitr_bench.cli import main
-from elitr_bench.judges.config import parse_judge_spec
 from elitr_bench.judges.errors import JudgeConfigError
+from elitr_bench.judges.spec import parse_judge_spec
 from elitr_bench.judges.summary.lm_eval_filter import judge_minutes, last_run
 from tests.judges.test_minutes_gpt import AFGR_ANSWER, TRANSCRIPT, is_classification
 from tests.judges.test_restatement_e2e import restating

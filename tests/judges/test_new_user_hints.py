@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from elitr_bench.cli import main
-from elitr_bench.judges.config import check_judge_ready, keyless_alternatives, parse_judge_spec
 from elitr_bench.judges.errors import JudgeNotReadyError
+from elitr_bench.judges.readiness import check_judge_ready, keyless_alternatives
+from elitr_bench.judges.spec import parse_judge_spec
 from tests.support.minutes_judge import ARENA_AND_MESA
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest, Reply
 

@@ -13,8 +13,8 @@ import pytest
 from elitr_bench.cli import main
 from elitr_bench.judges import JudgeConfigError, parse_judge_spec
 from elitr_bench.judges.conceal import conceal_spec, reveal_spec, scrub
-from elitr_bench.judges.config import check_judge_ready
 from elitr_bench.judges.qa.engine import JudgeItem, judge_items
+from elitr_bench.judges.readiness import check_judge_ready
 from elitr_bench.llm.redact import redact_text, split_userinfo
 from tests.judges.conftest import TEST_KEY, boxed_by_response
 from tests.judges.test_cream_arena import FAST, cream_script, write_run

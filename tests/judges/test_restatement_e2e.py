@@ -329,6 +329,52 @@ def test_a_failing_restatement_never_costs_the_item_nor_feeds_the_breaker(
     assert len({json.dumps(r.body["messages"][0]) for r in restatements}) == 4  # each sent
 
 
+@pytest.mark.slow
+def test_lm_eval_loses_no_item_when_every_restatement_fails(tmp_path: Path) -> None:
+    """Through ``lm_eval``: a server failing every restatement turn stops nothing.
+
+    Four restatements fail in a row, more than the run's breaker takes (three), yet the run
+    ends with rc 0: the one boxed reply scores, the four prose replies stay unscored with
+    the reason, and each keeps the reply the judge gave.
+    """
+    lock = threading.Lock()
+    judged: list[str] = []
+    prose = "Feedback: most of it, but the owner is missing. I would give it a 6."
+
+    def first(request: RecordedRequest) -> str:
+        if "### Response to evaluate:" not in request.prompt:  # the tested model
+            return "They were [PERSON3] and [PERSON6]."
+        with lock:
+            if request.prompt not in judged:
+                judged.append(request.prompt)
+            role = judged.index(request.prompt)
+        return "Feedback: right.\n\\boxed{8}" if role == 0 else prose
+
+    out = tmp_path / "out"
+    with LoopbackOpenAI(fails_every_restatement(first), model="judge-model") as loop:
+        judge = (
+            f"openai:judge-model,base_url={loop.base_url},cache={tmp_path / 'c.sqlite'},"
+            "retries=0,backoff=0.01"
+        )
+        proc = run_lm_eval(
+            chat_qa_args(loop.chat_url, judge, out, limit=5), env={"OPENAI_API_KEY": "sk-test"}
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        restatements = [r for r in loop.requests if is_restatement(r)]
+    assert len(restatements) == 4  # each prose reply was asked once, and each failed
+    results = json.loads(next(out.rglob("results_*.json")).read_text())
+    assert results["results"]["elitr_qa_dev"]["judge_score,openai:judge-model"] == 8.0
+    rows = [json.loads(x) for p in out.rglob("samples_*.jsonl") for x in p.read_text().splitlines()]
+    samples = [json.loads(r["filtered_resps"][0][0])["judge"]["samples"][0] for r in rows]
+    assert sorted(s["score"] or 0 for s in samples) == [0, 0, 0, 0, 8.0]
+    lost = [s for s in samples if s["score"] is None]
+    assert [s["raw"] for s in lost] == [prose] * 4  # the replies are kept
+    for sample in lost:
+        assert sample["reason"].startswith(
+            "no score in the asked format; restatement not answered: "
+        ), sample["reason"]
+
+
 # --- structured output, greedy judges, the cache ------------------------------------------
 def _item() -> JudgeItem:
     return JudgeItem(question="When do they meet?", response="On 3 May.", reference="On 3 May.")

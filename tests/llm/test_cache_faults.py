@@ -17,9 +17,8 @@ from pathlib import Path
 import pytest
 
 from elitr_bench.judges import parse_judge_spec
-from elitr_bench.judges.config import check_judge_ready
 from elitr_bench.judges.qa.engine import JudgeItem, judge_items, make_judge
-from elitr_bench.judges.readiness import check_cache
+from elitr_bench.judges.readiness import check_cache, check_judge_ready
 from elitr_bench.llm.cache import Completion, SQLiteCache
 from elitr_bench.llm.errors import JudgeCacheError, JudgeConfigError
 from elitr_bench.tasks.preflight import check_run_judges

@@ -15,7 +15,7 @@ from elitr_bench.judges.batching import (
     BatchPlan,
     judge_groups,
 )
-from elitr_bench.judges.config import JudgeConfig
+from elitr_bench.judges.identity import JudgeConfig
 from elitr_bench.judges.qa.engine import (
     JudgeItem,
     Judgement,

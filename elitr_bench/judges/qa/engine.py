@@ -26,8 +26,8 @@ from typing import Any, Literal, Protocol, TypeVar, cast
 from elitr_bench.data.records import ReleasedResponse
 from elitr_bench.judges.aio import run_coroutine
 from elitr_bench.judges.asking import ask, draws, make_client, policy_of, request_for
-from elitr_bench.judges.config import JudgeConfig
 from elitr_bench.judges.errors import JudgeError, ReplayMatchError
+from elitr_bench.judges.identity import JudgeConfig
 from elitr_bench.judges.overlength import Overlong, overlength_line, way_out
 from elitr_bench.judges.qa.family import qa_options
 from elitr_bench.judges.reading import shows_format

@@ -22,12 +22,6 @@ from lm_eval.api.registry import register_filter
 
 from elitr_bench.cli_errors import install_excepthook
 from elitr_bench.judges.batching import BatchPlan
-from elitr_bench.judges.config import (
-    JudgeConfig,
-    check_judge_ready,
-    get_run_judge,
-    resolve_run_judge,
-)
 from elitr_bench.judges.filtering import (
     FILTER_NAME,
     cap_hint,
@@ -37,6 +31,7 @@ from elitr_bench.judges.filtering import (
     record_failures,
     refused_by_cap,
 )
+from elitr_bench.judges.identity import JudgeConfig
 from elitr_bench.judges.metrics import register_lm_eval_aggregations
 from elitr_bench.judges.overlength import larger_judge, overlength_line, way_out
 from elitr_bench.judges.qa.batching import judge_in_batches
@@ -52,6 +47,8 @@ from elitr_bench.judges.qa.engine import (
     summarize,
 )
 from elitr_bench.judges.qa.plan import plan_items
+from elitr_bench.judges.readiness import check_judge_ready
+from elitr_bench.judges.spec import get_run_judge, resolve_run_judge
 from elitr_bench.llm.context_window import judge_window
 
 log = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from elitr_bench.judges.asking import policy_of, request_for, restatement_request
-from elitr_bench.judges.config import JudgeConfig
+from elitr_bench.judges.identity import JudgeConfig
 from elitr_bench.judges.overlength import judge_label
 from elitr_bench.judges.pricing import estimate_cost
 from elitr_bench.judges.qa.engine import JudgeItem

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from elitr_bench.judges.config import JudgeConfig
+    from elitr_bench.judges.identity import JudgeConfig
     from elitr_bench.judges.overlength import Overlong
     from elitr_bench.llm.client import JudgeClient
 

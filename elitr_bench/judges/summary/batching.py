@@ -19,7 +19,7 @@ from elitr_bench.judges.batching import (
     BatchPlan,
     judge_groups,
 )
-from elitr_bench.judges.config import JudgeConfig
+from elitr_bench.judges.identity import JudgeConfig
 from elitr_bench.judges.summary.base import MinutesAssessment, MinutesItem, MinutesMethod
 from elitr_bench.judges.summary.run import (
     MinutesRun,

@@ -35,12 +35,6 @@ from typing import Any
 from lm_eval.api.filter import Filter
 from lm_eval.api.registry import register_filter
 
-from elitr_bench.judges.config import (
-    JudgeConfig,
-    check_judge_ready,
-    get_run_judge,
-    resolve_run_judge,
-)
 from elitr_bench.judges.filtering import (
     cap_hint,
     finish_hint,
@@ -49,6 +43,7 @@ from elitr_bench.judges.filtering import (
     record_failures,
     refused_by_cap,
 )
+from elitr_bench.judges.identity import JudgeConfig
 from elitr_bench.judges.metrics import (
     JUDGE_ERRORS,
     JUDGE_FORMAT_IN_ANSWER,
@@ -57,6 +52,8 @@ from elitr_bench.judges.metrics import (
     register_lm_eval_aggregations,
 )
 from elitr_bench.judges.overlength import CONTEXT_DETAIL, Overlong, larger_judge, way_out
+from elitr_bench.judges.readiness import check_judge_ready
+from elitr_bench.judges.spec import get_run_judge, resolve_run_judge
 from elitr_bench.judges.summary.base import (
     MinutesAssessment,
     MinutesItem,

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from elitr_bench.judges.config import family_identity
 from elitr_bench.judges.errors import JudgeConfigError
+from elitr_bench.judges.identity import family_identity
 from elitr_bench.judges.summary.base import (
     MinutesAssessment,
     MinutesItem,
@@ -32,7 +32,7 @@ from elitr_bench.llm.batch import BatchPending
 from elitr_bench.tokens import estimate_tokens
 
 if TYPE_CHECKING:
-    from elitr_bench.judges.config import JudgeConfig
+    from elitr_bench.judges.identity import JudgeConfig
     from elitr_bench.judges.overlength import Overlong
     from elitr_bench.llm.cache import JudgeCache
     from elitr_bench.llm.client import JudgeClient
