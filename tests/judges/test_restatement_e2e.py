@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,25 @@ PROSE = "The response names both people correctly. I would give it a 7 out of 10
 TWO_VALUES = "Feedback: both people, but one role is wrong. I'd rate it a 4.\n\\boxed{9}"
 
 
+def by_arrival(judged: list[str], reply: Callable[[int], str]) -> Callable[[RecordedRequest], str]:
+    """The tested model's fixed answer, and the judge's ``reply(n)`` to the n-th judge prompt.
+
+    ``judged`` collects the judge prompts in the order they first arrived (a prompt asked
+    again keeps its number).
+    """
+    lock = threading.Lock()
+
+    def answer(request: RecordedRequest) -> str:
+        if "### Response to evaluate:" not in request.prompt:  # the tested model
+            return "They were [PERSON3] and [PERSON6]."
+        with lock:
+            if request.prompt not in judged:
+                judged.append(request.prompt)
+            return reply(judged.index(request.prompt))
+
+    return answer
+
+
 @pytest.mark.slow
 def test_qa_lm_eval_restates_prose_and_reads_a_boxed_reply_at_once(tmp_path: Path) -> None:
     """Prose is restated; a box is read at once; a box beside another value is never restated.
@@ -70,17 +90,10 @@ def test_qa_lm_eval_restates_prose_and_reads_a_boxed_reply_at_once(tmp_path: Pat
     The third judge restates its prose value when asked (``restates_the_prose``): had a
     restatement been sent for its reply, it would have chosen the 4 over the box's 9.
     """
-    lock = threading.Lock()
     first_judged: list[str] = []
-
-    def first(request: RecordedRequest) -> str:
-        if "### Response to evaluate:" not in request.prompt:  # the tested model
-            return "They were [PERSON3] and [PERSON6]."
-        with lock:
-            if request.prompt not in first_judged:
-                first_judged.append(request.prompt)
-            role = first_judged.index(request.prompt)
-        return [PROSE, "Feedback: correct and concise.\n\\boxed{9}", TWO_VALUES][role]
+    first = by_arrival(
+        first_judged, lambda n: [PROSE, "Feedback: correct and concise.\n\\boxed{9}", TWO_VALUES][n]
+    )
 
     def prose_value(request: RecordedRequest) -> str:
         check_turn(request, PROSE)  # only the prose reply is ever restated
@@ -337,18 +350,8 @@ def test_lm_eval_loses_no_item_when_every_restatement_fails(tmp_path: Path) -> N
     ends with rc 0: the one boxed reply scores, the four prose replies stay unscored with
     the reason, and each keeps the reply the judge gave.
     """
-    lock = threading.Lock()
-    judged: list[str] = []
     prose = "Feedback: most of it, but the owner is missing. I would give it a 6."
-
-    def first(request: RecordedRequest) -> str:
-        if "### Response to evaluate:" not in request.prompt:  # the tested model
-            return "They were [PERSON3] and [PERSON6]."
-        with lock:
-            if request.prompt not in judged:
-                judged.append(request.prompt)
-            role = judged.index(request.prompt)
-        return "Feedback: right.\n\\boxed{8}" if role == 0 else prose
+    first = by_arrival([], lambda n: "Feedback: right.\n\\boxed{8}" if n == 0 else prose)
 
     out = tmp_path / "out"
     with LoopbackOpenAI(fails_every_restatement(first), model="judge-model") as loop:
