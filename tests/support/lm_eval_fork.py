@@ -24,6 +24,16 @@ What differs from a fresh interpreter, and why it does not matter here:
   lm-eval's own ``TaskIndex.build``; any ``--include_path`` (ours, which the start-up hook
   adds, and a test's) is indexed by the child, and a task there overrides a built-in one
   with lm-eval's warning, as in a fresh run;
+* what most launches load anyway is loaded by the server too: ROUGE's scorer (it imports
+  nltk and scipy.stats, about 2 s), transformers' Llama classes, and the ELITR-Bench
+  questions, transcripts and released responses of the server's data folder (decrypting
+  the authors' zip archives in Python takes about 3 s). A launch reads them through the
+  same per-location caches (:mod:`elitr_bench.data.loaders`) that a process of its own
+  fills on first use, so one with another data folder or zip password loads its own, and
+  the data loaders' tests read the archives in-process as before;
+* torch's environment report, which lm-eval writes into every results file (it runs pip
+  and a dozen other commands, about 1 s), is made once by the server: every launch's
+  results carry that text, which a fresh launch in the same interpreter would print too;
 * the environment is read at import time by some libraries (Hugging Face offline
   switches, OpenMP threads, ``PYTHONPATH``, our ``ELITR_BENCH_NO_HOOK``; our package
   reads none at import): a launch whose
@@ -200,8 +210,27 @@ def _warm() -> None:
         return index
 
     TaskIndex.build = staticmethod(build)  # type: ignore[method-assign]
+    _load_what_launches_load()
     if "evaluate" in sys.modules:  # READ_BY_THE_LAUNCH would then be read here, too early
         raise RuntimeError("the lm_eval fork server imported `evaluate`: see READ_BY_THE_LAUNCH")
+
+
+def _load_what_launches_load() -> None:
+    """ROUGE, the Llama classes, the released data and torch's environment report, once."""
+    import rouge_score.rouge_scorer  # noqa: F401 - nltk and scipy.stats
+    import transformers.generation.utils  # noqa: F401
+    import transformers.models.llama.modeling_llama  # noqa: F401
+    from torch.utils import collect_env
+
+    from elitr_bench.data.errors import DataError
+    from elitr_bench.data.loaders import RELEASED_FILES, load_benchmark, load_released_responses
+
+    with contextlib.suppress(DataError):  # no data here: each launch says so itself
+        load_benchmark()
+        for release in RELEASED_FILES:
+            load_released_responses(*release)
+    report = collect_env.get_pretty_env_info()
+    collect_env.get_pretty_env_info = lambda: report
 
 
 def _reread_at_launch() -> None:
