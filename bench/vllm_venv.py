@@ -57,10 +57,13 @@ def child_env(kv_cache_gib: str) -> dict[str, str]:
 
     ``VLLM_CPU_KVCACHE_SPACE`` (GiB; only the CPU engine reads it) bounds the KV cache,
     which otherwise takes a share of the machine's memory; an ``OMP_NUM_THREADS`` of ours
-    is dropped, since vLLM's CPU worker binds its own OpenMP threads; and this checkout
-    comes first on the path, so the venv's editable install imports this tree.
+    is dropped, since vLLM's CPU worker binds its own OpenMP threads, unless the engine
+    runs in the child itself (``VLLM_ENABLE_V1_MULTIPROCESSING=0``, as in the test suite),
+    where nothing binds them; and this checkout comes first on the path, so the venv's
+    editable install imports this tree.
     """
-    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    in_process = os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING") == "0"
+    env = {k: v for k, v in os.environ.items() if in_process or k != "OMP_NUM_THREADS"}
     env.setdefault("VLLM_CPU_KVCACHE_SPACE", kv_cache_gib)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     return env

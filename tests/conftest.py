@@ -196,9 +196,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         fixtures = getattr(item, "fixturenames", ())
         if "vllm_venv" in fixtures:  # an engine start (one to two minutes) and its run
             return 0
-        # An engine of its own on SERVER_CORE: next, on the same worker (worksteal hands each
-        # worker one run of the sorted list and steals from its end), so after the server
-        # has started and while it idles between requests.
+        # An engine of its own: next, on the same worker (worksteal hands each worker one
+        # run of the sorted list and steals from its end), so after the server has started
+        # and while it idles between requests.
         if item.get_closest_marker("vllm"):
             return 1
         if "smollm2" in fixtures:

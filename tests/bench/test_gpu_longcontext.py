@@ -89,7 +89,7 @@ def _vllm_venv_or_none() -> Path | None:
 
 @pytest.mark.slow
 @pytest.mark.vllm  # its vllm apc row starts an engine: the longest test of the suite
-def test_cpu_mode_runs_every_back_end_on_real_prompts(tmp_path: Path) -> None:
+def test_cpu_mode_runs_every_back_end_on_real_prompts(tmp_path: Path, tiny_llama: Path) -> None:
     """Every row of the tiny shape on the CPU, in one run (one engine start for vLLM).
 
     Stock hf at batch 1 and 2, hf-prefix serial and batched: same answers, fewer prefills.
@@ -101,16 +101,17 @@ def test_cpu_mode_runs_every_back_end_on_real_prompts(tmp_path: Path) -> None:
     find its transcript in vLLM's prefix cache, and the row must print its wall time and
     its ratio to stock's best.
     """
-    from tests.support.vllm_server import SERVER_CORE, engine_env
+    from tests.support.vllm_server import engine_env
 
     venv = _vllm_venv_or_none()
-    # the server of the vLLM tests idles between requests; vLLM's default core is 0
-    env = engine_env(VLLM_CPU_OMP_THREADS_BIND=SERVER_CORE)
+    env = engine_env()  # the vllm apc row's engine in its child process, on one thread
     vllm = ["--vllm-venv", str(venv), "--vllm-keep", str(tmp_path)] if venv else ["--no-vllm"]
     proc = _run(
         # 3 questions: the first two prompts have one length, so their answers end alike
         "--shape", "tiny", "--meetings", "1", "--questions", "3", "--max-gen-toks", "6",
         "--mean-answer-tokens", "5", "--stock-batch-sizes", "2", "--modes", "st,mt", *vllm,
+        # the tokenizer the script trains by default, as the worker's fixture built it
+        "--tokenizer", str(tiny_llama),
         env=env,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-4000:]

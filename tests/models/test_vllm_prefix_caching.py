@@ -26,7 +26,7 @@ import pytest
 import elitr_bench
 from elitr_bench.middle_cut import ELISION
 from tests.support.lm_eval_runs import lm_eval_args
-from tests.support.vllm_server import ENGINE_CORE, engine_env
+from tests.support.vllm_server import engine_env
 
 pytestmark = pytest.mark.slow
 
@@ -78,7 +78,7 @@ def _run_vllm(vllm_venv: Path, smollm2: Path, out: Path) -> Path:
         extra=["--include_path", str(_budget_task(out / "tasks"))],
     )  # fmt: skip
     args.insert(0, str(vllm_venv / "bin" / "lm_eval"))
-    env = engine_env(VLLM_CPU_OMP_THREADS_BIND=ENGINE_CORE)
+    env = engine_env()
     proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=900, check=False)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return out

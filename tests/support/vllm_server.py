@@ -56,21 +56,22 @@ def missing_reason(venv: Path) -> str | None:
     return None
 
 
-#: The cores the suite's two vLLM engines bind their OpenMP thread to. vLLM's CPU worker
-#: binds to core 0 by default, so the shared server and the ``lm_eval --model vllm`` run,
-#: which overlap under xdist, took turns on one core while the other served the rest of
-#: the suite: binding them apart took the vLLM tests from 145 s to 113 s on 2 cores.
-ENGINE_CORE, SERVER_CORE = "0", "1" if (os.cpu_count() or 1) > 1 else "0"
-
-
 def engine_env(**extra: str) -> dict[str, str]:
-    """The environment a vLLM engine runs with on the CPU.
+    """The environment a vLLM engine of the suite runs with on the CPU.
 
     ``VLLM_CPU_KVCACHE_SPACE`` (GiB) keeps the KV cache small: vLLM's CPU default takes a
-    share of the machine's memory. Our ``OMP_NUM_THREADS=1`` for xdist workers (see
-    tests/conftest.py) is dropped: vLLM's CPU worker binds its own OpenMP threads.
+    share of the machine's memory. ``VLLM_ENABLE_V1_MULTIPROCESSING=0`` keeps the engine in
+    the process that starts it (vLLM's own switch; the server also gets the ``uni``
+    executor): by default an engine start spawns an engine-core and a worker process, and
+    each imports torch and vLLM again, about 20 of the 40 CPU seconds of a start on 2
+    cores. What the engine computes is the same; the tests compare its answers with
+    transformers' greedy ones. In one process nothing binds vLLM's OpenMP threads (its
+    multiprocessing worker would), so the workers' ``OMP_NUM_THREADS=1`` (see
+    tests/conftest.py) is kept: one thread, as that worker would bind on one core.
     """
-    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    env = dict(os.environ)
+    env["OMP_NUM_THREADS"] = "1"
+    env.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
     env.setdefault("VLLM_LOGGING_LEVEL", "INFO")
     # Our checkout first, so the venv's editable install and this tree agree.
@@ -163,8 +164,9 @@ def start_server(venv: Path, checkpoint: Path, log: Path, *, owner: int) -> VLLM
     8,192 positions, and no chunked prefill (vLLM 0.32's CPU engine dies on a seeded
     request whose prefill is chunked: "CPU Generator does not use offset"); eager mode,
     since compiling the model (vLLM's default) took over 4 minutes on 2 busy cores
-    where the eager engine is up in under 2. Requests and
-    outputs are logged, so a test can read what the server was sent and what it answered.
+    where the eager engine is up in under 2; the ``uni`` executor, one process for the
+    engine core and its worker (:func:`engine_env`). Requests and outputs are logged, so
+    a test can read what the server was sent and what it answered.
     """
     port = _free_port()
     base_url = f"http://127.0.0.1:{port}/v1"
@@ -174,7 +176,7 @@ def start_server(venv: Path, checkpoint: Path, log: Path, *, owner: int) -> VLLM
         "--host", "127.0.0.1", "--port", str(port),
         "--dtype", "float32", "--max-model-len", "8192",
         "--no-enable-chunked-prefill", "--max-num-batched-tokens", "8192",
-        "--enable-prefix-caching", "--enforce-eager",
+        "--enable-prefix-caching", "--enforce-eager", "--distributed-executor-backend", "uni",
         "--enable-log-requests", "--enable-log-outputs",
         "--disable-uvicorn-access-log",
     ]  # fmt: skip
@@ -184,7 +186,7 @@ def start_server(venv: Path, checkpoint: Path, log: Path, *, owner: int) -> VLLM
             [sys.executable, "-c", _WATCHDOG, str(owner), *cmd],
             stdout=sink,
             stderr=subprocess.STDOUT,
-            env=engine_env(VLLM_CPU_OMP_THREADS_BIND=SERVER_CORE),
+            env=engine_env(),
             start_new_session=True,
         )
     while not _answers(base_url):
