@@ -218,7 +218,7 @@ def _warm() -> None:
 def _load_what_launches_load() -> None:
     """ROUGE, the Llama classes, the released data and torch's environment report, once."""
     import rouge_score.rouge_scorer  # noqa: F401 - nltk and scipy.stats
-    import transformers.generation.utils  # noqa: F401
+    import transformers.generation.utils
     import transformers.models.llama.modeling_llama  # noqa: F401
     from torch.utils import collect_env
 
