@@ -72,7 +72,11 @@ def _fork_server() -> ForkedLmEval | None:
 
 
 def run_lm_eval(
-    args: list[str], *, env: dict[str, str] | None = None, timeout: int = 600
+    args: list[str],
+    *,
+    env: dict[str, str] | None = None,
+    timeout: int = 600,
+    model_script: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run the real ``lm_eval`` CLI: lm-eval's console entry point in a process of its own.
 
@@ -80,11 +84,24 @@ def run_lm_eval(
     launch then costs its own work, not the imports and lm-eval's index of its built-in
     tasks again. A launch whose environment changes what modules read at import time, or
     any under ``ELITR_TEST_FRESH_LM_EVAL=1``, runs the console script in a fresh interpreter.
+    ``model_script`` is a script that registers a model of the tests and then runs
+    lm-eval's entry point (tests/support/marker_model.py): a forked launch imports it
+    first, a fresh one runs it instead of the console script.
     """
     full_env = {**os.environ, **(env or {})}
     fork = _fork_server()
     if fork is not None and fork.serves(full_env):
-        return fork.run(args, full_env, timeout)
+        models = (model_script,) if model_script is not None else ()
+        return fork.run(args, full_env, timeout, models=models)
+    if model_script is not None:
+        return subprocess.run(
+            [sys.executable, str(model_script), *args],
+            capture_output=True,
+            text=True,
+            env=full_env,
+            timeout=timeout,
+            check=False,
+        )
     return run_fresh_lm_eval(args, env=full_env, timeout=timeout)
 
 

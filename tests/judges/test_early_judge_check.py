@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,7 +22,8 @@ from elitr_bench.judges.errors import JudgeNotReadyError
 from elitr_bench.judges.readiness import check_judge_ready
 from elitr_bench.judges.spec import parse_judge_spec
 from elitr_bench.tasks.preflight import check_run_judges, our_task_kinds
-from tests.conftest import ROOT
+from tests.conftest import run_lm_eval
+from tests.support import marker_model
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest, Reply
 
 MARKER_ARGS = ["--model", "marker-lm", "--tasks", "elitr_qa_dev", "--limit", "1"]
@@ -32,16 +32,9 @@ MARKER_ARGS = ["--model", "marker-lm", "--tasks", "elitr_qa_dev", "--limit", "1"
 def run_marked(
     marker: Path, args: list[str], env: dict[str, str]
 ) -> subprocess.CompletedProcess[str]:
-    """``lm_eval ARGS`` with the marker model, in a fresh interpreter."""
-    return subprocess.run(
-        [sys.executable, "-m", "tests.support.marker_model", str(marker), *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **env},
-        cwd=ROOT,
-        timeout=600,
-        check=False,
-    )
+    """``lm_eval ARGS`` with the marker model (tests/support/marker_model.py)."""
+    marked = {**env, marker_model.MARKER_ENV: str(marker)}
+    return run_lm_eval(args, env=marked, model_script=marker_model.SCRIPT)
 
 
 def _last_line(proc: subprocess.CompletedProcess[str]) -> str:

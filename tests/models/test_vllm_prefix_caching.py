@@ -6,7 +6,7 @@ once; lm-eval passes unknown ``--model_args`` on to ``vllm.LLM``. The test drive
 ``lm_eval`` console script of the venv ``make install-vllm`` builds (vLLM's CPU wheel pins
 its own torch and transformers), once for the three kinds of task, since loading the engine
 is the cost: single-turn QA, multi-turn QA with the released answers as history, and Conv,
-where each turn carries the model's own earlier answers. The 1,024-token window forces the
+where each turn carries the model's own earlier answers. The 512-token window forces the
 over-length cut, counted with vLLM's tokenizer. A fourth task, ``elitr_qa_dev`` under
 ``context_budget`` (a task YAML of the test's own, since ``--metadata`` is one for the
 whole launch), checks the budget cut counted with vLLM's tokenizer in the same launch. The
@@ -31,13 +31,13 @@ from tests.support.vllm_server import engine_env
 pytestmark = pytest.mark.slow
 
 TASKS = ("elitr_qa_dev", "elitr_qa_mt_dev", "elitr_conv_dev")
-WINDOW = 1024
+WINDOW = 512
 MAX_GEN = 32
 #: Top-1 minus top-2 logit (float32) below which two kernels may pick different tokens.
 NEAR_TIE = 0.05
 #: ``elitr_qa_dev`` with its transcripts cut to ``BUDGET`` tokens (a name that no
 #: ``samples_<task>_*`` glob of the other tasks matches).
-BUDGET_TASK, BUDGET = "vllm_budget_qa", 300
+BUDGET_TASK, BUDGET = "vllm_budget_qa", 150
 
 
 def _budget_task(folder: Path) -> Path:

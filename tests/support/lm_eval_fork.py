@@ -49,6 +49,7 @@ Tests of the start-up hook itself launch fresh interpreters of their own.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import signal
@@ -57,7 +58,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -131,9 +132,19 @@ class ForkedLmEval:
         return wanted == started
 
     def run(
-        self, args: list[str], env: Mapping[str, str], timeout: float
+        self,
+        args: list[str],
+        env: Mapping[str, str],
+        timeout: float,
+        *,
+        models: Sequence[Path] = (),
     ) -> subprocess.CompletedProcess[str]:
-        """``subprocess.run``'s answer for ``lm_eval *args``, from a forked child."""
+        """``subprocess.run``'s answer for ``lm_eval *args``, from a forked child.
+
+        ``models`` are module files the child imports before the CLI runs, as a script that
+        registers an lm-eval model and then calls the console entry point would
+        (tests/support/marker_model.py).
+        """
         cmd = ["lm_eval", *args]
         with self._lock, tempfile.TemporaryDirectory(prefix="lm-eval-fork-") as scratch:
             out, err = Path(scratch) / "stdout", Path(scratch) / "stderr"
@@ -144,6 +155,7 @@ class ForkedLmEval:
                 "stdout": str(out),
                 "stderr": str(err),
                 "timeout": timeout,
+                "models": [str(path) for path in models],
             }
             assert self._server.stdin is not None
             self._server.stdin.write(json.dumps(request) + "\n")
@@ -255,6 +267,10 @@ def _launch(request: dict[str, Any], set_at_import: dict[str, str]) -> None:
     sys.stdin = open(os.devnull)  # noqa: SIM115 - the child's stdin until it exits
     script = Path(sys.executable).with_name("lm_eval")
     sys.argv = [str(script), *request["argv"]]
+    for path in request["models"]:  # each registers its model with lm-eval when imported
+        spec = importlib.util.spec_from_file_location(Path(path).stem, path)
+        assert spec is not None and spec.loader is not None
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
     from lm_eval.__main__ import cli_evaluate
 
     sys.exit(cli_evaluate())  # the console script's last line

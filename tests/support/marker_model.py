@@ -1,13 +1,16 @@
 """Run the real ``lm_eval`` CLI with a model whose construction leaves a marker file.
 
-``python -m tests.support.marker_model MARKER LM_EVAL_ARGS...`` registers ``marker-lm``
-(it writes MARKER when lm-eval builds it and answers every request with a fixed text),
-then runs lm-eval's own CLI entry point with the remaining arguments. A test can then
-prove what happened before the model under test was built: the marker is absent.
+``python tests/support/marker_model.py LM_EVAL_ARGS...`` registers ``marker-lm`` (it writes
+"built" to the file ``ELITR_TEST_MARKER`` names when lm-eval builds it, and answers every
+request with a fixed text), then runs lm-eval's own CLI entry point with the arguments.
+A forked launch imports this file before the CLI instead (``run_lm_eval(...,
+model_script=SCRIPT)`` in tests/conftest.py). A test can then prove what happened before
+the model under test was built: the marker is absent.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,18 +19,21 @@ from lm_eval.api.model import LM
 from lm_eval.api.registry import register_model
 
 ANSWER = "They decided to meet again on Friday."
+#: The environment variable naming the marker file.
+MARKER_ENV = "ELITR_TEST_MARKER"
+#: This file, the ``model_script`` of a launch with ``marker-lm``.
+SCRIPT = Path(__file__)
 
 
 @register_model("marker-lm")
 class MarkerLM(LM):
     """A model that marks its construction; generation returns :data:`ANSWER`."""
 
-    marker: Path | None = None
-
     def __init__(self, **kwargs: Any) -> None:
         super().__init__()
-        if self.marker is not None:
-            self.marker.write_text("built", encoding="utf-8")
+        marker = os.environ.get(MARKER_ENV)
+        if marker:
+            Path(marker).write_text("built", encoding="utf-8")
 
     @classmethod
     def create_from_arg_string(cls, arg_string: str, additional_config: Any = None) -> MarkerLM:
@@ -53,11 +59,10 @@ class MarkerLM(LM):
 
 
 def main(argv: list[str]) -> None:
-    """Mark construction at ``argv[0]``, then run ``lm_eval`` with ``argv[1:]``."""
-    MarkerLM.marker = Path(argv[0])
+    """Run ``lm_eval`` with ``argv``, ``marker-lm`` registered."""
     from lm_eval.__main__ import cli_evaluate
 
-    sys.argv = ["lm_eval", *argv[1:]]
+    sys.argv = ["lm_eval", *argv]
     cli_evaluate()
 
 
