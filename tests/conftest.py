@@ -207,15 +207,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     Under xdist the workers take tests in collection order, so a minute-long real-model test
     collected last keeps one core busy while the other idles at the end of the suite. The
     order within each group is kept, and every worker sorts the same way.
+
+    ``--dist worksteal`` first hands each of the W workers one contiguous run of the list
+    (then steals half a queue, counted in tests, from its end). Sorted alone, the first
+    worker's run held every long test, and at the end of the suite it was still working
+    through them while the other had stolen all it could: two minutes on one core of two.
+    So the sorted list is dealt out: worker k's run is items k, k + W, k + 2W, ..., each
+    run starts with its share of the long tests and ends with short ones, which is what
+    the stealing takes.
     """
 
     def rank(item: pytest.Item) -> int:
         fixtures = getattr(item, "fixturenames", ())
         if "vllm_venv" in fixtures:  # an engine start (one to two minutes) and its run
             return 0
-        # An engine of its own: next, on the same worker (worksteal hands each worker one
-        # run of the sorted list and steals from its end), so after the server has started
-        # and while it idles between requests.
+        # An engine of its own: next, after the tests that start the shared server.
         if item.get_closest_marker("vllm"):
             return 1
         if "smollm2" in fixtures:
@@ -227,3 +233,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return 4 if hasattr(getattr(item, "module", None), "run_lm_eval") else 5
 
     items.sort(key=rank)
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers > 1:
+        items[:] = [item for k in range(workers) for item in items[k::workers]]
