@@ -212,9 +212,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     (then steals half a queue, counted in tests, from its end). Sorted alone, the first
     worker's run held every long test, and at the end of the suite it was still working
     through them while the other had stolen all it could: two minutes on one core of two.
-    So the sorted list is dealt out: worker k's run is items k, k + W, k + 2W, ..., each
-    run starts with its share of the long tests and ends with short ones, which is what
-    the stealing takes.
+    So the sorted list is dealt out: after the tests on the shared vLLM server and vLLM's
+    own venv, which stay together at the head of the first run (they read the one
+    server's log as theirs alone, and a second worker would idle on the server's start
+    lock), worker k's run takes items k, k + W, k + 2W, ... of the rest. Each run starts
+    with its share of the long tests and ends with short ones, which is what the
+    stealing takes.
     """
 
     def rank(item: pytest.Item) -> int:
@@ -235,4 +238,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=rank)
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     if workers > 1:
-        items[:] = [item for k in range(workers) for item in items[k::workers]]
+        engines = sum(1 for item in items if rank(item) == 0)
+        rest = items[engines:]
+        items[engines:] = [item for k in range(workers) for item in rest[k::workers]]
