@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import itertools
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -213,12 +212,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     (then steals half a queue, counted in tests, from its end). Sorted alone, the first
     worker's run held every long test, and at the end of the suite it was still working
     through them while the other had stolen all it could: two minutes on one core of two.
-    So the sorted list is dealt out (:func:`_deal`): the tests on the shared vLLM server
-    and vLLM's own venv stay together at the head of the first run (they read the one
+    So the sorted list is dealt out: after the tests on the shared vLLM server and vLLM's
+    own venv, which stay together at the head of the first run (they read the one
     server's log as theirs alone, and a second worker would idle on the server's start
-    lock), and each module's tests of one group go to the run holding the fewest tests
-    so far (a module's fixtures are then built on one worker). Each run starts with its
-    share of the long tests and ends with short ones, which is what the stealing takes.
+    lock), worker k's run takes items k, k + W, k + 2W, ... of the rest. Each run starts
+    with its share of the long tests and ends with short ones, which is what the
+    stealing takes.
     """
 
     def rank(item: pytest.Item) -> int:
@@ -239,32 +238,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=rank)
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     if workers > 1:
-        items[:] = _deal(items, rank, workers)
-
-
-def _deal(
-    items: list[pytest.Item], rank: Callable[[pytest.Item], int], workers: int
-) -> list[pytest.Item]:
-    """The sorted ``items`` as ``workers`` consecutive runs of the sizes worksteal cuts.
-
-    Run 0 starts with the rank-0 tests; every other (rank, module) group, in order, joins
-    the run with the fewest tests. Then each run is cut to the size worksteal gives the
-    worker (``remaining // workers_left``, its first split): a run's surplus, its last and
-    cheapest tests, moves to the end of a run that is short.
-    """
-    runs: list[list[pytest.Item]] = [[] for _ in range(workers)]
-    for (level, _), group in itertools.groupby(
-        items, key=lambda item: (rank(item), item.nodeid.split("::")[0])
-    ):
-        target = runs[0] if level == 0 else min(runs, key=len)
-        target.extend(group)
-    sizes, left = [], len(items)
-    for k in range(workers):
-        sizes.append(left // (workers - k))
-        left -= sizes[-1]
-    surplus = [item for run, size in zip(runs, sizes, strict=True) for item in run[size:]]
-    for run, size in zip(runs, sizes, strict=True):
-        del run[size:]
-        while len(run) < size:
-            run.append(surplus.pop(0))
-    return [item for run in runs for item in run]
+        engines = sum(1 for item in items if rank(item) == 0)
+        rest = items[engines:]
+        items[engines:] = [item for k in range(workers) for item in rest[k::workers]]
