@@ -93,16 +93,7 @@ def run_lm_eval(
     if fork is not None and fork.serves(full_env):
         models = (model_script,) if model_script is not None else ()
         return fork.run(args, full_env, timeout, models=models)
-    if model_script is not None:
-        return subprocess.run(
-            [sys.executable, str(model_script), *args],
-            capture_output=True,
-            text=True,
-            env=full_env,
-            timeout=timeout,
-            check=False,
-        )
-    return run_fresh_lm_eval(args, env=full_env, timeout=timeout)
+    return run_fresh_lm_eval(args, env=full_env, timeout=timeout, script=model_script)
 
 
 def lm_eval_command() -> list[str]:
@@ -112,11 +103,15 @@ def lm_eval_command() -> list[str]:
 
 
 def run_fresh_lm_eval(
-    args: list[str], *, env: Mapping[str, str], timeout: float = 600
+    args: list[str], *, env: Mapping[str, str], timeout: float = 600, script: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """The ``lm_eval`` console script in a fresh interpreter, with exactly ``env``."""
+    """The ``lm_eval`` console script (or ``script``, which ends in it) in a fresh interpreter.
+
+    The process gets exactly ``env``.
+    """
+    command = [sys.executable, str(script)] if script is not None else lm_eval_command()
     return subprocess.run(
-        [*lm_eval_command(), *args],
+        [*command, *args],
         capture_output=True,
         text=True,
         env=dict(env),
@@ -235,9 +230,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         # the many short tests fill the end of the run instead of a few launches.
         return 4 if hasattr(getattr(item, "module", None), "run_lm_eval") else 5
 
-    items.sort(key=rank)
+    ranks = {item.nodeid: rank(item) for item in items}
+    items.sort(key=lambda item: ranks[item.nodeid])
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     if workers > 1:
-        engines = sum(1 for item in items if rank(item) == 0)
+        engines = sum(1 for level in ranks.values() if level == 0)
         rest = items[engines:]
         items[engines:] = [item for k in range(workers) for item in rest[k::workers]]
