@@ -335,9 +335,21 @@ def load_tokenizer(path: str | None, scratch: Path) -> Any:
     return AutoTokenizer.from_pretrained(scratch)
 
 
-def select(convs: dict[str, Conversation], meetings: int, questions: int) -> dict[str, Any]:
-    """The first ``meetings`` meetings, each with its first ``questions`` questions (0: all)."""
-    chosen = list(convs.items())[: meetings or None]
+def select(
+    convs: dict[str, Conversation], meetings: int, questions: int, ids: Sequence[str] = ()
+) -> dict[str, Any]:
+    """The first ``meetings`` meetings, each with its first ``questions`` questions (0: all).
+
+    ``ids`` (when given) are the meetings to take, in the split's order, before the first
+    ``meetings`` of them are kept.
+    """
+    unknown = sorted(set(ids) - set(convs))
+    if unknown:
+        raise SystemExit(
+            f"--meeting-ids: no meeting {', '.join(unknown)} in this split; "
+            f"its meetings are {', '.join(convs)}"
+        )
+    chosen = [(m, c) for m, c in convs.items() if not ids or m in ids][: meetings or None]
     return {m: (t, qs[: questions or None]) for m, (t, qs) in chosen}
 
 
@@ -687,6 +699,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--modes", default="st,mt,conv", help="comma list of st, mt, conv")
     parser.add_argument("--split", default="dev", choices=["dev", "test2"])
     parser.add_argument("--meetings", type=int, default=0, help="first N meetings (0 = all)")
+    parser.add_argument(
+        "--meeting-ids",
+        default="",
+        help="comma list of meeting ids to run (default: every meeting of the split)",
+    )
     parser.add_argument("--questions", type=int, default=0, help="first N per meeting (0 = all)")
     parser.add_argument("--max-gen-toks", type=int, default=512, help="the tasks' 512")
     parser.add_argument(
@@ -809,7 +826,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     runs: dict[str, ModeRun] = {}
     for mode in modes:
         setting = "conv" if mode == "conv" else "qa"
-        convs = select(conversations(args.split, setting), args.meetings, args.questions)
+        ids = [m.strip() for m in args.meeting_ids.split(",") if m.strip()]
+        convs = select(conversations(args.split, setting), args.meetings, args.questions, ids)
         runs[mode] = run_mode(mode, backends, convs, args)
     # vLLM reserves a share of the whole card up front: free this process's memory first.
     del model, common, backends, make

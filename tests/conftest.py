@@ -77,6 +77,7 @@ def run_lm_eval(
     env: dict[str, str] | None = None,
     timeout: int = 600,
     model_script: Path | None = None,
+    stderr_path: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run the real ``lm_eval`` CLI: lm-eval's console entry point in a process of its own.
 
@@ -86,14 +87,18 @@ def run_lm_eval(
     any under ``ELITR_TEST_FRESH_LM_EVAL=1``, runs the console script in a fresh interpreter.
     ``model_script`` is a script that registers a model of the tests and then runs
     lm-eval's entry point (tests/support/marker_model.py): a forked launch imports it
-    first, a fresh one runs it instead of the console script.
+    first, a fresh one runs it instead of the console script. ``stderr_path`` is a file the
+    launch writes its stderr to as it runs (for a test that reads it meanwhile); the answer
+    holds it too.
     """
     full_env = {**os.environ, **(env or {})}
     fork = _fork_server()
     if fork is not None and fork.serves(full_env):
         models = (model_script,) if model_script is not None else ()
-        return fork.run(args, full_env, timeout, models=models)
-    return run_fresh_lm_eval(args, env=full_env, timeout=timeout, script=model_script)
+        return fork.run(args, full_env, timeout, models=models, stderr_path=stderr_path)
+    return run_fresh_lm_eval(
+        args, env=full_env, timeout=timeout, script=model_script, stderr_path=stderr_path
+    )
 
 
 def lm_eval_command() -> list[str]:
@@ -103,21 +108,40 @@ def lm_eval_command() -> list[str]:
 
 
 def run_fresh_lm_eval(
-    args: list[str], *, env: Mapping[str, str], timeout: float = 600, script: Path | None = None
+    args: list[str],
+    *,
+    env: Mapping[str, str],
+    timeout: float = 600,
+    script: Path | None = None,
+    stderr_path: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """The ``lm_eval`` console script (or ``script``, which ends in it) in a fresh interpreter.
 
-    The process gets exactly ``env``.
+    The process gets exactly ``env``; its stderr goes to ``stderr_path`` when given (and is
+    read back into the answer).
     """
     command = [sys.executable, str(script)] if script is not None else lm_eval_command()
-    return subprocess.run(
-        [*command, *args],
-        capture_output=True,
-        text=True,
-        env=dict(env),
-        timeout=timeout,
-        check=False,
-    )
+    if stderr_path is None:
+        return subprocess.run(
+            [*command, *args],
+            capture_output=True,
+            text=True,
+            env=dict(env),
+            timeout=timeout,
+            check=False,
+        )
+    with stderr_path.open("w", encoding="utf-8") as err:
+        proc = subprocess.run(
+            [*command, *args],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+            env=dict(env),
+            timeout=timeout,
+            check=False,
+        )
+    proc.stderr = stderr_path.read_text(encoding="utf-8", errors="replace")
+    return proc
 
 
 @pytest.fixture(scope="session")

@@ -107,8 +107,9 @@ def test_cpu_mode_runs_every_back_end_on_real_prompts(tmp_path: Path, tiny_llama
     env = engine_env()  # the vllm apc row's engine in its child process, on one thread
     vllm = ["--vllm-venv", str(venv), "--vllm-keep", str(tmp_path)] if venv else ["--no-vllm"]
     proc = _run(
-        # 3 questions: the first two prompts have one length, so their answers end alike
-        "--shape", "tiny", "--meetings", "1", "--questions", "3", "--max-gen-toks", "6",
+        # the shortest dev transcript (the prefills' cost grows with its square), 3 questions
+        "--shape", "tiny", "--meeting-ids", "meeting_en_dev_006", "--questions", "3",
+        "--max-gen-toks", "6",
         "--mean-answer-tokens", "5", "--stock-batch-sizes", "2", "--modes", "st,mt", *vllm,
         # the tokenizer the script trains by default, as the worker's fixture built it
         "--tokenizer", str(tiny_llama),

@@ -12,8 +12,6 @@ runs the real ``lm_eval`` and checks the line is out before the judge is first a
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +22,7 @@ from elitr_bench.judges import parse_judge_spec
 from elitr_bench.judges.qa.engine import JudgeItem, judge_items
 from elitr_bench.judges.qa.plan import QAPlan, plan_items
 from elitr_bench.judges.rubrics import RUBRICS
-from tests.conftest import lm_eval_command
+from tests.conftest import run_lm_eval
 from tests.judges.conftest import chat_qa_args
 from tests.support.openai_server import LoopbackOpenAI, RecordedRequest, Reply
 
@@ -217,13 +215,9 @@ def test_lm_eval_prints_the_plan_before_the_first_judge_request(tmp_path: Path) 
     with LoopbackOpenAI(server) as loop:
         judge = f"openai:judge-model,price=10:30,base_url={loop.base_url},preflight=false"
         args = chat_qa_args(loop.chat_url, judge, out)
-        cmd = lm_eval_command()
-        env = {**os.environ, "OPENAI_API_KEY": "sk-test", "ELITR_JUDGE_CACHE": str(tmp_path / "c")}
-        with log.open("w", encoding="utf-8") as err:
-            proc = subprocess.run(
-                [*cmd, *args], stdout=subprocess.PIPE, stderr=err, text=True, env=env, timeout=600
-            )
-        assert proc.returncode == 0, log.read_text("utf-8")[-3000:]
+        env = {"OPENAI_API_KEY": "sk-test", "ELITR_JUDGE_CACHE": str(tmp_path / "c")}
+        proc = run_lm_eval(args, env=env, stderr_path=log)  # the judge reads it meanwhile
+        assert proc.returncode == 0, proc.stderr[-3000:]
         judged = [r for r in loop.requests if "### Response to evaluate:" in r.prompt]
         assert len(judged) == 2
     expected = "elitr judge openai:judge-model (gpt4-rubric): 2 calls (2 answers x 1 sample)"

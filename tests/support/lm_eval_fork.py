@@ -138,16 +138,20 @@ class ForkedLmEval:
         timeout: float,
         *,
         models: Sequence[Path] = (),
+        stderr_path: Path | None = None,
     ) -> subprocess.CompletedProcess[str]:
         """``subprocess.run``'s answer for ``lm_eval *args``, from a forked child.
 
         ``models`` are module files the child imports before the CLI runs, as a script that
         registers an lm-eval model and then calls the console entry point would
-        (tests/support/marker_model.py).
+        (tests/support/marker_model.py). ``stderr_path`` is where the child writes its
+        stderr as it goes (a test may read it while the launch runs); it is read back into
+        the answer at the end, as from the scratch file otherwise.
         """
         cmd = ["lm_eval", *args]
         with self._lock, tempfile.TemporaryDirectory(prefix="lm-eval-fork-") as scratch:
-            out, err = Path(scratch) / "stdout", Path(scratch) / "stderr"
+            out = Path(scratch) / "stdout"
+            err = stderr_path if stderr_path is not None else Path(scratch) / "stderr"
             request = {
                 "argv": args,
                 "env": dict(env),
