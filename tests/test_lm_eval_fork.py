@@ -115,7 +115,7 @@ See https://nanobind.readthedocs.io/en/latest/refleaks.html
         # anything after the report keeps it whole: only a report that ends stderr goes
         ("one line\n" + LEAK_REPORT + "later\n", "one line\n" + LEAK_REPORT + "later\n"),
         # lines that look like its tail, without its first line, are not a report
-        ("x\n - leaked type \"t\"\n", "x\n - leaked type \"t\"\n"),
+        ('x\n - leaked type "t"\n', 'x\n - leaked type "t"\n'),
     ],
 )
 def test_only_the_leak_report_that_ends_stderr_is_taken_off(stderr: str, kept: str) -> None:
