@@ -824,9 +824,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for make in backends.values():
         run_call(make().generate_until, ["warm-up " * 300] * 2, warm, meter)
     runs: dict[str, ModeRun] = {}
+    ids = [m.strip() for m in args.meeting_ids.split(",") if m.strip()]
     for mode in modes:
         setting = "conv" if mode == "conv" else "qa"
-        ids = [m.strip() for m in args.meeting_ids.split(",") if m.strip()]
         convs = select(conversations(args.split, setting), args.meetings, args.questions, ids)
         runs[mode] = run_mode(mode, backends, convs, args)
     # vLLM reserves a share of the whole card up front: free this process's memory first.

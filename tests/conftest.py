@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -121,16 +122,12 @@ def run_fresh_lm_eval(
     read back into the answer).
     """
     command = [sys.executable, str(script)] if script is not None else lm_eval_command()
-    if stderr_path is None:
-        return subprocess.run(
-            [*command, *args],
-            capture_output=True,
-            text=True,
-            env=dict(env),
-            timeout=timeout,
-            check=False,
+    with contextlib.ExitStack() as stack:
+        err = (
+            stack.enter_context(stderr_path.open("w", encoding="utf-8"))
+            if stderr_path is not None
+            else subprocess.PIPE
         )
-    with stderr_path.open("w", encoding="utf-8") as err:
         proc = subprocess.run(
             [*command, *args],
             stdout=subprocess.PIPE,
@@ -140,7 +137,8 @@ def run_fresh_lm_eval(
             timeout=timeout,
             check=False,
         )
-    proc.stderr = stderr_path.read_text(encoding="utf-8", errors="replace")
+    if stderr_path is not None:
+        proc.stderr = stderr_path.read_text(encoding="utf-8", errors="replace")
     return proc
 
 
