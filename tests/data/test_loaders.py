@@ -19,8 +19,9 @@ from elitr_bench.data import (
     sources,
     store,
 )
+from tests.support.shared_data import shared_data_dir
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+SHARED = shared_data_dir()
 
 
 def test_counts_match_the_paper_table_1() -> None:

@@ -1,4 +1,4 @@
-"""Minutes loaders on the real pinned data in ../shared/data (ELITR archives and AutoMin 2023)."""
+"""Minutes loaders on the real data mirror: the ELITR archives and AutoMin 2023."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ from elitr_bench.data import minutes as mn
 from elitr_bench.data.errors import DataError
 from elitr_bench.data.records import Minutes
 from elitr_bench.data.sources import AUTOMIN_DIR, automin_sources, build_automin_manifest
+from tests.support.shared_data import shared_data_dir
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+DATA = shared_data_dir()
 
 
 def test_manifest_matches_the_shared_copy() -> None:
