@@ -219,25 +219,19 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Run the long tests first: vLLM's, the real-model ones, then the end-to-end ``slow`` ones.
+    """Run the long tests first and give each xdist worker a like share of the work.
 
     Under xdist the workers take tests in collection order, so a minute-long real-model test
-    collected last keeps one core busy while the other idles at the end of the suite. The
-    order within each group is kept, and every worker sorts the same way.
-
-    ``--dist worksteal`` first hands each of the W workers one contiguous run of the list
-    (then steals half a queue, counted in tests, from its end). Sorted alone, the first
-    worker's run held every long test, and at the end of the suite it was still working
-    through them while the other had stolen all it could: two minutes on one core of two.
-    So the sorted list is dealt out: after the tests on the shared vLLM server and vLLM's
-    own venv, which stay together at the head of the first run (they read the one
-    server's log as theirs alone, and a second worker would idle on the server's start
-    lock), worker k's run takes items k, k + W, k + 2W, ... of the rest. Each run starts
-    with its share of the long tests and ends with short ones, which is what the
-    stealing takes.
+    collected last keeps one core busy while the other idles at the end of the suite. Each
+    test gets a tier (below); :func:`tests.support.run_order.deal` orders them: the tests on
+    the shared vLLM server and vLLM's own venv together at the head of the first worker's
+    run (they read the one server's log as theirs alone, and a second worker would idle on
+    the server's start lock), the other long tests each to the run with the least
+    estimated work, and the short ones filling each run to the count ``--dist worksteal``
+    gives it. Every worker sorts the same way.
     """
 
-    def rank(item: pytest.Item) -> int:
+    def tier(item: pytest.Item) -> int:
         fixtures = getattr(item, "fixturenames", ())
         if "vllm_venv" in fixtures:  # an engine start (one to two minutes) and its run
             return 0
@@ -252,10 +246,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         # the many short tests fill the end of the run instead of a few launches.
         return 4 if hasattr(getattr(item, "module", None), "run_lm_eval") else 5
 
-    ranks = {item.nodeid: rank(item) for item in items}
-    items.sort(key=lambda item: ranks[item.nodeid])
+    from tests.support.run_order import deal
+
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    if workers > 1:
-        engines = sum(1 for level in ranks.values() if level == 0)
-        rest = items[engines:]
-        items[engines:] = [item for k in range(workers) for item in rest[k::workers]]
+    order = deal([tier(item) for item in items], workers)
+    items[:] = [items[i] for i in order]
