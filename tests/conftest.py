@@ -235,10 +235,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         fixtures = getattr(item, "fixturenames", ())
         if "vllm_venv" in fixtures:  # an engine start (one to two minutes) and its run
             return 0
-        # An engine of its own: next, after the tests that start the shared server.
-        if item.get_closest_marker("vllm"):
-            return 1
         if "smollm2" in fixtures:
+            return 1
+        # An engine of its own, after the real-model tests: a run that starts with it waits
+        # on its disk reads of vLLM's venv while the first run's engine tests read the same.
+        if item.get_closest_marker("vllm"):
             return 2
         if item.get_closest_marker("slow"):
             return 3

@@ -33,9 +33,9 @@ def test_one_worker_only_sorts_and_keeps_collection_order_within_a_tier() -> Non
 
 @pytest.mark.parametrize("workers", [2, 3, 4])
 def test_the_suites_mix_is_split_into_like_shares_with_the_engines_first(workers: int) -> None:
-    # the tiers of issue 48's suite: 5 engine tests, 1 engine of its own, 10 real-model,
+    # the tiers of issue 48's suite: 5 engine tests, 10 real-model, 1 engine of its own,
     # 56 other slow, 156 in lm_eval-launching modules, 2,280 unit tests
-    tiers = [5] * 2280 + [3] * 56 + [0] * 5 + [4] * 156 + [2] * 10 + [1]
+    tiers = [5] * 2280 + [3] * 56 + [0] * 5 + [4] * 156 + [1] * 10 + [2]
     order = deal(tiers, workers)
     assert sorted(order) == list(range(len(tiers)))
     runs = _runs(tiers, workers)
@@ -47,12 +47,12 @@ def test_the_suites_mix_is_split_into_like_shares_with_the_engines_first(workers
     # the second), except a first run whose engine tests alone exceed a share.
     engines = 5 * TIER_SECONDS[0] + len(runs[0][5:]) * TIER_SECONDS[5]
     rest = works[1:] if engines > sum(works) / workers else works
-    assert max(rest) - min(rest) <= TIER_SECONDS[2], works
-    assert max(works) == works[0] or max(works) - works[0] <= TIER_SECONDS[2], works
+    assert max(rest) - min(rest) <= TIER_SECONDS[1], works
+    assert max(works) == works[0] or max(works) - works[0] <= TIER_SECONDS[1], works
 
 
 def test_a_run_never_takes_more_than_its_count() -> None:
-    tiers = [2] * 7 + [5]  # more long tests than one run can hold
+    tiers = [1] * 7 + [5]  # more long tests than one run can hold
     runs = _runs(tiers, 2)
     assert [len(run) for run in runs] == [4, 4]
     assert sum(t < SHORT_TIER for run in runs for t in run) == 7
