@@ -12,12 +12,14 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from tests.support.shared_data import shared_data_dir
+
 if TYPE_CHECKING:
     from tests.support.lm_eval_fork import ForkedLmEval
     from tests.support.vllm_server import VLLMServer
 
 ROOT = Path(__file__).resolve().parents[1]
-os.environ.setdefault("ELITR_BENCH_DATA_DIR", str(ROOT.parent / "shared" / "data"))
+os.environ.setdefault("ELITR_BENCH_DATA_DIR", str(shared_data_dir()))
 # Keep every cache of the test session away from the user's real cache.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")

@@ -56,3 +56,9 @@ def test_a_run_never_takes_more_than_its_count() -> None:
     runs = _runs(tiers, 2)
     assert [len(run) for run in runs] == [4, 4]
     assert sum(t < SHORT_TIER for run in runs for t in run) == 7
+
+
+def test_engine_tests_that_overfill_the_first_run_stay_together() -> None:
+    # e.g. ``pytest -n 2 tests/models/test_vllm_server.py``: three engine tests, runs of 1 and 2
+    assert deal([0, 0, 0], 2) == [0, 1, 2]
+    assert deal([5, 0, 0, 0, 3], 2) == [1, 2, 3, 4, 0]

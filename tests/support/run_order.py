@@ -68,11 +68,15 @@ def deal(tiers: Sequence[int], workers: int) -> list[int]:
                 key=lambda w: (load[w], w),
             )
         runs[k].append(i)
-        load[k] += TIER_SECONDS[min(tiers[i], len(TIER_SECONDS) - 1)]
-    short = iter(i for i in order if tiers[i] >= SHORT_TIER)
-    # The short tests are dealt round-robin, so each run gets a like mix of the tiers.
-    while any(len(runs[w]) < sizes[w] for w in range(workers)):
+        load[k] += TIER_SECONDS[tiers[i]]
+    # The short tests are dealt round-robin to the runs with room, so each run gets a like
+    # mix of the tiers. They run out first when the engine tests alone overfill the first
+    # run (a selection of mostly vLLM tests): its count cannot hold them all together.
+    short = [i for i in order if tiers[i] >= SHORT_TIER]
+    taken = 0
+    while taken < len(short):
         for w in range(workers):
-            if len(runs[w]) < sizes[w]:
-                runs[w].append(next(short))
+            if taken < len(short) and len(runs[w]) < sizes[w]:
+                runs[w].append(short[taken])
+                taken += 1
     return [i for run in runs for i in run]
