@@ -82,3 +82,16 @@ def test_identical_files_of_one_version_become_links_and_nothing_else(tmp_path: 
     # a second run finds nothing more to do, and no temporary file is left behind
     assert run() == "share-site-files: nothing to share (no identical files, or already linked)"
     assert not list(theirs.rglob("*.share-tmp"))
+
+
+def test_an_interpreter_that_is_not_there_is_one_line(tmp_path: Path) -> None:
+    missing = tmp_path / "no-venv" / "bin" / "python"
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), sys.executable, str(missing)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"share-site-files: cannot list the distributions of {missing}: "
+        f"[Errno 2] No such file or directory: '{missing}'"
+    ]
