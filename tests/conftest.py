@@ -33,6 +33,33 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
+def _share_lm_evals_index() -> None:
+    """Index lm-eval's built-in tasks once per session (tests/support/startup/sitecustomize.py).
+
+    Every interpreter started from here on (xdist's workers, the fork servers, fresh
+    ``lm_eval`` processes, vLLM's venv) finds the ``sitecustomize`` first on
+    ``PYTHONPATH``; the folder is the session's, made by the process that starts the
+    session and removed when it ends.
+    """
+    if os.environ.get("ELITR_TEST_FRESH_LM_EVAL", "") not in ("", "0"):
+        return
+    startup = str(ROOT / "tests" / "support" / "startup")
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if startup not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([startup, *paths])
+    if "ELITR_TEST_LM_EVAL_INDEX" not in os.environ:
+        import atexit
+        import shutil
+        import tempfile
+
+        folder = tempfile.mkdtemp(prefix="elitr-lm-eval-index-")
+        os.environ["ELITR_TEST_LM_EVAL_INDEX"] = folder
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+
+
+_share_lm_evals_index()
+
+
 @pytest.fixture(autouse=True)
 def _isolated_cache(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch

@@ -20,8 +20,16 @@ from tests.support.lm_eval_fork import import_time_env, without_frozen_leak_repo
 pytestmark = pytest.mark.slow
 
 
-def _fresh(args: list[str]) -> subprocess.CompletedProcess[str]:
-    return run_fresh_lm_eval(args, env=os.environ)
+def _fresh(args: list[str], *, own_index: bool = False) -> subprocess.CompletedProcess[str]:
+    """A fresh console script; ``own_index``: lm-eval indexes its tasks itself.
+
+    Otherwise it reads the session's copy of that index, as the fork servers do
+    (tests/support/startup/sitecustomize.py).
+    """
+    env = dict(os.environ)
+    if own_index:
+        env.pop("ELITR_TEST_LM_EVAL_INDEX", None)
+    return run_fresh_lm_eval(args, env=env)
 
 
 def _samples(out: Path) -> list[dict[str, object]]:
@@ -39,7 +47,8 @@ def test_a_forked_launch_gives_the_fresh_console_scripts_answers(tmp_path: Path)
         "--limit", "2", "--log_samples", "--metadata", json.dumps({"judge": "none"}),
     ]  # fmt: skip
     forked = fork.run([*run, "--output_path", str(tmp_path / "forked")], os.environ, 300)
-    fresh = _fresh([*run, "--output_path", str(tmp_path / "fresh")])
+    # exactly as a user runs it: the session's copy of lm-eval's index is held to it here
+    fresh = _fresh([*run, "--output_path", str(tmp_path / "fresh")], own_index=True)
     assert forked.returncode == fresh.returncode == 0, forked.stderr[-2000:]
     assert _samples(tmp_path / "forked") == _samples(tmp_path / "fresh")
     table = [line for line in forked.stdout.splitlines() if "elitr_qa_dev" in line]

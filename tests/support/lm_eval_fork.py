@@ -20,8 +20,9 @@ What differs from a fresh interpreter, and why it does not matter here:
 
 * the modules are imported before the launch's arguments are parsed (the hook, lm-eval's
   registries and the import watcher do the same work on the same imports, only earlier);
-* lm-eval's index of its own folder is built by the server, from the same files, with
-  lm-eval's own ``TaskIndex.build``; any ``--include_path`` (ours, which the start-up hook
+* lm-eval's index of its own folder is built once, from the same files, with lm-eval's
+  own ``TaskIndex.build`` (by the server, or by the session's first process to need it:
+  tests/support/startup/sitecustomize.py); any ``--include_path`` (ours, which the start-up hook
   adds, and a test's) is indexed by the child, and a task there overrides a built-in one
   with lm-eval's warning, as in a fresh run;
 * what most launches load anyway is loaded by the server too: ROUGE's scorer (it imports
@@ -223,43 +224,35 @@ class ForkedLmEval:
 # --------------------------------------------------------------------------- server
 def _warm() -> None:
     """Import what every launch imports; index lm-eval's built-in tasks once."""
-    import logging
-
     import lm_eval  # our start-up hook patches lm-eval on this import
     import lm_eval.__main__
     import lm_eval.evaluator
     import lm_eval.models
     import lm_eval.models.huggingface
     import lm_eval.tasks
-    from lm_eval.tasks._index import TaskIndex
+    from lm_eval.tasks import _index
 
     import elitr_bench.tasks.task  # noqa: F401
 
-    builtin = Path(lm_eval.tasks.__file__).parent
-    original = TaskIndex.build
-    built_in_index = original([builtin])
-    log = logging.getLogger("lm_eval.tasks._index")
-
-    def build(paths: Any, *, resolve_includes: bool = True) -> dict[str, Any]:
-        paths = [Path(p) for p in paths]
-        if not (resolve_includes and paths and paths[0] == builtin):
-            return original(paths, resolve_includes=resolve_includes)
-        index = dict(built_in_index)
-        for name, entry in original(paths[1:], resolve_includes=True).items():
-            if name in index:  # lm-eval's own warning for a later path's override
-                log.warning(
-                    "Task '%s' from %s overrides existing task from %s",
-                    name,
-                    entry.yaml_path,
-                    index[name].yaml_path,
-                )
-            index[name] = entry
-        return index
-
-    TaskIndex.build = staticmethod(build)  # type: ignore[method-assign]
+    # The index of lm-eval's built-in folder, built (or read from the session's copy) now
+    # and kept: each launch, a fork, gets its own copy of the mapping.
+    startup = _startup_module()
+    folder = os.environ.get(startup.ENV)
+    startup.share_index(_index, Path(folder) if folder else None, keep=True)
+    _index.TaskIndex.build([Path(lm_eval.tasks.__file__).parent])
     _load_what_launches_load()
     if "evaluate" in sys.modules:  # READ_BY_THE_LAUNCH would then be read here, too early
         raise RuntimeError("the lm_eval fork server imported `evaluate`: see READ_BY_THE_LAUNCH")
+
+
+def _startup_module() -> Any:
+    """tests/support/startup/sitecustomize.py, loaded by its path (not as ``sitecustomize``)."""
+    path = Path(__file__).with_name("startup") / "sitecustomize.py"
+    spec = importlib.util.spec_from_file_location("elitr_tests_startup", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _load_what_launches_load() -> None:

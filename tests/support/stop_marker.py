@@ -20,8 +20,16 @@ MARKER_ENV = "ELITR_TEST_STOP_MARKER"
 
 
 def sitecustomize_source() -> str:
-    """The ``sitecustomize.py`` that starts the watcher in every child interpreter."""
-    return "from tests.support.stop_marker import watch_from_env\nwatch_from_env()\n"
+    """The ``sitecustomize.py`` that starts the watcher in every child interpreter.
+
+    It shadows the session's own (tests/support/startup/sitecustomize.py), so it runs that
+    one too.
+    """
+    session = Path(__file__).with_name("startup") / "sitecustomize.py"
+    return (
+        f"import runpy\nrunpy.run_path({str(session)!r}, run_name='sitecustomize')\n"
+        "from tests.support.stop_marker import watch_from_env\nwatch_from_env()\n"
+    )
 
 
 def watch_from_env() -> None:
