@@ -55,12 +55,13 @@ def share_index(module: ModuleType, folder: Path | None, *, keep: bool = False) 
     if index_cls is None or build is None:
         return  # another lm-eval layout: leave it alone
     own_tasks = Path(module.__file__ or "").resolve().parent
-    kept: dict[bool, dict[str, Any]] = {}
+    kept: dict[str, dict[str, Any]] = {}
 
-    def built_in(resolve_includes: bool) -> dict[str, Any]:
-        if resolve_includes in kept:
-            return dict(kept[resolve_includes])
-        key = hashlib.sha1(f"{own_tasks}|{resolve_includes}".encode()).hexdigest()[:16]
+    def built_in(options: dict[str, Any]) -> dict[str, Any]:
+        said = repr(sorted(options.items()))  # e.g. lm-eval 0.4's resolve_includes
+        if said in kept:
+            return dict(kept[said])
+        key = hashlib.sha1(f"{own_tasks}|{said}".encode()).hexdigest()[:16]
         path = folder / f"lm-eval-index-{key}.pickle" if folder is not None else None
         index: dict[str, Any] | None = None
         if path is not None:
@@ -70,23 +71,23 @@ def share_index(module: ModuleType, folder: Path | None, *, keep: bool = False) 
             except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
                 index = None
         if index is None:
-            index = dict(build([own_tasks], resolve_includes=resolve_includes))
+            index = dict(build([own_tasks], **options))
             if path is not None and path.parent.is_dir():
                 with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as handle:
                     pickle.dump(index, handle, protocol=pickle.HIGHEST_PROTOCOL)
                 os.replace(handle.name, path)  # whole or absent for a reader meanwhile
         if keep:
-            kept[resolve_includes] = index
+            kept[said] = index
             return dict(index)
         return index
 
-    def shared(paths: Sequence[Path], *, resolve_includes: bool = True) -> dict[str, Any]:
+    def shared(paths: Sequence[Path], **options: Any) -> dict[str, Any]:
         paths = [Path(p) for p in paths]
         if not paths or paths[0].resolve() != own_tasks:
-            return dict(build(paths, resolve_includes=resolve_includes))
-        index = built_in(resolve_includes)
+            return dict(build(paths, **options))
+        index = built_in(options)
         # later folders win, with lm-eval's own warning, as in TaskIndex.build
-        for name, entry in build(paths[1:], resolve_includes=resolve_includes).items():
+        for name, entry in build(paths[1:], **options).items():
             if name in index:
                 module.log.warning(
                     "Task '%s' from %s overrides existing task from %s",
