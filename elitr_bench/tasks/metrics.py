@@ -96,9 +96,9 @@ def token_f1(prediction: str, reference: str) -> float:
 
 @lru_cache(maxsize=1)
 def _rouge_scorer() -> Any:
-    from rouge_score import rouge_scorer
+    from elitr_bench.tasks.rouge import rouge_scorer
 
-    return rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+    return rouge_scorer(["rougeL"])
 
 
 def rouge_l(prediction: str, reference: str) -> float:

@@ -44,9 +44,9 @@ class MetricUnavailableError(ElitrBenchError):
 
 @lru_cache(maxsize=len(ROUGE_TYPES))
 def _rouge(rouge_type: str) -> Any:
-    from rouge_score import rouge_scorer
+    from elitr_bench.tasks.rouge import rouge_scorer
 
-    return rouge_scorer.RougeScorer([rouge_type], use_stemmer=True)
+    return rouge_scorer([rouge_type])
 
 
 def rouge_scores(

@@ -112,7 +112,15 @@ def echoed(text: str, given: Sequence[str]) -> str:
         return text
     prompt = [t for t, _, _ in _tokens(" ".join(given))]
     joined = " " + " ".join(prompt) + " "
-    lines = [[t for t, _, _ in _tokens(line)] for source in given for line in source.splitlines()]
+    # each prompt line by its first two words: the words after them (more than three
+    # letters, by their first five), built once per reply rather than once per number
+    line_words: dict[tuple[str, str], list[set[str]]] = {}
+    for source in given:
+        for line in source.splitlines():
+            tokens = [t for t, _, _ in _tokens(line)]
+            if len(tokens) >= 2:
+                rest = {w[:5] for w in tokens[2:] if len(w) > 3}
+                line_words.setdefault((tokens[0], tokens[1]), []).append(rest)
     out = text
     words = _tokens(text)
     for i, (tok, _start, end) in enumerate(words):
@@ -122,14 +130,14 @@ def echoed(text: str, given: Sequence[str]) -> str:
         if len(head) == 3 and f" {' '.join([*head, tok])} " in joined:
             out = blank(out, words[i - 3][1], end)
             continue
+        starting = line_words.get((words[i - 1][0], tok)) if i else None
+        if not starting:
+            continue
         stop = _SENTENCE_END.search(text, end)
         near = [w for w in words[i + 1 : i + 9] if w[1] < (stop.start() if stop else len(text))]
         around = {w[:5] for w, _, _ in near if w not in _STOP and len(w) > 3}
-        for line in lines:
-            shared = around & {w[:5] for w in line[2:] if len(w) > 3}
-            if i and line[:2] == [words[i - 1][0], tok] and len(shared) >= _ECHO_WORDS:
-                out = blank(out, words[i - 1][1], end)
-                break
+        if any(len(around & rest) >= _ECHO_WORDS for rest in starting):
+            out = blank(out, words[i - 1][1], end)
     return out
 
 

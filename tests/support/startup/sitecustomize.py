@@ -1,10 +1,10 @@
 """Test sessions only: lm-eval's index of its built-in tasks is built once per session.
 
 Every ``lm_eval`` process indexes the 14,000 YAML files of lm-eval's own task folder
-before it reads a task (``TaskIndex.build``: about 6 CPU seconds). The suite starts
-a dozen fresh interpreters that must be fresh (a plugin folder on ``PYTHONPATH``, a
-variable read at import, a signal of their own, vLLM's venv, ``accelerate``'s
-processes), and each paid it again for the same files. tests/conftest.py puts this
+before it reads a task (``TaskIndex.build``: about 6 CPU seconds). Some of the suite's
+interpreters must be fresh (a plugin folder on ``PYTHONPATH``, a variable read at import,
+a signal of their own, ``accelerate``'s processes), and each paid it again for the same
+files. tests/conftest.py puts this
 folder first on ``PYTHONPATH`` and names a folder of the session in
 ``ELITR_TEST_LM_EVAL_INDEX``: the first process to index a folder of lm-eval's built-in
 tasks stores what lm-eval built there (pickled, one file per installation), and the
