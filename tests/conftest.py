@@ -281,3 +281,25 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     order = deal([tier(item) for item in items], workers)
     items[:] = [items[i] for i in order]
+    _SERVER_TESTS[:] = [sum("vllm_server" in getattr(i, "fixturenames", ()) for i in items), 0]
+
+
+#: Tests on the shared vLLM server: [collected, run by this process].
+_SERVER_TESTS = [0, 0]
+
+
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    """End the shared vLLM server once this process has run every test that uses it.
+
+    They run first, together (:func:`pytest_collection_modifyitems`); an idle server's
+    engine core still takes about 2 CPU s a minute, for the rest of the session. When a
+    worker ran only some of them, the server stays to the end of the session.
+    """
+    if "vllm_server" not in getattr(item, "fixturenames", ()):
+        return
+    _SERVER_TESTS[1] += 1
+    factory = getattr(item.config, "_tmp_path_factory", None)
+    if _SERVER_TESTS[1] == _SERVER_TESTS[0] and factory is not None:
+        from tests.support.vllm_server import stop_shared_server
+
+        stop_shared_server(_session_dir(factory))

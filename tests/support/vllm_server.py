@@ -11,8 +11,9 @@ session, whichever pytest-xdist worker needs it first: the workers share a state
 (the controller's base temporary folder), and an exclusive lock on a file in it makes the
 others wait for that start and then read its address. The server is started in a process
 group of its own, and a small watchdog ends it when the pytest process that owns the
-session exits, however it exits; :func:`stop_shared_server` (from the controller's
-``pytest_sessionfinish``) ends it at the normal end.
+session exits, however it exits; :func:`stop_shared_server` ends it as soon as one worker
+has run every test that uses it (they run first), or else from the controller's
+``pytest_sessionfinish`` at the normal end.
 """
 
 from __future__ import annotations
@@ -221,10 +222,21 @@ def stop_shared_server(state_dir: Path) -> None:
     if not state.exists():
         return
     pid = int(json.loads(state.read_text())["pid"])
+    # Gone: a later call (the session's end after an early stop) must not signal a process
+    # group that reused the number.
+    state.unlink()
     with contextlib.suppress(OSError):
         os.killpg(pid, signal.SIGTERM)
         for _ in range(50):
-            if not _alive(pid):
+            if _ended(pid):
                 break
             time.sleep(0.2)
         os.killpg(pid, signal.SIGKILL)
+
+
+def _ended(pid: int) -> bool:
+    """Whether ``pid`` has exited (reaped here when it is this process's child)."""
+    with contextlib.suppress(ChildProcessError):
+        if os.waitpid(pid, os.WNOHANG)[0]:
+            return True
+    return not _alive(pid)
