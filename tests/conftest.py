@@ -33,6 +33,11 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
+def fresh_launches() -> bool:
+    """``ELITR_TEST_FRESH_LM_EVAL=1``: every launch in a fresh interpreter, nothing shared."""
+    return os.environ.get("ELITR_TEST_FRESH_LM_EVAL", "") not in ("", "0")
+
+
 def _share_lm_evals_index() -> None:
     """Index lm-eval's built-in tasks once per session (tests/support/startup/sitecustomize.py).
 
@@ -41,7 +46,7 @@ def _share_lm_evals_index() -> None:
     ``PYTHONPATH``; the folder is the session's, made by the process that starts the
     session and removed when it ends.
     """
-    if os.environ.get("ELITR_TEST_FRESH_LM_EVAL", "") not in ("", "0"):
+    if fresh_launches():
         return
     startup = str(ROOT / "tests" / "support" / "startup")
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
@@ -89,7 +94,7 @@ _FORK: ForkedLmEval | None = None
 def _fork_server() -> ForkedLmEval | None:
     """This process's warm lm_eval server (tests/support/lm_eval_fork.py), started once."""
     global _FORK
-    if os.environ.get("ELITR_TEST_FRESH_LM_EVAL", "") not in ("", "0"):
+    if fresh_launches():
         return None
     if _FORK is None:
         import atexit
@@ -281,11 +286,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     order = deal([tier(item) for item in items], workers)
     items[:] = [items[i] for i in order]
-    _SERVER_TESTS[:] = [sum("vllm_server" in getattr(i, "fixturenames", ()) for i in items), 0]
+    _SERVER_TESTS[:] = [sum(_on_shared_server(item) for item in items), 0]
 
 
 #: Tests on the shared vLLM server: [collected, run by this process].
 _SERVER_TESTS = [0, 0]
+
+
+def _on_shared_server(item: pytest.Item) -> bool:
+    return "vllm_server" in getattr(item, "fixturenames", ())
 
 
 def pytest_runtest_teardown(item: pytest.Item) -> None:
@@ -295,7 +304,7 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
     engine core still takes about 2 CPU s a minute, for the rest of the session. When a
     worker ran only some of them, the server stays to the end of the session.
     """
-    if "vllm_server" not in getattr(item, "fixturenames", ()):
+    if not _on_shared_server(item):
         return
     _SERVER_TESTS[1] += 1
     factory = getattr(item.config, "_tmp_path_factory", None)

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, fresh_launches
 
 STARTUP = ROOT / "tests" / "support" / "startup" / "sitecustomize.py"
 
@@ -118,7 +118,7 @@ def test_a_damaged_copy_is_rebuilt_and_a_kept_index_is_copied_per_call(tmp_path:
 
 
 def test_every_interpreter_of_the_session_has_it_and_fresh_mode_turns_it_off() -> None:
-    if os.environ.get("ELITR_TEST_FRESH_LM_EVAL", "") not in ("", "0"):
+    if fresh_launches():
         pytest.skip("ELITR_TEST_FRESH_LM_EVAL is set: every launch is fresh")
     probe = "import lm_eval.tasks._index as m; print(hasattr(m.TaskIndex.build, '__wrapped__'))"
     on = subprocess.run(
